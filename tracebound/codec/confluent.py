@@ -1,0 +1,98 @@
+"""Confluent wire format (magic byte 0 + 4-byte schema id + Avro body).
+
+Used when a schema registry URL is configured, so tracebound topics can be read by
+any tool of the Confluent ecosystem (Schema Registry, Apicurio ccompat, Karapace).
+Schemas are registered under the topic-name strategy (``<topic>-value``) through
+``confluent_kafka.schema_registry``; readers resolve the writer schema by id.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from typing import Any
+
+from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
+from fastavro import parse_schema, schemaless_reader, schemaless_writer
+from pydantic import ValidationError
+
+from tracebound.codec import schemas
+from tracebound.errors import DecodeError, EventValidationError, TransientError, UnknownSchemaError
+from tracebound.events import EVENT_TYPES, Event
+
+MAGIC = 0
+HEADER_LEN = 5
+
+
+class ConfluentCodec:
+    """Registers writer schemas on first use and frames values the Confluent way."""
+
+    def __init__(self, url: str, basic_auth: str | None = None) -> None:
+        conf: dict[str, Any] = {"url": url}
+        if basic_auth:
+            conf["basic.auth.user.info"] = basic_auth
+        self._client = SchemaRegistryClient(conf)
+        self._ids: dict[tuple[str, str], int] = {}
+        self._writers: dict[int, tuple[str, Any]] = {}
+        self._lock = threading.Lock()
+
+    def _schema_id(self, subject: str, event: str) -> int:
+        key = (subject, event)
+        with self._lock:
+            cached = self._ids.get(key)
+        if cached is not None:
+            return cached
+        text = json.dumps(schemas.current(event).expanded)
+        try:
+            schema_id = int(self._client.register_schema(subject, Schema(text, "AVRO")))
+        except Exception as exc:
+            raise TransientError(f"schema registry refused {subject}: {exc}") from exc
+        with self._lock:
+            self._ids[key] = schema_id
+        return schema_id
+
+    def encode(self, event: Event, topic: str | None = None) -> bytes:
+        subject = f"{topic or event.topic}-value"
+        schema_id = self._schema_id(subject, event.schema_name)
+        buf = io.BytesIO()
+        buf.write(bytes([MAGIC]))
+        buf.write(schema_id.to_bytes(4, "big"))
+        schemaless_writer(buf, schemas.current(event.schema_name).parsed, event.to_avro())
+        return buf.getvalue()
+
+    def _writer(self, schema_id: int) -> tuple[str, Any]:
+        with self._lock:
+            hit = self._writers.get(schema_id)
+        if hit is not None:
+            return hit
+        try:
+            schema = self._client.get_schema(schema_id)
+        except Exception as exc:
+            raise UnknownSchemaError(f"schema id {schema_id} not in the registry: {exc}") from exc
+        raw = json.loads(schema.schema_str or "{}")
+        name = str(raw.get("name", "")).rsplit(".", 1)[-1]
+        if name not in EVENT_TYPES:
+            raise UnknownSchemaError(f"schema id {schema_id} is {name!r}, not a tracebound event")
+        entry = (name, parse_schema(raw))
+        with self._lock:
+            self._writers[schema_id] = entry
+        return entry
+
+    def decode(self, data: bytes | None, topic: str | None = None) -> Event:
+        del topic
+        if not data or len(data) < HEADER_LEN or data[0] != MAGIC:
+            raise DecodeError("not a Confluent-framed Avro message (missing magic byte 0)")
+        event, writer = self._writer(int.from_bytes(data[1:HEADER_LEN], "big"))
+        buf = io.BytesIO(data)
+        buf.seek(HEADER_LEN)
+        try:
+            record = schemaless_reader(buf, writer, schemas.current(event).parsed)
+        except Exception as exc:
+            raise DecodeError(f"corrupt {event} body: {type(exc).__name__}: {exc}") from exc
+        if not isinstance(record, dict):
+            raise DecodeError(f"{event} body is not a record")
+        try:
+            return EVENT_TYPES[event].from_avro(record)
+        except (ValidationError, ValueError) as exc:
+            raise EventValidationError(f"{event} fails validation: {exc}") from exc

@@ -1,0 +1,60 @@
+"""Avro single-object encoding: ``C3 01`` + 8-byte CRC-64-AVRO fingerprint + body.
+
+Needs no schema server: the writer schema is found by fingerprint among the
+schemas shipped in ``schemas/`` (current and frozen), and resolved against the
+current reader schema, so events written by older versions stay readable.
+"""
+
+from __future__ import annotations
+
+import io
+
+from fastavro import schemaless_reader, schemaless_writer
+from pydantic import ValidationError
+
+from tracebound.codec import schemas
+from tracebound.errors import DecodeError, EventValidationError, UnknownSchemaError
+from tracebound.events import EVENT_TYPES, Event
+
+MAGIC = b"\xc3\x01"
+HEADER_LEN = 10
+
+
+class SingleObjectCodec:
+    """Encodes events as Avro single objects; decodes any known writer version."""
+
+    def encode(self, event: Event, topic: str | None = None) -> bytes:
+        del topic  # the header names the schema, not the topic
+        version = schemas.current(event.schema_name)
+        buf = io.BytesIO()
+        buf.write(MAGIC)
+        buf.write(version.fingerprint)
+        schemaless_writer(buf, version.parsed, event.to_avro())
+        return buf.getvalue()
+
+    def decode(self, data: bytes | None, topic: str | None = None) -> Event:
+        del topic  # the fingerprint alone names the schema
+        if not data or len(data) < HEADER_LEN or data[:2] != MAGIC:
+            raise DecodeError("not an Avro single-object message (missing C3 01 header)")
+        writer = schemas.all_versions().get(data[2:HEADER_LEN])
+        if writer is None:
+            raise UnknownSchemaError(f"unknown schema fingerprint {data[2:HEADER_LEN].hex()}")
+        reader = schemas.current(writer.event)
+        buf = io.BytesIO(data)
+        buf.seek(HEADER_LEN)
+        try:
+            record = schemaless_reader(
+                buf,
+                writer.parsed,
+                None if writer.canonical == reader.canonical else reader.parsed,
+            )
+        except Exception as exc:  # fastavro raises many types on corrupt input
+            raise DecodeError(f"corrupt {writer.event} body: {type(exc).__name__}: {exc}") from exc
+        if buf.tell() != len(data):
+            raise DecodeError(f"{len(data) - buf.tell()} trailing bytes after {writer.event} body")
+        if not isinstance(record, dict):
+            raise DecodeError(f"{writer.event} body is not a record")
+        try:
+            return EVENT_TYPES[writer.event].from_avro(record)
+        except (ValidationError, ValueError) as exc:
+            raise EventValidationError(f"{writer.event} fails validation: {exc}") from exc

@@ -1,0 +1,216 @@
+"""Shared Avro records (``schemas/tracebound.<Name>.avsc``) carried inside events."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from tracebound.events.base import JsonValue, Record
+
+
+class Alert(Record):
+    """An Alertmanager alert with the webhook's own field names."""
+
+    status: str
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    startsAt: str = ""
+    endsAt: str = ""
+    generatorURL: str = ""
+    fingerprint: str = ""
+
+
+class DiagnosisRequest(Record):
+    mode: Literal["CHAT", "AIOPS"]
+    query: str
+    alerts: tuple[Alert, ...] = ()
+    language: str = "en"
+    requested_by: str = ""
+
+
+class PromptRef(Record):
+    name: str
+    version: str
+    resource: str
+
+
+class PromptAudit(Record):
+    version: str
+    prompts: tuple[PromptRef, ...] = ()
+
+
+class PlannerPlan(Record):
+    selected_skill: str | None = None
+    selection_reason: str
+    plan: tuple[str, ...] = ()
+    reasoning: str
+
+
+class PlanSnapshot(Record):
+    planner_plan: PlannerPlan
+    narrow_scope: bool
+    skill_version: str | None = None
+    planner_mode: str = "rules"
+
+
+class RetryContext(Record):
+    round: int
+    reasons: tuple[str, ...] = ()
+    failed_claims: tuple[str, ...] = ()
+    missing_info: tuple[str, ...] = ()
+
+
+class EvidenceRef(Record):
+    raw_path: str
+    text: str
+
+
+class RetrievalDetails(Record):
+    evidence_status: str
+    evidence_refs: tuple[EvidenceRef, ...] = ()
+    relevance_level: str | None = None
+    dedup_reason: str | None = None
+
+
+class ToolInvocation(Record):
+    source_invocation_id: int
+    tool_name: str
+    input_params: JsonValue
+    output: JsonValue
+    output_preview: str = ""
+    retrieval_layer: str | None = None
+    l0_match_count: int | None = None
+    l1_match_count: int | None = None
+    retrieval_details: RetrievalDetails | None = None
+    duration_ms: int
+    success: bool
+    error_message: str | None = None
+    round: int = 1
+
+
+class ParseStatus(Record):
+    status: str  # valid | invalid | missing
+    detail: str = ""
+
+
+class RuleMeta(Record):
+    id: str
+    description: str
+    enabled: bool
+    default_severity: str
+
+
+class CheckedBinding(Record):
+    claim_id: str
+    binding_index: int = 0
+    tool_name: str | None = None
+    source_invocation_id: int | None = None
+    raw_path: str | None = None
+    matched_text: str | None = None
+    status: str
+    rule: str | None = None
+    reason: str | None = None
+
+
+class GateNote(Record):
+    rule: str
+    severity: str | None = None
+    claim_id: str | None = None
+    binding_index: int | None = None
+    message: str
+    hint: JsonValue = None
+    source_invocation_id: int | None = None
+    raw_path: str | None = None
+
+
+class GatekeeperOutcome(Record):
+    status: Literal["pass", "fail"]
+    severity: Literal["none", "low_confid", "reject"]
+    rule_set_version: str
+    rules: tuple[RuleMeta, ...] = ()
+    checked_bindings: tuple[CheckedBinding, ...] = ()
+    failed_rules: tuple[str, ...] = ()
+    warnings: tuple[GateNote, ...] = ()
+    errors: tuple[GateNote, ...] = ()
+
+
+class ToolTraceEntry(Record):
+    source_invocation_id: int
+    tool_name: str
+    success: bool
+    evidence_status: str
+    raw_paths: tuple[str, ...] = ()
+    input_summary: str = ""
+
+
+class ClaimCheck(Record):
+    claim_id: str
+    claim_type: str
+    claim_text: str
+    status: str  # SUPPORTED | REFUTED | NOT_ENOUGH_INFO
+    reason: str
+    raw_paths: tuple[str, ...] = ()
+
+
+class FactCheck(Record):
+    claim_id: str
+    kind: str
+    fact: str
+    found: bool
+
+
+class AllowedClaim(Record):
+    claim_id: str
+    claim_type: str
+    claim_text: str
+    evidence_excerpts: tuple[str, ...] = ()
+    raw_paths: tuple[str, ...] = ()
+
+
+class ComposerInput(Record):
+    original_query: str
+    verdict: str
+    allowed_claims: tuple[AllowedClaim, ...] = ()
+    allowed_hypotheses: tuple[str, ...] = ()
+    missing_info: tuple[str, ...] = ()
+    recommended_actions: tuple[str, ...] = ()
+    rationale: str
+
+
+class RecommendedAction(Record):
+    action_text: str
+    reason: str
+
+
+class GuardResult(Record):
+    ok: bool
+    violations: tuple[str, ...] = ()
+    replaced: bool = False
+
+
+__all__ = [
+    "Alert",
+    "AllowedClaim",
+    "CheckedBinding",
+    "ClaimCheck",
+    "ComposerInput",
+    "DiagnosisRequest",
+    "EvidenceRef",
+    "FactCheck",
+    "GateNote",
+    "GatekeeperOutcome",
+    "GuardResult",
+    "JsonValue",
+    "ParseStatus",
+    "PlanSnapshot",
+    "PlannerPlan",
+    "PromptAudit",
+    "PromptRef",
+    "RecommendedAction",
+    "RetrievalDetails",
+    "RetryContext",
+    "RuleMeta",
+    "ToolInvocation",
+    "ToolTraceEntry",
+]
