@@ -1,0 +1,93 @@
+"""The ``up``, ``down`` and ``status`` sub-commands of ``tracebound``.
+
+Output is meant for both eyes and scripts: one line per component and per topic, or
+the same as a single JSON object with ``status --json``. The exit code says whether
+the whole stack is healthy, so ``tracebound status && make test`` works.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from tracebound.settings import StackSettings
+from tracebound.stack import stack
+from tracebound.stack.stack import StackStatus
+
+
+def format_status(status: StackStatus) -> list[str]:
+    """Human-readable lines: components first, then topics, then any notes."""
+    lines = []
+    for c in status.components:
+        pid = str(c.pid) if c.pid is not None else "-"
+        lines.append(f"{c.name:<9} {c.state:<8} pid {pid:<8} {c.address:<21} {c.data_dir}")
+    width = max((len(t.name) for t in status.topics), default=0)
+    for t in status.topics:
+        detail = f"{t.partitions} partition(s)" if t.partitions is not None else ""
+        lines.append(f"topic     {t.name:<{width}} {t.state:<8} {detail}".rstrip())
+    lines.extend(f"note: {m}" for m in status.messages)
+    return lines
+
+
+def _print(status: StackStatus) -> None:
+    print("\n".join(format_status(status)))
+
+
+def _cmd_up(args: argparse.Namespace) -> int:
+    # --infra-only is the only mode until the pipeline services join the stack.
+    result = stack.up(StackSettings())
+    _print(result)
+    if not result.started:
+        print("stack was already running")
+    return 0 if result.healthy else 1
+
+
+def _cmd_down(args: argparse.Namespace) -> int:
+    result = stack.down(StackSettings(), purge=bool(args.purge))
+    print("\n".join(result.messages))
+    return 0
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    result = stack.status(StackSettings())
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=None, sort_keys=False))
+    else:
+        _print(result)
+    return 0 if result.healthy else 1
+
+
+def register(subparsers: Any) -> None:
+    """Add the stack sub-commands to the ``tracebound`` parser."""
+    up = subparsers.add_parser(
+        "up",
+        help="start the local Kafka broker and PostgreSQL (loopback only, no containers)",
+        description="Start the local stack; running it again on a running stack is a no-op.",
+    )
+    up.add_argument(
+        "--infra-only",
+        action="store_true",
+        help="start only Kafka and PostgreSQL (currently the only mode)",
+    )
+    up.set_defaults(handler=_cmd_up)
+
+    down = subparsers.add_parser(
+        "down",
+        help="stop the local stack started by `tracebound up`",
+        description="Stop the processes `tracebound up` started; nothing else is signalled.",
+    )
+    down.add_argument(
+        "--purge",
+        action="store_true",
+        help="also delete the Kafka and PostgreSQL data in the state folder",
+    )
+    down.set_defaults(handler=_cmd_down)
+
+    status = subparsers.add_parser(
+        "status",
+        help="show the local stack (exit 1 unless everything runs)",
+        description="One line per component and topic; exit 0 only if all is up.",
+    )
+    status.add_argument("--json", action="store_true", help="print one JSON object")
+    status.set_defaults(handler=_cmd_status)

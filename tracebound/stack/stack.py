@@ -1,0 +1,171 @@
+"""Orchestration of the local stack and the status model the CLI and tests read.
+
+``up`` and ``down`` take a lock on the state folder so two terminals (or a test
+session and a terminal) never start two brokers on one data folder. Both are
+idempotent: ``up`` on a running stack only re-checks it, ``down`` on a stopped one
+does nothing. A component counts as running only if its pid file names a live
+process of ours *and* its port accepts connections.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, replace
+from typing import Any
+
+from tracebound.errors import StackError
+from tracebound.settings import StackSettings
+from tracebound.stack import kafka, postgres
+from tracebound.stack.paths import StackPaths
+from tracebound.stack.process import port_answers, state_lock
+from tracebound.stack.topics import create_stack_topics, topic_states
+from tracebound.topics import topic_table
+
+
+@dataclass(frozen=True, slots=True)
+class ComponentStatus:
+    name: str
+    running: bool
+    pid: int | None
+    address: str
+    data_dir: str
+
+    @property
+    def state(self) -> str:
+        return "running" if self.running else "stopped"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicStatus:
+    name: str
+    partitions: int | None
+    broker_answered: bool
+
+    @property
+    def state(self) -> str:
+        """``present``, ``missing``, or ``unknown`` when the broker could not be asked."""
+        if self.partitions is not None:
+            return "present"
+        return "missing" if self.broker_answered else "unknown"
+
+
+@dataclass(frozen=True, slots=True)
+class StackStatus:
+    kafka_bootstrap: str
+    pg_dsn: str
+    kafka: ComponentStatus
+    postgres: ComponentStatus
+    topics: tuple[TopicStatus, ...]
+    messages: tuple[str, ...] = ()
+    started: tuple[str, ...] = ()  # components this call had to start
+
+    @property
+    def components(self) -> tuple[ComponentStatus, ...]:
+        return (self.kafka, self.postgres)
+
+    @property
+    def healthy(self) -> bool:
+        """Everything runs and every topic of the table exists."""
+        return all(c.running for c in self.components) and all(
+            t.state == "present" for t in self.topics
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "healthy": self.healthy,
+            "kafka_bootstrap": self.kafka_bootstrap,
+            "pg_dsn": self.pg_dsn,
+            "components": [
+                {
+                    "name": c.name,
+                    "state": c.state,
+                    "pid": c.pid,
+                    "address": c.address,
+                    "data_dir": c.data_dir,
+                }
+                for c in self.components
+            ],
+            "topics": [
+                {"name": t.name, "state": t.state, "partitions": t.partitions} for t in self.topics
+            ],
+            "messages": list(self.messages),
+            "started": list(self.started),
+        }
+
+
+def status(settings: StackSettings | None = None) -> StackStatus:
+    """Inspect the stack without changing it (apart from removing stale pid files)."""
+    settings = settings or StackSettings()
+    paths = StackPaths.from_settings(settings)
+    messages: list[str] = []
+    kafka_pid, notes = kafka.broker_pid(settings)
+    messages += notes
+    pg_pid, notes = postgres.server_pid(settings)
+    messages += notes
+    kafka_up = kafka_pid is not None and port_answers(settings.host, settings.kafka_port)
+    pg_up = pg_pid is not None and port_answers(settings.host, settings.pg_port)
+    counts: dict[str, int | None] = {spec.name: None for spec in topic_table()}
+    answered = False
+    if kafka_up:
+        try:
+            counts, answered = topic_states(settings), True
+        except StackError as exc:
+            messages.append(str(exc))
+    return StackStatus(
+        kafka_bootstrap=kafka.bootstrap(settings),
+        pg_dsn=postgres.dsn(settings),
+        kafka=ComponentStatus(
+            "kafka", kafka_up, kafka_pid, kafka.bootstrap(settings), str(paths.kafka_data)
+        ),
+        postgres=ComponentStatus(
+            "postgres", pg_up, pg_pid, f"{settings.host}:{settings.pg_port}", str(paths.pg_data)
+        ),
+        topics=tuple(TopicStatus(name, n, answered) for name, n in counts.items()),
+        messages=tuple(messages),
+    )
+
+
+def up(settings: StackSettings | None = None) -> StackStatus:
+    """Start whatever is not running yet, create missing topics, return the new status."""
+    settings = settings or StackSettings()
+    paths = StackPaths.from_settings(settings)
+    messages: list[str] = []
+    started: list[str] = []
+    with state_lock(paths.lock_file):
+        kafka_before, notes = kafka.broker_pid(settings)
+        messages += notes
+        pg_before, notes = postgres.server_pid(settings)
+        messages += notes
+        # Check every port before starting anything, so a conflict leaves nothing half-up.
+        if kafka_before is None:
+            kafka.check_ports(settings)
+        if pg_before is None:
+            postgres.check_port(settings)
+        messages += kafka.start_broker(settings)
+        if kafka.broker_pid(settings)[0] != kafka_before:
+            started.append("kafka")
+        messages += postgres.start_server(settings)
+        if postgres.server_pid(settings)[0] != pg_before:
+            started.append("postgres")
+        messages += create_stack_topics(settings)
+        now = status(settings)
+    return replace(now, messages=(*messages, *now.messages), started=tuple(started))
+
+
+def down(settings: StackSettings | None = None, purge: bool = False) -> StackStatus:
+    """Stop what ``up`` started; with ``purge`` also delete the Kafka and PostgreSQL data."""
+    settings = settings or StackSettings()
+    paths = StackPaths.from_settings(settings)
+    messages: list[str] = []
+    with state_lock(paths.lock_file):
+        messages += kafka.stop_broker(settings)
+        messages += postgres.stop_server(settings)
+        if not any(m.startswith(("stopped", "killed")) for m in messages):
+            messages.append("nothing was running")
+        if purge:
+            for folder in (paths.kafka_dir, paths.pg_dir):
+                if folder.exists():
+                    shutil.rmtree(folder)
+                    messages.append(f"deleted {folder}")
+        now = status(settings)
+    return replace(now, messages=(*messages, *now.messages))
