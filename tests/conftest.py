@@ -1,0 +1,32 @@
+"""Where the integration tests find a real Kafka broker and a real PostgreSQL.
+
+In order of preference:
+1. an external cluster named by ``TRACEBOUND_KAFKA_BOOTSTRAP_SERVERS`` (and
+   ``TRACEBOUND_PG_DSN``): used as is;
+2. a reachable Docker engine: Kafka and PostgreSQL containers (testcontainers);
+3. otherwise the local stack (``tracebound up``): started if it is not running,
+   and stopped at the end only if this session started it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support.stack import StackHandle, docker_stack, external_stack, local_stack
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[StackHandle]:
+    if os.environ.get("TRACEBOUND_KAFKA_BOOTSTRAP_SERVERS"):
+        yield external_stack()
+        return
+    docker = docker_stack()
+    if docker is not None:
+        with docker as handle:
+            yield handle
+        return
+    with local_stack() as handle:
+        yield handle

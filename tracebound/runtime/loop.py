@@ -1,0 +1,417 @@
+"""The consume-transform-produce loop, exactly once with Kafka transactions.
+
+One transaction per batch: the outputs of every message in the batch and the
+batch's input offsets (``send_offsets_to_transaction``) commit together, so a
+crash at any point either publishes the whole batch and its progress, or
+nothing. Inputs are read ``read_committed``; the ``transactional.id`` is stable
+per replica so a restarted process fences its zombie predecessor.
+
+Failure policy:
+- undecodable or invalid input → a ``DeadLetter`` in the same transaction; the
+  partition keeps moving;
+- ``TransientError`` from the handler → back off and retry the batch, never
+  dead-lettered;
+- abortable Kafka error → abort, rewind the consumer to the batch start;
+- retriable Kafka error while committing → retry the commit;
+- fatal Kafka error (e.g. fenced) → rebuild the clients and resume from the
+  committed offsets.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+
+from tracebound.codec import Codec, make_codec
+from tracebound.errors import PoisonInput, TransientError
+from tracebound.events import DeadLetter
+from tracebound.events import Producer as ProducerRef
+from tracebound.runtime.metrics import ServiceMetrics
+from tracebound.runtime.service import ServiceSpec
+from tracebound.settings import KafkaSettings, RuntimeSettings
+
+log = logging.getLogger("tracebound.runtime")
+
+Output = tuple[str, bytes | None, bytes]
+LAG_INTERVAL_S = 10.0
+STUCK_GRACE_S = 5.0
+
+
+class ClientStuckError(Exception):
+    """A librdkafka call overran its own timeout (the client is wedged)."""
+
+
+class ServiceLoop:
+    """Runs one :class:`ServiceSpec` until :meth:`stop` (or SIGTERM) is called."""
+
+    def __init__(
+        self,
+        spec: ServiceSpec,
+        kafka: KafkaSettings | None = None,
+        runtime: RuntimeSettings | None = None,
+        codec: Codec | None = None,
+        metrics: ServiceMetrics | None = None,
+    ) -> None:
+        self.spec = spec
+        self.kafka = kafka or KafkaSettings()
+        self.runtime = runtime or RuntimeSettings.for_service(spec.name)
+        self.codec = codec or make_codec(self.kafka)
+        self.metrics = metrics or ServiceMetrics(spec.name)
+        self._stop = threading.Event()
+        self._consumer: Any = None
+        self._producer: Any = None
+        self._next_lag_check = 0.0
+        self._lag_partitions: set[tuple[str, int]] = set()
+        self._consumer_failed = False
+        self._calls = ThreadPoolExecutor(1, thread_name_prefix="kafka-call")
+        self._producer_ref = ProducerRef(service=spec.name)
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def install_signal_handlers(self) -> None:
+        """SIGTERM/SIGINT finish the open batch (commit or abort), then exit cleanly."""
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: self.stop())
+
+    @property
+    def transactional_id(self) -> str:
+        return f"{self.spec.name}-{self.runtime.replica_id}"
+
+    def _build_clients(self) -> None:
+        base = self.kafka.client_config()
+        timeout_ms = str(self.runtime.transaction_timeout_ms)
+        self._producer = Producer(
+            {
+                **base,
+                "transactional.id": self.transactional_id,
+                "enable.idempotence": "true",
+                "transaction.timeout.ms": timeout_ms,
+                "message.timeout.ms": timeout_ms,
+                "linger.ms": "5",
+                "compression.type": "lz4",
+            }
+        )
+        self._producer.init_transactions(self.runtime.transaction_timeout_ms / 1000)
+        self._consumer = Consumer(
+            {
+                **base,
+                "group.id": self.spec.name,
+                "enable.auto.commit": "false",
+                "enable.auto.offset.store": "false",
+                "isolation.level": "read_committed",
+                "auto.offset.reset": "earliest",
+                "fetch.wait.max.ms": "50",
+                "session.timeout.ms": "10000",
+                "heartbeat.interval.ms": "2000",
+                **self.spec.extra_consumer_config,
+            }
+        )
+        self._consumer.subscribe(
+            list(self.spec.input_topics),
+            on_revoke=self._on_revoke,
+            on_lost=self._on_lost,
+        )
+
+    def _close_clients(self) -> None:
+        if self._consumer is not None:
+            try:
+                self._consumer.close()
+            except (KafkaException, RuntimeError):
+                log.warning("consumer close failed", exc_info=True)
+        self._consumer = None
+        self._producer = None
+
+    def _on_revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        # Batches are committed before the next poll, so no transaction is open when
+        # the group rebalances: there is no uncommitted work to hand over or discard.
+        log.info("partitions revoked", extra={"count": len(partitions)})
+        self._forget_lag(partitions)
+
+    def _on_lost(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        # Lost (not revoked): another member may already own them. Nothing of ours is
+        # uncommitted, and a zombie commit would be fenced by the group generation.
+        log.warning("partitions lost", extra={"count": len(partitions)})
+        self._forget_lag(partitions)
+
+    def _forget_lag(self, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            labels = (tp.topic, tp.partition)
+            if labels in self._lag_partitions:
+                self._lag_partitions.discard(labels)
+                self.metrics.lag.remove(self.spec.name, tp.topic, str(tp.partition))
+
+    def _connect(self) -> None:
+        """Build the clients, retrying with backoff while the cluster is unreachable."""
+        backoff = self.runtime.retry_backoff_initial_ms / 1000
+        while True:
+            try:
+                self._build_clients()
+                return
+            except KafkaException as exc:
+                self._close_clients()
+                log.warning("cannot start Kafka clients (%s); retrying in %.1fs", exc, backoff)
+                if self._stop.wait(backoff):
+                    raise
+                backoff = min(backoff * 2, self.runtime.retry_backoff_max_ms / 1000)
+
+    def run(self) -> None:
+        """Process until stopped. Returns after a clean shutdown."""
+        self._connect()
+        log.info("service started", extra={"service": self.spec.name})
+        try:
+            while not self._stop.is_set():
+                self.metrics.beat()
+                messages = self._consumer.consume(
+                    num_messages=self.runtime.batch_size,
+                    timeout=self.runtime.batch_timeout_ms / 1000,
+                )
+                batch = [m for m in messages if not self._is_error(m)]
+                if self._consumer_failed:
+                    self._consumer_failed = False
+                    self._close_clients()
+                    self._connect()
+                    continue
+                if batch:
+                    self._process(batch)
+                self._maybe_update_lag()
+        finally:
+            self._close_clients()
+            self._calls.shutdown(wait=False)
+            log.info("service stopped", extra={"service": self.spec.name})
+
+    def _is_error(self, message: Message) -> bool:
+        err = message.error()
+        if err is None:
+            return False
+        if err.fatal():
+            log.error("fatal consumer error, rebuilding clients: %s", err.str())
+            self._consumer_failed = True
+        elif err.code() != KafkaError._PARTITION_EOF:
+            log.warning("consumer error: %s", err.str())
+        return True
+
+    # -- one batch -------------------------------------------------------------------
+
+    def _process(self, batch: Sequence[Message]) -> None:
+        started = time.perf_counter()
+        backoff = self.runtime.retry_backoff_initial_ms / 1000
+        while True:
+            try:
+                outputs, dead = self._transform(batch)
+            except TransientError as exc:
+                self.metrics.retries.labels(self.spec.name).inc()
+                log.warning("transient failure, retrying batch in %.1fs: %s", backoff, exc)
+                if self._stop.wait(backoff):
+                    self._rewind(batch)
+                    return
+                backoff = min(backoff * 2, self.runtime.retry_backoff_max_ms / 1000)
+                continue
+            if self._commit(batch, outputs):
+                self.metrics.processed.labels(self.spec.name).inc(len(batch))
+                self.metrics.produced.labels(self.spec.name).inc(len(outputs) - len(dead))
+                for error_type in dead:
+                    self.metrics.dead_lettered.labels(self.spec.name, error_type).inc()
+                self.metrics.batch_seconds.labels(self.spec.name).observe(
+                    time.perf_counter() - started
+                )
+            return
+
+    def _transform(self, batch: Sequence[Message]) -> tuple[list[Output], list[str]]:
+        outputs: list[Output] = []
+        dead: list[str] = []
+        for message in batch:
+            try:
+                event = self.codec.decode(message.value(), message.topic())
+                if not isinstance(event, self.spec.accepts):
+                    raise PoisonInput(f"{type(event).__name__} is not an input of {self.spec.name}")
+                results = self.spec.handler(event)
+            except PoisonInput as exc:
+                letter = self._dead_letter(message, exc)
+                outputs.append((self.spec.dead_letter_topic, message.key(), letter))
+                dead.append(type(exc).__name__)
+                continue
+            for result in results:
+                topic = self.spec.route(result)
+                outputs.append((topic, result.run_id.encode(), self.codec.encode(result, topic)))
+        return outputs, dead
+
+    def _dead_letter(self, message: Message, exc: Exception) -> bytes:
+        key = message.key()
+        try:
+            run_id = key.decode("utf-8") if key else "unknown"
+        except UnicodeDecodeError:
+            run_id = "unknown"
+        log.warning(
+            "dead-lettered input: %s",
+            exc,
+            extra={
+                "run_id": run_id,
+                "topic": message.topic(),
+                "partition": message.partition(),
+                "offset": message.offset(),
+                "error_type": type(exc).__name__,
+            },
+        )
+        letter = DeadLetter(
+            run_id=run_id,
+            producer=self._producer_ref,
+            source_topic=message.topic() or "",
+            source_partition=message.partition() or 0,
+            source_offset=message.offset() or 0,
+            key=key,
+            value=message.value(),
+            error_type=type(exc).__name__,
+            error_message=str(exc)[:4000],
+            service=self.spec.name,
+        )
+        return self.codec.encode(letter, self.spec.dead_letter_topic)
+
+    # -- transactions ----------------------------------------------------------------
+
+    def _bounded(self, call: Callable[[], None], timeout: float) -> None:
+        """Run a client call with a hard deadline.
+
+        Some librdkafka transactional calls (``send_offsets_to_transaction`` while the
+        group coordinator restarts) can block past their own timeout. The call runs on
+        a worker thread; if it overruns, the clients are abandoned and rebuilt — the new
+        producer's ``init_transactions`` fences the wedged one, so nothing it still
+        holds can ever commit.
+        """
+        future: Future[None] = self._calls.submit(call)
+        try:
+            future.result(timeout + STUCK_GRACE_S)
+        except FutureTimeout as exc:
+            raise ClientStuckError(f"Kafka client call overran {timeout:.0f}s") from exc
+
+    def _commit(self, batch: Sequence[Message], outputs: list[Output]) -> bool:
+        """Publish outputs and offsets atomically; False when the batch was rewound."""
+        timeout = self.runtime.transaction_timeout_ms / 1000
+        producer = self._producer
+        offsets = _next_offsets(batch)
+        group = self._consumer.consumer_group_metadata()
+
+        def transact() -> None:
+            producer.begin_transaction()
+            for topic, key, value in outputs:
+                self._produce(topic, key, value)
+            producer.send_offsets_to_transaction(offsets, group, timeout)
+            self._commit_with_retry(timeout)
+
+        try:
+            self._bounded(transact, timeout)
+            return True
+        except KafkaException as exc:
+            return self._recover(batch, exc)
+        except ClientStuckError as exc:
+            self.metrics.aborted.labels(self.spec.name).inc()
+            log.error("%s; abandoning the clients and resuming from committed offsets", exc)
+            self._abandon_clients()
+            self._connect()
+            return False
+
+    def _abandon_clients(self) -> None:
+        """Drop wedged clients: leave the group if possible, never wait on the producer."""
+        self._calls.shutdown(wait=False)
+        self._calls = ThreadPoolExecutor(1, thread_name_prefix="kafka-call")
+        consumer, self._consumer, self._producer = self._consumer, None, None
+        closer = threading.Thread(target=consumer.close, name="consumer-close", daemon=True)
+        closer.start()
+        closer.join(10)
+
+    def _produce(self, topic: str, key: bytes | None, value: bytes) -> None:
+        producer = self._producer
+        while True:
+            try:
+                producer.produce(topic, value=value, key=key)
+                producer.poll(0)
+                return
+            except BufferError:
+                producer.poll(0.05)
+
+    def _commit_with_retry(self, timeout: float) -> None:
+        producer = self._producer
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                producer.commit_transaction(max(deadline - time.monotonic(), 1.0))
+                return
+            except KafkaException as exc:
+                err: KafkaError = exc.args[0]
+                retriable = err.retriable() and not err.txn_requires_abort() and not err.fatal()
+                if retriable and time.monotonic() < deadline:
+                    log.warning("commit retriable error, retrying: %s", err.str())
+                    time.sleep(0.5)
+                    continue
+                raise
+
+    def _recover(self, batch: Sequence[Message], exc: KafkaException) -> bool:
+        err: KafkaError = exc.args[0]
+        self.metrics.aborted.labels(self.spec.name).inc()
+        if err.fatal():
+            log.error("fatal producer error, rebuilding clients: %s", err.str())
+            self._abandon_clients()
+            self._connect()
+            return False
+        log.warning("aborting transaction and rewinding: %s", err.str())
+        timeout = self.runtime.transaction_timeout_ms / 1000
+        producer = self._producer
+        try:
+            self._bounded(lambda: producer.abort_transaction(timeout), timeout)
+        except (KafkaException, ClientStuckError) as abort_exc:
+            log.error("abort failed (%s), rebuilding clients", abort_exc)
+            self._abandon_clients()
+            self._connect()
+            return False
+        self._rewind(batch)
+        return False
+
+    def _rewind(self, batch: Sequence[Message]) -> None:
+        """Seek every partition of the batch back to its first message of the batch."""
+        first: dict[tuple[str, int], int] = {}
+        for m in batch:
+            key = (m.topic() or "", m.partition() or 0)
+            offset = m.offset() or 0
+            first[key] = min(offset, first.get(key, offset))
+        for (topic, partition), offset in first.items():
+            try:
+                self._consumer.seek(TopicPartition(topic, partition, offset))
+            except KafkaException as exc:  # partition no longer ours: its new owner resumes
+                log.info("seek skipped for %s[%d]: %s", topic, partition, exc.args[0].str())
+
+    # -- lag ---------------------------------------------------------------------------
+
+    def _maybe_update_lag(self) -> None:
+        now = time.monotonic()
+        if now < self._next_lag_check:
+            return
+        self._next_lag_check = now + LAG_INTERVAL_S
+        try:
+            assignment = self._consumer.assignment()
+            for tp in self._consumer.position(assignment):
+                _, high = self._consumer.get_watermark_offsets(tp, timeout=1.0, cached=False)
+                position = tp.offset if tp.offset >= 0 else high
+                self._lag_partitions.add((tp.topic, tp.partition))
+                self.metrics.lag.labels(self.spec.name, tp.topic, str(tp.partition)).set(
+                    max(high - position, 0)
+                )
+        except KafkaException as exc:
+            log.debug("lag update skipped: %s", exc)
+
+
+def _next_offsets(batch: Sequence[Message]) -> list[TopicPartition]:
+    last: dict[tuple[str, int], int] = {}
+    for m in batch:
+        key = (m.topic() or "", m.partition() or 0)
+        last[key] = max(m.offset() or 0, last.get(key, -1))
+    return [TopicPartition(t, p, o + 1) for (t, p), o in last.items()]

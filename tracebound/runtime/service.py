@@ -1,0 +1,39 @@
+"""What a service is: a name, its input topics, and a pure handler.
+
+The handler is a policy — event in, events out — with no Kafka in sight; the
+loop in :mod:`tracebound.runtime.loop` owns consuming, producing, transactions,
+dead letters and retries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from tracebound import topics
+from tracebound.events import Event
+
+Handler = Callable[[Event], Sequence[Event]]
+Router = Callable[[Event], str]
+
+
+def route_by_event(event: Event) -> str:
+    """Default routing: each event goes to the topic of its type (the topic table)."""
+    return event.topic
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """Everything the loop needs to know about one role.
+
+    ``name`` is the consumer group and the prefix of the stable ``transactional.id``
+    (``<name>-<replica_id>``), so a restarted replica fences its previous incarnation.
+    """
+
+    name: str
+    input_topics: tuple[str, ...]
+    handler: Handler
+    accepts: tuple[type[Event], ...]
+    route: Router = route_by_event
+    dead_letter_topic: str = topics.DEAD_LETTERS
+    extra_consumer_config: dict[str, str] = field(default_factory=dict)
