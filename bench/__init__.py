@@ -1,0 +1,1 @@
+"""Single-process micro-benchmarks; run a module with ``python -m bench.<name>``."""

@@ -1,0 +1,60 @@
+"""``tracebound gatekeeper check FILE [--rules PATH]``.
+
+Why a CLI: operators replay a stored session's executor output and tool
+invocations through the exact rules the service runs, without Kafka. One
+compact ``gatekeeper_result`` JSON line is printed per input object, in input
+order. Exit 0 whenever the checks ran (a ``fail`` status is a result, not an
+error); invalid input raises InvalidInputError, which the main CLI reports on
+one line with exit 2. All input is validated before anything is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from services.gatekeeper.check import check
+from services.gatekeeper.input import parse_requests, read_text
+from services.gatekeeper.ruleset import default_ruleset, load_ruleset
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``gatekeeper`` command group to the main parser."""
+    group = subparsers.add_parser(
+        "gatekeeper",
+        help="deterministic verification of executor citations",
+        description="Deterministic verification of executor citations against tool invocations.",
+    )
+    commands = group.add_subparsers(dest="gatekeeper_command", metavar="SUBCOMMAND")
+    commands.required = True
+    check_parser = commands.add_parser(
+        "check",
+        help="check executor output against tool invocations",
+        description=(
+            "Read one JSON object {executor_structured_output, tool_invocations} or JSON "
+            "Lines of them, print one gatekeeper_result JSON line per object."
+        ),
+    )
+    check_parser.add_argument("file", metavar="FILE", help="input file, or - for stdin")
+    check_parser.add_argument(
+        "--rules",
+        metavar="PATH",
+        type=Path,
+        default=None,
+        help="rules file (default: repository's)",
+    )
+    check_parser.set_defaults(handler=run_check)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    """Check every request of FILE and print the results."""
+    ruleset = load_ruleset(args.rules) if args.rules is not None else default_ruleset()
+    requests = parse_requests(read_text(args.file))
+    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "")
+    ascii_only = not encoding.startswith("utf")
+    for request in requests:
+        outcome = check(request.executor_structured_output, request.tool_invocations, ruleset)
+        print(json.dumps(outcome.result, ensure_ascii=ascii_only, separators=(",", ":")))
+    return 0

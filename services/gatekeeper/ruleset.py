@@ -1,0 +1,226 @@
+"""The gatekeeper rule set: ``rules/gatekeeper-rules.json`` loaded and validated.
+
+Why a file: rule metadata, severities, thresholds and field names are reviewed
+and versioned as data, while each rule's logic stays deterministic code in
+``check.py``. Why so strict: a typo in a rules file must never silently switch a
+rule off, so an unknown severity, a duplicate id, a rule without an
+implementation, an implemented rule missing from the file or a bad parameter
+all raise :class:`~tracebound.errors.ConfigError` naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
+
+from services.gatekeeper.excerpt import ExcerptMatcher, ExcerptParameters
+from tracebound.errors import ConfigError
+
+RuleSeverity = Literal["low_confid", "reject"]
+SEVERITY_RANK: dict[str, int] = {"none": 0, "low_confid": 1, "reject": 2}
+SEVERITY_BY_RANK: tuple[str, ...] = ("none", "low_confid", "reject")
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_RULES_PATH = REPO_ROOT / "rules" / "gatekeeper-rules.json"
+
+P = TypeVar("P", bound=BaseModel)
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NoParameters(_Strict):
+    """For rules whose behaviour needs no tuning."""
+
+
+class AnswerVersionParameters(_Strict):
+    expected: str = Field(min_length=1)
+
+
+class ForbiddenFieldsParameters(_Strict):
+    fields: tuple[str, ...] = Field(min_length=1)
+
+
+class ClaimsShapeParameters(_Strict):
+    string_fields: tuple[str, ...] = ()
+
+
+# Every rule check.py implements, with the model of its parameters. A rule id in
+# the file but not here has no implementation; one here but not in the file is
+# undeclared. Both are configuration errors.
+RULE_PARAMETERS: dict[str, type[BaseModel]] = {
+    "contract.answer_version": AnswerVersionParameters,
+    "contract.forbidden_fields": ForbiddenFieldsParameters,
+    "contract.claims_shape": ClaimsShapeParameters,
+    "claim.bindings_nonempty": NoParameters,
+    "binding.fields": NoParameters,
+    "evidence.raw_path_shape": NoParameters,
+    "negative.no_evidence_only": NoParameters,
+    "negative.claim_type": NoParameters,
+    "invocation.backfill": NoParameters,
+    "invocation.exists": NoParameters,
+    "invocation.tool_name": NoParameters,
+    "invocation.legacy_refs": NoParameters,
+    "evidence.raw_path": NoParameters,
+    "evidence.excerpt_supported": ExcerptParameters,
+    "evidence.unique_item": NoParameters,
+}
+
+
+class RuleSpec(_Strict):
+    """One rule entry of the file."""
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)+$")
+    description: str = Field(min_length=1)
+    enabled: StrictBool
+    default_severity: RuleSeverity
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+
+class EvidenceContract(_Strict):
+    """The raw_path table of the executor contract: which array each tool returns."""
+
+    no_evidence_path: str = Field(min_length=1)
+    tool_arrays: dict[str, str] = Field(min_length=1)
+    negative_claim_types: tuple[str, ...] = Field(min_length=1)
+
+
+class RulesFile(_Strict):
+    """The whole rules file."""
+
+    rule_set_version: str = Field(min_length=1)
+    evidence_contract: EvidenceContract
+    rules: tuple[RuleSpec, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> RulesFile:
+        seen: set[str] = set()
+        for rule in self.rules:
+            if rule.id in seen:
+                raise ValueError(f"duplicate rule id {rule.id!r}")
+            seen.add(rule.id)
+        return self
+
+
+@dataclass(frozen=True, eq=False)
+class Ruleset:
+    """A validated rule set, ready for :func:`services.gatekeeper.check.check`.
+
+    Compared and hashed by identity, so checks can cache what they derive from it.
+    """
+
+    version: str
+    source: str
+    rules: tuple[RuleSpec, ...]
+    contract: EvidenceContract
+    parameters: dict[str, BaseModel]
+    matcher: ExcerptMatcher
+    enabled_ids: frozenset[str] = field(init=False)
+    order: tuple[str, ...] = field(init=False)
+    severities: dict[str, str] = field(init=False)
+    _metadata: tuple[dict[str, Any], ...] = field(init=False)
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        set_(self, "enabled_ids", frozenset(r.id for r in self.rules if r.enabled))
+        set_(self, "order", tuple(r.id for r in self.rules))
+        set_(self, "severities", {r.id: r.default_severity for r in self.rules})
+        meta = tuple(
+            {"id": r.id, "description": r.description, "enabled": True, "default_severity": s}
+            for r in self.rules
+            if r.enabled
+            for s in (r.default_severity,)
+        )
+        set_(self, "_metadata", meta)
+
+    def params(self, rule_id: str, model: type[P]) -> P:
+        """The typed parameters of one rule."""
+        value = self.parameters[rule_id]
+        if not isinstance(value, model):
+            raise TypeError(f"rule {rule_id} parameters are {type(value).__name__}, not {model}")
+        return value
+
+    def metadata(self) -> list[dict[str, Any]]:
+        """Fresh summary dicts of the enabled rules, as ``gatekeeper_result.rules`` wants."""
+        return [dict(rule) for rule in self._metadata]
+
+
+def _describe(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        location = "".join(
+            f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"]
+        ).lstrip(".")
+        where = f"{location}: " if location else ""
+        got = "" if error["type"] == "missing" else f" (got {error.get('input')!r:.60})"
+        problems.append(f"{where}{error['msg']}{got}")
+    return "; ".join(problems)
+
+
+def parse_ruleset(data: object, source: str = "<rules>") -> Ruleset:
+    """Validate an already-decoded rules document; ``source`` names it in errors."""
+    try:
+        document = RulesFile.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: invalid gatekeeper rules: {_describe(exc)}") from None
+    declared = {rule.id for rule in document.rules}
+    unknown = sorted(declared - RULE_PARAMETERS.keys())
+    if unknown:
+        raise ConfigError(f"{source}: rules without an implementation: {', '.join(unknown)}")
+    missing = sorted(RULE_PARAMETERS.keys() - declared)
+    if missing:
+        raise ConfigError(
+            f"{source}: implemented rules not declared (add them, enabled false to turn "
+            f"one off): {', '.join(missing)}"
+        )
+    parameters: dict[str, BaseModel] = {}
+    for rule in document.rules:
+        try:
+            parameters[rule.id] = RULE_PARAMETERS[rule.id].model_validate(rule.parameters)
+        except ValidationError as exc:
+            raise ConfigError(
+                f"{source}: rule {rule.id} has invalid parameters: {_describe(exc)}"
+            ) from None
+    excerpt = parameters["evidence.excerpt_supported"]
+    if not isinstance(excerpt, ExcerptParameters):  # pragma: no cover - RULE_PARAMETERS says so
+        raise TypeError("evidence.excerpt_supported parameters are not ExcerptParameters")
+    return Ruleset(
+        version=document.rule_set_version,
+        source=source,
+        rules=document.rules,
+        contract=document.evidence_contract,
+        parameters=parameters,
+        matcher=ExcerptMatcher(excerpt),
+    )
+
+
+def load_ruleset(path: str | Path | None = None) -> Ruleset:
+    """Read and validate a rules file; the default is the repository's own."""
+    rules_path = Path(path) if path is not None else DEFAULT_RULES_PATH
+    try:
+        text = rules_path.read_text(encoding="utf-8")
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(f"{rules_path}: cannot read gatekeeper rules file: {reason}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{rules_path}: gatekeeper rules file is not UTF-8") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{rules_path}: gatekeeper rules file is not JSON: {exc.msg} "
+            f"(line {exc.lineno}, column {exc.colno})"
+        ) from None
+    return parse_ruleset(data, str(rules_path))
+
+
+@cache
+def default_ruleset() -> Ruleset:
+    """The repository's rule set, loaded once per process."""
+    return load_ruleset(DEFAULT_RULES_PATH)
