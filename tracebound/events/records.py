@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import Field
 
 from tracebound.events.base import JsonValue, Record
+
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class Alert(Record):
@@ -27,6 +30,7 @@ class DiagnosisRequest(Record):
     alerts: tuple[Alert, ...] = ()
     language: str = "en"
     requested_by: str = ""
+    requested_at: datetime = EPOCH
 
 
 class PromptRef(Record):
