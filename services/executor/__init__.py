@@ -1,0 +1,1 @@
+"""Executor: runs evidence tools for a plan and reports micro-facts with their citations."""

@@ -1,0 +1,160 @@
+"""The embedded log backend: log records in PostgreSQL with full-text search.
+
+Why PostgreSQL: the project already runs it for read models, and its text search
+(``websearch_to_tsquery`` over a generated ``tsvector`` with a GIN index) is
+enough for the demo environment and small deployments. The demo records are
+loaded on first use and reloaded only when their content hash changes; their
+origin column keeps them apart from records ingested any other way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any, LiteralString
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from services.executor.tools.demo_env import LogRow, format_ts, log_rows_at, rows_hash
+from services.executor.tools.logs import LogPage, LogQuery
+from services.executor.tools.pg import Connection, connect, ensure_seeded
+
+DEMO_ORIGIN = "demo"
+SEED_NAME = "demo-logs"
+LOG_TABLE = "tb_log_record"
+
+# message + service + instance + level, plus the string values of metrics
+# (structured fields such as component=HikariCP), all with the 'simple' config:
+# log text is identifiers and numbers, not prose to stem.
+LOG_DDL: tuple[LiteralString, ...] = (
+    """
+    CREATE TABLE IF NOT EXISTS tb_log_record (
+        id bigserial PRIMARY KEY,
+        origin text,
+        topic text NOT NULL,
+        ts timestamptz NOT NULL,
+        level text NOT NULL,
+        service text NOT NULL,
+        instance text NOT NULL DEFAULT '',
+        message text NOT NULL,
+        metrics jsonb NOT NULL DEFAULT '{}'::jsonb,
+        search tsvector GENERATED ALWAYS AS (
+            to_tsvector('simple', message || ' ' || service || ' ' || instance || ' ' || level)
+            || jsonb_to_tsvector('simple', metrics, '["string"]')
+        ) STORED
+    )
+    """,
+    "CREATE INDEX IF NOT EXISTS tb_log_record_search_idx ON tb_log_record USING gin (search)",
+    "CREATE INDEX IF NOT EXISTS tb_log_record_topic_ts_idx ON tb_log_record (topic, ts)",
+)
+
+_SEARCH_SQL: LiteralString = """
+SELECT ts, level, service, instance, message, metrics, count(*) OVER () AS total
+FROM tb_log_record
+WHERE topic = %(topic)s
+  AND search @@ websearch_to_tsquery('simple', %(text)s)
+  AND service = ALL(%(services)s::text[])
+  AND (%(level)s::text IS NULL OR upper(level) = %(level)s::text)
+  AND ts > %(since)s AND ts <= %(until)s
+ORDER BY ts DESC, id DESC
+LIMIT %(limit)s
+"""
+
+_INSERT_SQL: LiteralString = """
+INSERT INTO tb_log_record (origin, topic, ts, level, service, instance, message, metrics)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+"""
+
+
+class PostgresLogStore:
+    """``LogSearch`` over ``tb_log_record``; windows end at the store's clock."""
+
+    layer = "postgres"
+
+    def __init__(
+        self,
+        dsn: str,
+        now: Callable[[], datetime],
+        demo_data_dir: Path | None = None,
+    ) -> None:
+        self._dsn = dsn
+        self._now = now
+        self._demo_data_dir = demo_data_dir
+        self._seeded: str | None = None
+
+    def _demo_rows(self) -> list[LogRow]:
+        assert self._demo_data_dir is not None
+        return log_rows_at(self._now(), self._demo_data_dir)
+
+    def ensure_ready(self, conn: Connection) -> bool:
+        """Create the table and load the demo records if missing or changed."""
+        if self._demo_data_dir is None:
+            if self._seeded is None:
+                ensure_seeded(
+                    conn, "log-schema", "v1", LOG_TABLE, ddl=LOG_DDL, load=lambda _c: None
+                )
+                self._seeded = "schema"
+            return False
+        rows = self._demo_rows()
+        digest = rows_hash(rows)
+        if self._seeded == digest:
+            return False
+
+        def load(c: Connection) -> None:
+            c.execute("DELETE FROM tb_log_record WHERE origin = %s", (DEMO_ORIGIN,))
+            with c.cursor() as cur:
+                cur.executemany(_INSERT_SQL, [_insert_values(r) for r in rows])
+
+        loaded = ensure_seeded(conn, SEED_NAME, digest, LOG_TABLE, ddl=LOG_DDL, load=load)
+        self._seeded = digest
+        return loaded
+
+    def search(self, query: LogQuery) -> LogPage:
+        until = self._now()
+        params: dict[str, Any] = {
+            "topic": query.topic,
+            "text": query.text,
+            "services": list(query.services),
+            "level": query.level,
+            "since": until - timedelta(minutes=query.window_minutes),
+            "until": until,
+            "limit": query.limit,
+        }
+        with connect(self._dsn) as conn:
+            self.ensure_ready(conn)
+            try:
+                rows = conn.execute(_SEARCH_SQL, params).fetchall()
+            except psycopg.errors.UndefinedTable:
+                # dropped behind our back: recreate, reload, ask again
+                conn.rollback()
+                self._seeded = None
+                self.ensure_ready(conn)
+                rows = conn.execute(_SEARCH_SQL, params).fetchall()
+        records = [
+            {
+                "timestamp": format_ts(ts),
+                "level": level,
+                "service": service,
+                "instance": instance,
+                "message": message,
+                "metrics": metrics,
+            }
+            for ts, level, service, instance, message, metrics, _total in reversed(rows)
+        ]
+        total = int(rows[0][6]) if rows else 0
+        return LogPage(records=records, total=total)
+
+
+def _insert_values(row: LogRow) -> tuple[object, ...]:
+    return (
+        DEMO_ORIGIN,
+        row.topic,
+        row.ts,
+        row.level,
+        row.service,
+        row.instance,
+        row.message,
+        Jsonb(row.metrics),
+    )

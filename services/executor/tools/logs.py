@@ -1,0 +1,151 @@
+"""``query_logs``: search one log topic and cite each returned record.
+
+Why service names are exact filters: a query such as ``inventory-service
+HikariCP`` asks about one service. Ranking other services' HikariCP lines as
+hits would let a claim about inventory-service cite order-service evidence, so
+every ``*-service`` token in the query (and the ``service`` parameter) must
+equal the record's service; when none does, the answer is ``$.no_evidence``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+from services.executor.tools import refs
+from services.executor.tools.base import (
+    RunContext,
+    ToolBackendError,
+    ToolOutcome,
+    ToolParams,
+    coerce_params,
+    failed_outcome,
+    preview,
+)
+
+TOOL_NAME = "query_logs"
+_SERVICE_TOKEN = re.compile(r"(?<![\w.-])[A-Za-z0-9][\w-]*-service(?![\w-])")
+_LEVEL_ALIASES = {"WARNING": "WARN", "ERR": "ERROR", "FATAL": "CRITICAL"}
+
+
+class QueryLogsParams(ToolParams):
+    log_topic: str = Field(default="application-logs", min_length=1, max_length=200)
+    query: str = Field(min_length=1, max_length=500)
+    service: str | None = Field(default=None, max_length=200)
+    level: str | None = Field(default=None, max_length=20)
+    window_minutes: int = Field(default=60, ge=1, le=1440)
+    limit: int = Field(default=20, ge=1, le=200)
+
+
+@dataclass(frozen=True, slots=True)
+class LogQuery:
+    """A backend-neutral search: full text AND exact service names AND filters."""
+
+    topic: str
+    text: str
+    services: tuple[str, ...]
+    level: str | None
+    window_minutes: int
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class LogPage:
+    """The newest ``limit`` matches (oldest first) and how many matched in all."""
+
+    records: list[dict[str, Any]]
+    total: int
+
+
+class LogSearch(Protocol):
+    """A log backend: the PostgreSQL store or Loki."""
+
+    layer: str
+
+    def search(self, query: LogQuery) -> LogPage: ...
+
+
+def service_names(text: str, service: str | None) -> tuple[str, ...]:
+    """The distinct service names a query pins: ``*-service`` tokens plus the parameter."""
+    names = [m.group(0) for m in _SERVICE_TOKEN.finditer(text)]
+    if service:
+        names.append(service)
+    return tuple(dict.fromkeys(names))
+
+
+def normalise_level(level: str | None) -> str | None:
+    if not level or not level.strip():
+        return None
+    upper = level.strip().upper()
+    return _LEVEL_ALIASES.get(upper, upper)
+
+
+def to_log_query(params: QueryLogsParams) -> LogQuery:
+    return LogQuery(
+        topic=params.log_topic,
+        text=params.query.strip(),
+        services=service_names(params.query, params.service),
+        level=normalise_level(params.level),
+        window_minutes=params.window_minutes,
+        limit=params.limit,
+    )
+
+
+class QueryLogsTool:
+    """Search logs; each returned record becomes ``$.logs[i]``."""
+
+    name = TOOL_NAME
+    description = (
+        "Search one log topic (application-logs, system-metrics, database-slow-query, "
+        "system-events) by full text within a time window. Service names in the query "
+        "(e.g. order-service) must match the record's service exactly. Returns log "
+        "records as $.logs[i], or $.no_evidence when nothing matched."
+    )
+    params_model: type[BaseModel] = QueryLogsParams
+
+    def __init__(self, backend: LogSearch, region: str = "local") -> None:
+        self._backend = backend
+        self._region = region
+
+    def run(self, params: BaseModel, ctx: RunContext) -> ToolOutcome:
+        p = coerce_params(params, QueryLogsParams)
+        envelope: dict[str, Any] = {
+            "success": True,
+            "region": self._region,
+            "log_topic": p.log_topic,
+            "query": p.query,
+            "logs": [],
+            "total": 0,
+            "message": "",
+        }
+        try:
+            page = self._backend.search(to_log_query(p))
+        except ToolBackendError as exc:
+            return failed_outcome(envelope, str(exc), self._backend.layer)
+        layer = self._backend.layer
+        if not page.records:
+            message = "no matching logs"
+            envelope["message"] = message
+            return ToolOutcome(
+                output=envelope,
+                retrieval_details=refs.no_evidence(TOOL_NAME, p.query, p.log_topic, message),
+                success=True,
+                retrieval_layer=layer,
+                output_preview=preview(f"no matching logs in {p.log_topic} for '{p.query}'"),
+            )
+        shown = len(page.records)
+        message = f"found {page.total} matching log records" + (
+            f", showing the newest {shown}" if page.total > shown else ""
+        )
+        envelope.update(logs=page.records, total=page.total, message=message)
+        texts = [refs.log_text(record) for record in page.records]
+        return ToolOutcome(
+            output=envelope,
+            retrieval_details=refs.supported(refs.item_refs("logs", texts)),
+            success=True,
+            retrieval_layer=layer,
+            output_preview=preview(f"{message}: " + " | ".join(texts)),
+        )

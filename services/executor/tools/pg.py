@@ -1,0 +1,84 @@
+"""PostgreSQL plumbing shared by the log store and the knowledge base.
+
+Why here: both stores create their tables on first use and load a shipped data
+set idempotently. ``tb_seed`` records a content hash per data set, and an
+advisory lock serialises the check-and-load, so any number of executor replicas
+may start at once and the data is loaded once — and again only when it changed.
+Our own database being unreachable is transient (the runtime retries), so every
+connection or operational failure surfaces as :class:`TransientError`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from typing import LiteralString
+
+import psycopg
+from psycopg.rows import TupleRow
+
+from tracebound.errors import TransientError
+
+CONNECT_TIMEOUT_S = 5
+
+Connection = psycopg.Connection[TupleRow]
+
+# Any constant shared by every process that seeds tool tables.
+_SEED_LOCK_KEY = 0x7B_7001
+
+SEED_DDL: LiteralString = """
+CREATE TABLE IF NOT EXISTS tb_seed (
+    name text PRIMARY KEY,
+    content_hash text NOT NULL,
+    loaded_at timestamptz NOT NULL DEFAULT now()
+)
+"""
+
+
+@contextlib.contextmanager
+def connect(dsn: str) -> Iterator[Connection]:
+    """A connection that commits on success; database failures become transient."""
+    try:
+        conn = psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT_S)
+    except psycopg.OperationalError as exc:
+        raise TransientError(f"PostgreSQL unreachable: {exc}".strip()) from exc
+    try:
+        with conn:
+            yield conn
+    except psycopg.OperationalError as exc:
+        raise TransientError(f"PostgreSQL failed: {exc}".strip()) from exc
+
+
+def ensure_seeded(
+    conn: Connection,
+    name: str,
+    content_hash: str,
+    table: str,
+    *,
+    ddl: tuple[LiteralString, ...],
+    load: Callable[[Connection], None],
+) -> bool:
+    """Create the tables and (re)load data set ``name`` unless its hash is current.
+
+    Returns whether a load happened. Runs in one transaction: readers see the old
+    data set or the new one, never a half-loaded table. A missing ``table`` is
+    loaded whatever ``tb_seed`` says, so a dropped table heals itself.
+    """
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SEED_LOCK_KEY,))
+        found = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()
+        conn.execute(SEED_DDL)
+        for statement in ddl:
+            conn.execute(statement)  # fixed DDL text, no values
+        row = conn.execute("SELECT content_hash FROM tb_seed WHERE name = %s", (name,)).fetchone()
+        table_existed = bool(found and found[0])
+        if table_existed and row is not None and row[0] == content_hash:
+            return False
+        load(conn)
+        conn.execute(
+            "INSERT INTO tb_seed (name, content_hash, loaded_at) VALUES (%s, %s, now()) "
+            "ON CONFLICT (name) DO UPDATE SET content_hash = EXCLUDED.content_hash, "
+            "loaded_at = EXCLUDED.loaded_at",
+            (name, content_hash),
+        )
+        return True

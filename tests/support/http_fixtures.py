@@ -1,0 +1,207 @@
+"""A tiny local HTTP server with recorded Prometheus and Loki answers.
+
+The adapters under test run their real HTTP code against it. The first path
+segment picks the behaviour: ``/ok`` serves the recordings below, ``/empty``
+successful answers without alerts or streams, ``/fail`` HTTP 500, ``/badjson``
+a body that is not JSON, and ``/error`` a JSON ``status: error`` answer. Every
+request's path and query parameters are kept for assertions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+PROMETHEUS_ALERTS: dict[str, Any] = {
+    "status": "success",
+    "data": {
+        "alerts": [
+            {
+                "labels": {
+                    "alertname": "SlowResponse",
+                    "service": "user-service",
+                    "pod": "pod-user-service-6b7c8d9e0-m3n8r",
+                    "severity": "warning",
+                },
+                "annotations": {
+                    "summary": "user-service P99 latency above 3s",
+                    "description": "P99 latency of user-service is 4.2s, above the 3s threshold",
+                    "threshold": "3s",
+                    "current_value": "4.2s",
+                },
+                "state": "firing",
+                "activeAt": "2026-07-08T23:00:00.482913775Z",
+                "value": "4.2e+00",
+            },
+            {
+                "labels": {
+                    "alertname": "HighCPUUsage",
+                    "service": "payment-service",
+                    "pod": "pod-payment-service-7d8f9c6b5-x2k4m",
+                    "severity": "critical",
+                },
+                "annotations": {
+                    "description": "CPU usage of payment-service is 92%, above the 80% threshold",
+                    "threshold": "80%",
+                },
+                "state": "firing",
+                "activeAt": "2026-07-08T22:45:00.113802631Z",
+                "value": "9.2e+01",
+            },
+            {
+                "labels": {
+                    "alertname": "HighDiskUsage",
+                    "job": "mysql",
+                    "instance": "mysql-primary-0",
+                    "severity": "warning",
+                },
+                "annotations": {"summary": "Disk of mysql-primary-0 above 85%"},
+                "state": "pending",
+                "activeAt": "2026-07-08T23:07:00Z",
+                "value": "86.25",
+            },
+        ]
+    },
+}
+
+
+def _ns(hms: str) -> str:
+    h, m, s = (int(x) for x in hms.split(":"))
+    moment = datetime(2026, 7, 8, h, m, s, tzinfo=UTC)
+    return str(int(moment.timestamp()) * 1_000_000_000)
+
+
+LOKI_QUERY_RANGE: dict[str, Any] = {
+    "status": "success",
+    "data": {
+        "resultType": "streams",
+        "result": [
+            {
+                "stream": {
+                    "topic": "application-logs",
+                    "service": "order-service",
+                    "pod": "pod-order-service-5c9d7b8f4-q7n2p",
+                    "level": "error",
+                },
+                "values": [
+                    [
+                        _ns("23:05:28"),
+                        "HikariPool-1 - Connection is not available, request timed out "
+                        "after 30000ms",
+                    ],
+                    [_ns("22:58:02"), "HikariPool-1 - Connection is not available (waiting=7)"],
+                ],
+            },
+            {
+                "stream": {
+                    "topic": "application-logs",
+                    "service_name": "order-service",
+                    "instance": "pod-order-service-5c9d7b8f4-z4t6v",
+                    "detected_level": "warn",
+                },
+                "values": [
+                    [
+                        _ns("23:05:44"),
+                        "HikariPool-1 - Pool stats (total=50, active=50, idle=0, waiting=23)",
+                    ]
+                ],
+            },
+        ],
+        "stats": {},
+    },
+}
+
+EMPTY: dict[str, dict[str, Any]] = {
+    "alerts": {"status": "success", "data": {"alerts": []}},
+    "query_range": {"status": "success", "data": {"resultType": "streams", "result": []}},
+}
+
+
+@dataclass
+class Recorded:
+    path: str
+    params: dict[str, str]
+
+
+@dataclass
+class FixtureServer:
+    base_url: str
+    requests: list[Recorded] = field(default_factory=list)
+
+    def url(self, mode: str) -> str:
+        """Base URL of one behaviour: ok, empty, fail, badjson, error."""
+        return f"{self.base_url}/{mode}"
+
+
+def _handler(server_state: FixtureServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _send(self, status: int, body: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            parsed = urllib.parse.urlsplit(self.path)
+            params = dict(urllib.parse.parse_qsl(parsed.query))
+            server_state.requests.append(Recorded(parsed.path, params))
+            mode, _, rest = parsed.path.lstrip("/").partition("/")
+            kind = (
+                "alerts"
+                if rest == "api/v1/alerts"
+                else "query_range"
+                if rest == "loki/api/v1/query_range"
+                else None
+            )
+            if kind is None:
+                self._send(404, b'{"status":"error","error":"not found"}')
+            elif mode == "fail":
+                self._send(500, b"internal server error")
+            elif mode == "badjson":
+                self._send(200, b'{"status": "success", "data": [truncated')
+            elif mode == "error":
+                self._send(200, b'{"status":"error","errorType":"bad_data","error":"parse error"}')
+            elif mode == "empty":
+                self._send(200, json.dumps(EMPTY[kind]).encode())
+            else:
+                answer = PROMETHEUS_ALERTS if kind == "alerts" else LOKI_QUERY_RANGE
+                self._send(200, json.dumps(answer).encode())
+
+    return Handler
+
+
+@contextlib.contextmanager
+def serve() -> Iterator[FixtureServer]:
+    """Run the fixture server on 127.0.0.1 and an ephemeral port."""
+    state = FixtureServer(base_url="")
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    host, port = httpd.server_address[:2]
+    state.base_url = f"http://{host!s}:{port}"
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=5)
+
+
+def closed_port_url() -> str:
+    """A loopback URL where nothing listens (the port was just released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
