@@ -1,0 +1,34 @@
+"""Typed settings of the model endpoint (env prefix ``TRACEBOUND_LLM_``).
+
+``base_url`` unset means "no model configured": every role then runs its
+deterministic ``rules`` implementation, which is the offline default. Any
+OpenAI-compatible endpoint works by pointing ``base_url`` at it (OpenAI
+``https://api.openai.com/v1``, Azure OpenAI ``https://<resource>.openai.azure.com/openai/v1``,
+vLLM, Ollama ``http://127.0.0.1:11434/v1``, llama.cpp server).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class LLMSettings(BaseSettings):
+    """Where the model lives and how patiently to talk to it."""
+
+    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_LLM_", extra="ignore")
+
+    base_url: str | None = None
+    api_key: SecretStr = SecretStr("not-needed")
+    model: str = "gpt-4o-mini"
+    timeout_s: float = Field(default=30, gt=0, description="per attempt, not per call")
+    max_retries: int = Field(default=2, ge=0, le=10)
+    temperature: float = Field(default=0, ge=0, le=2)
+
+    @property
+    def configured(self) -> bool:
+        """True when a model endpoint is set; roles use ``rules`` otherwise."""
+        return bool(self.base_url)
+
+
+__all__ = ["LLMSettings"]

@@ -1,0 +1,167 @@
+"""Turn each model call of a role into an ``AgentStep`` event (harness seed §4).
+
+The trace must show what the model was asked and what it said without turning
+the agent-steps topic into a copy of every prompt: prompts are versioned files
+(``prompt_version`` names the one used) and may carry user data, so a step
+records only a short summary of the *latest* user or tool message — never the
+system prompt — and a short summary of the reply. Failed calls are steps too:
+the trace must show that the model was tried and why the role fell back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tracebound.events import AgentStep, Producer
+from tracebound.llm.port import ChatModel, ModelError, ModelReply
+
+INPUT_LIMIT = 300
+OUTPUT_LIMIT = 500
+THOUGHT_LIMIT = 500
+_SUMMARY_ROLES = ("user", "tool")
+
+
+class ModelCallFailed(ModelError):
+    """A :class:`ModelError` that also carries the failed ``AgentStep`` to publish."""
+
+    def __init__(self, cause: ModelError, step: AgentStep) -> None:
+        super().__init__(cause.reason, kind=cause.kind, status_code=cause.status_code)
+        self.step = step
+
+
+def clip(text: str, limit: int) -> str:
+    """At most ``limit`` characters (plus an ellipsis when something was cut)."""
+    text = text.strip()
+    return text if len(text) <= limit else text[:limit].rstrip() + "…"
+
+
+def _content_text(content: Any) -> str:
+    """Text of a message's content, whether a string or a list of content parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Sequence):
+        parts = []
+        for part in content:
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+        return " ".join(parts)
+    return str(content)
+
+
+def summarize_input(messages: Sequence[Mapping[str, Any]], limit: int = INPUT_LIMIT) -> str:
+    """Role and opening characters of the last user or tool message; never the system prompt."""
+    for message in reversed(messages):
+        role = str(message.get("role", ""))
+        if role in _SUMMARY_ROLES:
+            label = role
+            if role == "tool" and message.get("tool_call_id"):
+                label = f"tool[{message['tool_call_id']}]"
+            return f"{label}: {clip(_content_text(message.get('content')), limit)}"
+    return "(no user or tool message)"
+
+
+def summarize_output(reply: ModelReply, limit: int = OUTPUT_LIMIT) -> str:
+    """Tool-call names and arguments when the model called tools, else the reply text."""
+    if reply.tool_calls:
+        calls = "; ".join(f"{call.name}({call.raw_arguments})" for call in reply.tool_calls)
+        text = f"tool_calls: {calls}"
+        if reply.text.strip():
+            text = f"{text} | text: {reply.text.strip()}"
+        return clip(text, limit)
+    return clip(reply.text, limit)
+
+
+class StepRecorder:
+    """Wraps a :class:`ChatModel` for one run and one agent; each call yields one step.
+
+    ``step_index`` starts at ``first_index`` and increases by one per call,
+    successful or not, so the trace keeps the order of attempts.
+    """
+
+    def __init__(
+        self,
+        model: ChatModel,
+        *,
+        run_id: str,
+        agent_name: str,
+        service: str,
+        session_id: str | None = None,
+        causation_id: str | None = None,
+        prompt_version: str | None = None,
+        first_index: int = 0,
+    ) -> None:
+        self.model = model
+        self.run_id = run_id
+        self.session_id = session_id
+        self.causation_id = causation_id
+        self.agent_name = agent_name
+        self.prompt_version = prompt_version
+        self.service = service
+        self.next_index = first_index
+        self.steps: list[AgentStep] = []
+
+    def _step(self, **payload: Any) -> AgentStep:
+        step = AgentStep(
+            run_id=self.run_id,
+            session_id=self.session_id,
+            causation_id=self.causation_id,
+            producer=Producer(service=self.service),
+            agent_name=self.agent_name,
+            step_index=self.next_index,
+            prompt_version=self.prompt_version,
+            **payload,
+        )
+        self.next_index += 1
+        self.steps.append(step)
+        return step
+
+    def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        json_mode: bool = False,
+    ) -> tuple[ModelReply, AgentStep]:
+        """Call the model and record the step; raise :class:`ModelCallFailed` on failure."""
+        model_input = summarize_input(messages)
+        started = time.monotonic()
+        try:
+            reply = self.model.complete(messages, tools=tools, json_mode=json_mode)
+        except ModelError as exc:
+            step = self._step(
+                model_input=model_input,
+                model_output="",
+                has_tool_call=False,
+                duration_ms=int((time.monotonic() - started) * 1000),
+                model=self.model.name,
+                success=False,
+                error_message=exc.reason,
+            )
+            raise ModelCallFailed(exc, step) from exc
+        step = self._step(
+            model_input=model_input,
+            model_output=summarize_output(reply),
+            thought=clip(reply.reasoning, THOUGHT_LIMIT) if reply.reasoning else None,
+            has_tool_call=reply.has_tool_call,
+            duration_ms=reply.duration_ms,
+            token_count=reply.total_tokens,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            model=reply.model,
+        )
+        return reply, step
+
+
+__all__ = [
+    "INPUT_LIMIT",
+    "OUTPUT_LIMIT",
+    "ModelCallFailed",
+    "StepRecorder",
+    "clip",
+    "summarize_input",
+    "summarize_output",
+]
