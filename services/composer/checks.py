@@ -1,0 +1,91 @@
+"""The checks an answer (or any text the composer wants to include) must pass.
+
+Why shared: the answer guard runs them on whole answers, and the composer runs
+them on each hypothesis, action and gap before using it, so a composed answer
+passes the guard by construction rather than by luck.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+
+from services.verifier.facts import Facts, extract
+from services.verifier.match import identifier_found, number_found
+from services.verifier.rules_file import OverclaimPhrases, VerifierRules, default_verifier_rules
+from tracebound.events import AllowedClaim
+
+_WORDS = re.compile(r"[a-z0-9_]+(?:-[a-z0-9_]+)*|[\u4e00-\u9fff]")
+RESTATE_OVERLAP = 0.8
+
+
+def _negative(claim: AllowedClaim, rules: VerifierRules) -> bool:
+    return claim.claim_type in rules.doc.negative_observation.claim_types
+
+
+def overclaims(
+    allowed: Sequence[AllowedClaim], answer: str, phrases: OverclaimPhrases, rules: VerifierRules
+) -> list[str]:
+    """Over-claim phrases of ``answer`` that no verified positive claim accounts for.
+
+    ``answer`` is expected in NFKC form (the guard normalises it first).
+    """
+    positive = [
+        unicodedata.normalize("NFKC", c.claim_text).strip()
+        for c in allowed
+        if not _negative(c, rules) and c.claim_text.strip()
+    ]
+    any_negative = any(_negative(c, rules) for c in allowed)
+    verbatim = [
+        m.span() for text in positive for m in re.finditer(re.escape(text), answer, re.IGNORECASE)
+    ]
+    folded_positive = [text.casefold() for text in positive]
+    violations = []
+    for match in phrases.pattern.finditer(answer):
+        start, end = match.span()
+        if any(s <= start and end <= e for s, e in verbatim):
+            continue
+        phrase = match.group().casefold()
+        if not any_negative and any(phrase in text for text in folded_positive):
+            continue
+        violations.append(f"over-claim phrase {match.group()!r}")
+    return list(dict.fromkeys(violations))
+
+
+def _pool(allowed: Sequence[AllowedClaim], rules: VerifierRules) -> Facts:
+    texts = [t for c in allowed for t in (c.claim_text, *c.evidence_excerpts)]
+    return extract("\n".join(texts), rules)
+
+
+def foreign_facts(
+    allowed: Sequence[AllowedClaim], text: str, rules: VerifierRules | None = None
+) -> list[str]:
+    """Numbers and identifiers of ``text`` that no allowed claim or excerpt contains."""
+    rules = rules if rules is not None else default_verifier_rules()
+    pool = _pool(allowed, rules)
+    facts = extract(text, rules)
+    out = [
+        f"number {n.text} is in no allowed claim"
+        for n in facts.numbers
+        if not number_found(n, pool.numbers)
+    ]
+    out += [
+        f"{i.kind} {i.text} is in no allowed claim"
+        for i in facts.identifiers
+        if not identifier_found(i, pool.search, rules)
+    ]
+    return list(dict.fromkeys(out))
+
+
+def restated(rejected: str, sentence: str, rules: VerifierRules) -> bool:
+    claim_words = set(_WORDS.findall(unicodedata.normalize("NFKC", rejected).casefold()))
+    if not claim_words:
+        return False
+    sentence_words = set(_WORDS.findall(unicodedata.normalize("NFKC", sentence).casefold()))
+    if len(claim_words & sentence_words) / len(claim_words) < RESTATE_OVERLAP:
+        return False
+    facts, here = extract(rejected, rules), extract(sentence, rules)
+    return all(number_found(n, here.numbers) for n in facts.numbers) and all(
+        identifier_found(i, here.search, rules) for i in facts.identifiers
+    )

@@ -1,0 +1,97 @@
+"""``tracebound composer guard FILE``.
+
+Why a CLI: operators and evaluations check any answer text (a model's, an
+edited one, a stored one) against the claims it was allowed to state, without
+Kafka. One ``{"ok", "violations"}`` JSON line is printed per input object, in
+input order; exit 0 whenever the guard ran (violations are a result), exit 2
+on invalid input. All input is validated before anything is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from services.composer.guard import guard
+from services.verifier.input import json_documents, one_line, read_text
+from tracebound.errors import InvalidInputError
+from tracebound.events import AllowedClaim
+
+
+class AllowedClaimIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    claim_id: str | None = None
+    claim_type: str = "observation"
+    claim_text: str
+    evidence_excerpts: list[str] = Field(default_factory=list)
+    raw_paths: list[str] = Field(default_factory=list)
+
+
+class GuardInput(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    allowed_claims: list[str | AllowedClaimIn]
+    answer: str
+    rejected_claims: list[str] = Field(default_factory=list)
+
+    def claims(self) -> list[AllowedClaim]:
+        out = []
+        for index, item in enumerate(self.allowed_claims, start=1):
+            spec = item if isinstance(item, AllowedClaimIn) else AllowedClaimIn(claim_text=item)
+            out.append(
+                AllowedClaim(
+                    claim_id=spec.claim_id or f"claim-{index}",
+                    claim_type=spec.claim_type,
+                    claim_text=spec.claim_text,
+                    evidence_excerpts=tuple(spec.evidence_excerpts),
+                    raw_paths=tuple(spec.raw_paths),
+                )
+            )
+        return out
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``composer`` command group to the main parser."""
+    group = subparsers.add_parser(
+        "composer",
+        help="answer composition and the over-claim guard",
+        description="Answer composition and the over-claim guard.",
+    )
+    commands = group.add_subparsers(dest="composer_command", metavar="SUBCOMMAND")
+    commands.required = True
+    guard_parser = commands.add_parser(
+        "guard",
+        help="check answers against the claims they may state",
+        description=(
+            'Read one JSON object {"allowed_claims": [...], "answer": "..."} or JSON Lines of '
+            'them, print one {"ok", "violations"} JSON line per object.'
+        ),
+    )
+    guard_parser.add_argument("file", metavar="FILE", help="input file, or - for stdin")
+    guard_parser.set_defaults(handler=run_guard)
+
+
+def parse_guard_inputs(text: str) -> list[GuardInput]:
+    inputs = []
+    for label, document in json_documents(text):
+        try:
+            inputs.append(GuardInput.model_validate(document))
+        except ValidationError as exc:
+            raise InvalidInputError(f"{label}{one_line(exc)}") from None
+    return inputs
+
+
+def run_guard(args: argparse.Namespace) -> int:
+    """Guard every answer of FILE and print the results."""
+    inputs = parse_guard_inputs(read_text(args.file))
+    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "")
+    ascii_only = not encoding.startswith("utf")
+    for item in inputs:
+        result = guard(item.claims(), item.answer, rejected_claims=item.rejected_claims)
+        line = {"ok": result.ok, "violations": list(result.violations)}
+        print(json.dumps(line, ensure_ascii=ascii_only, separators=(",", ":")))
+    return 0

@@ -1,0 +1,164 @@
+"""One claim against its gatekeeper-verified evidence: SUPPORTED, REFUTED or NOT_ENOUGH_INFO.
+
+Why only verified bindings: the verifier does not re-check excerpts, it trusts
+the gatekeeper's ``checked_bindings`` with status pass or backfilled, whose
+``matched_text`` is the real ref text; a binding the gatekeeper failed or
+skipped contributes nothing. A claim's evidence is those matched texts plus
+the bindings' own excerpts (verified against them).
+
+Why negative observations are special: ``$.no_evidence`` only says "this query
+returned nothing", so such a claim is supported only when it is itself phrased
+as "not found" and does not conclude the problem is absent.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from services.verifier.facts import extract
+from services.verifier.input import CheckedBindingIn
+from services.verifier.match import FactResult, compare
+from services.verifier.rules_file import OverclaimPhrases, VerifierRules
+from tracebound.events import ClaimCheck, FactCheck
+
+SUPPORTED = "SUPPORTED"
+REFUTED = "REFUTED"
+NOT_ENOUGH_INFO = "NOT_ENOUGH_INFO"
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    check: ClaimCheck
+    facts: tuple[FactCheck, ...]
+    excerpts: tuple[str, ...]
+
+
+class BindingIndex:
+    """Gatekeeper records per claim, consumed in claim order (claim ids may repeat)."""
+
+    def __init__(self, records: Sequence[CheckedBindingIn]) -> None:
+        self._by_claim: dict[str, list[CheckedBindingIn]] = {}
+        for record in records:
+            self._by_claim.setdefault(record.claim_id, []).append(record)
+        self._cursor: dict[str, int] = {}
+
+    def take(self, claim_id: str, count: int) -> list[CheckedBindingIn]:
+        start = self._cursor.get(claim_id, 0)
+        self._cursor[claim_id] = start + count
+        return self._by_claim.get(claim_id, [])[start : start + count]
+
+
+def claim_id_of(claim: Mapping[str, Any], index: int) -> str:
+    """The id the gatekeeper reports for this claim."""
+    raw = claim.get("claim_id")
+    return raw if isinstance(raw, str) and raw else f"claims[{index}]"
+
+
+def _verified(
+    bindings: list[Any], records: list[CheckedBindingIn], statuses: tuple[str, ...]
+) -> list[tuple[str, str, str]]:
+    """(raw_path, matched_text, excerpt) of every binding the gatekeeper verified."""
+    out = []
+    for position, record in enumerate(records):
+        if record.status not in statuses or record.matched_text is None:
+            continue
+        index = record.binding_index if record.binding_index is not None else position
+        binding = bindings[index] if 0 <= index < len(bindings) else {}
+        binding = binding if isinstance(binding, dict) else {}
+        excerpt = binding.get("evidence_excerpt")
+        path = record.raw_path or binding.get("raw_path") or ""
+        out.append((str(path), record.matched_text, excerpt if isinstance(excerpt, str) else ""))
+    return out
+
+
+def _summary(results: list[FactResult]) -> str:
+    parts = [f"{r.fact} ({r.kind}): {r.detail}" for r in results if not r.found]
+    return "; ".join(parts)
+
+
+def _phrased_not_found(text: str, rules: VerifierRules) -> bool:
+    folded = unicodedata.normalize("NFKC", text).casefold().replace("’", "'")
+    patterns = rules.doc.negative_observation.not_found_patterns
+    return any(re.search(p, folded) for p in patterns)
+
+
+def judge_claim(
+    claim: Mapping[str, Any],
+    index: int,
+    bindings_index: BindingIndex,
+    rules: VerifierRules,
+    overclaim: OverclaimPhrases,
+) -> Judgement:
+    """Judge one claim of the executor output."""
+    claim_id = claim_id_of(claim, index)
+    claim_type = claim.get("claim_type")
+    claim_type = claim_type if isinstance(claim_type, str) else ""
+    text = claim.get("claim_text")
+    bindings = claim.get("evidence_bindings")
+    bindings = bindings if isinstance(bindings, list) else []
+    records = bindings_index.take(claim_id, len(bindings))
+    verified = _verified(bindings, records, rules.doc.verified_binding_statuses)
+    paths = tuple(dict.fromkeys(path for path, _, _ in verified))
+    excerpts = tuple(excerpt or matched for _, matched, excerpt in verified)
+
+    def done(status: str, reason: str, results: Sequence[FactResult] = ()) -> Judgement:
+        check = ClaimCheck(
+            claim_id=claim_id,
+            claim_type=claim_type,
+            claim_text=text if isinstance(text, str) else "",
+            status=status,
+            reason=reason,
+            raw_paths=paths,
+        )
+        facts = tuple(
+            FactCheck(claim_id=claim_id, kind=r.kind, fact=r.fact, found=r.found) for r in results
+        )
+        return Judgement(check, facts, excerpts)
+
+    if not isinstance(text, str) or not text.strip():
+        return done(NOT_ENOUGH_INFO, "claim_text is missing or empty")
+    if not verified:
+        return done(NOT_ENOUGH_INFO, "no evidence binding of this claim passed the gatekeeper")
+    neg_rules = rules.doc.negative_observation
+    evidence_text = "\n".join(t for _, matched, excerpt in verified for t in (matched, excerpt))
+    evidence = extract(evidence_text, rules)
+    claim_facts = extract(text, rules)
+    no_evidence = [path == neg_rules.no_evidence_path for path in paths]
+    if claim_type in neg_rules.claim_types:
+        results = compare(claim_facts, evidence, rules, negations=False)
+        phrased = _phrased_not_found(text, rules)
+        over = overclaim.pattern.search(unicodedata.normalize("NFKC", text))
+        detail = "phrased as 'not found'" if phrased else "not phrased as 'not found'"
+        ok = phrased and over is None
+        results.append(FactResult("negation", "not found", ok, not ok, detail))
+        if not all(no_evidence):
+            reason = f"a negative observation may cite only {neg_rules.no_evidence_path}"
+            return done(REFUTED, reason, results)
+        if over is not None:
+            reason = f"claims absence of the problem ({over.group()!r}), not a query without hits"
+            return done(REFUTED, reason, results)
+        if not phrased:
+            reason = "a negative observation must say the query found no matching evidence"
+            return done(REFUTED, reason, results)
+    else:
+        if any(no_evidence):
+            return done(REFUTED, f"{neg_rules.no_evidence_path} cannot support a positive claim")
+        results = compare(claim_facts, evidence, rules)
+        over = overclaim.pattern.search(unicodedata.normalize("NFKC", text))
+        if over is not None and not overclaim.pattern.search(evidence.search):
+            detail = "conclusion not stated in evidence"
+            results.append(FactResult("overclaim", over.group(), False, False, detail))
+    if any(r.conflict for r in results):
+        conflicts = _summary([r for r in results if r.conflict])
+        return done(REFUTED, f"contradicted by the cited evidence: {conflicts}", results)
+    if not all(r.found for r in results):
+        missing = _summary(results)
+        return done(NOT_ENOUGH_INFO, f"not established by the cited evidence: {missing}", results)
+    if not results:
+        reason = "gatekeeper-verified evidence; no number, identifier or negation to compare"
+        return done(SUPPORTED, reason)
+    return done(SUPPORTED, f"all {len(results)} facts are stated in the cited evidence", results)

@@ -1,0 +1,234 @@
+"""The checkable facts of a text: numbers with units, identifiers and negations.
+
+Why deterministic extraction: a claim may only say what its verified evidence
+says, and the facts that decide that ("92%" not "29%", payment-service not
+order-service, "not available" not "available") are exactly the ones fuzzy
+similarity hides. Extraction works on NFKC text, so full-width forms ("92％",
+"ＧＢ") read like ASCII, and identifiers are masked before numbers are read, so
+the "1" of HikariPool-1 or the hash of a pod name is never a number.
+
+The same extractor serves the verifier (claims and excerpts) and the composer's
+answer guard (answers), so both count facts the same way.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+
+from services.verifier.rules_file import VerifierRules, default_verifier_rules
+
+PLAIN = "plain"
+_CJK = "\u4e00-\u9fff"
+_TOKEN = re.compile(
+    rf"(?P<w>[a-z0-9_]+(?:'[a-z]+)?)|(?P<p>[,.;:!?()\[\]{{}}。、|])|(?P<c>[{_CJK}]+)"
+)
+_ISO_T = re.compile(r"(\d{4}-\d{2}-\d{2})T(\d{2}:)")
+_ISO_Z = re.compile(r"(\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)Z")
+
+
+@dataclass(frozen=True, slots=True)
+class Number:
+    """A number as written (``text``), its value as written and in the base unit."""
+
+    text: str
+    raw: float
+    value: float
+    dimension: str  # plain | duration | percent | bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Identifier:
+    kind: str  # time | host | pod | service | error | name
+    text: str
+    norm: str
+
+
+@dataclass(frozen=True, slots=True)
+class Negation:
+    """A negation cue and the words it governs; ``head`` is the first of them."""
+
+    cue: str
+    head: str
+    scope: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """Everything the checks need from one text."""
+
+    search: str  # NFKC, casefolded, ISO times spaced: what identifiers are searched in
+    numbers: tuple[Number, ...]
+    identifiers: tuple[Identifier, ...]
+    negations: tuple[Negation, ...]
+    plain_words: frozenset[str]  # English word stems outside every negation scope
+    cjk_plain: str  # CJK runs with every negation cue and head cut out
+
+
+@dataclass(frozen=True, eq=False)
+class _Compiled:
+    number: re.Pattern[str]
+    units: dict[str, tuple[str, float]]
+    identifiers: tuple[tuple[str, re.Pattern[str]], ...]
+    en_cues: frozenset[str]
+    contraction: str
+    zh_cues: tuple[str, ...]
+    zh_exempt: tuple[str, ...]
+    scope_words: int
+    stopwords: frozenset[str]
+
+
+@lru_cache(maxsize=8)
+def _compiled(rules: VerifierRules) -> _Compiled:
+    doc = rules.doc
+    units: dict[str, tuple[str, float]] = {
+        name: (unit.dimension, unit.factor) for name, unit in doc.units.items()
+    }
+    alternatives = "|".join(re.escape(u) for u in sorted(units, key=len, reverse=True))
+    number = re.compile(
+        rf"(?<![A-Za-z0-9_.\-])(?P<n>\d+(?:\.\d+)?)(?:\s*(?P<u>{alternatives}))?(?![A-Za-z0-9_])"
+    )
+    neg = doc.negation
+    return _Compiled(
+        number=number,
+        units=units,
+        identifiers=tuple((p.kind, re.compile(p.pattern)) for p in doc.identifier_patterns),
+        en_cues=frozenset(c.casefold() for c in neg.en_cues),
+        contraction=neg.en_contraction_suffix,
+        zh_cues=tuple(sorted(neg.zh_cues, key=len, reverse=True)),
+        zh_exempt=neg.zh_exempt,
+        scope_words=neg.scope_words,
+        stopwords=frozenset(w.casefold() for w in neg.stopwords),
+    )
+
+
+def normalize(text: str) -> str:
+    """NFKC (full-width to ASCII, "％" to "%") with ISO timestamps written with a space."""
+    text = unicodedata.normalize("NFKC", text).replace("’", "'")
+    return _ISO_Z.sub(r"\1", _ISO_T.sub(r"\1 \2", text))
+
+
+def stem(word: str) -> str:
+    """A crude English stem, enough to match "exhausted" with "exhausts"."""
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def _identifiers(text: str, c: _Compiled) -> tuple[list[Identifier], str]:
+    """Identifiers in pattern order, and the text with their spans blanked out."""
+    found: list[Identifier] = []
+    seen: set[tuple[str, str]] = set()
+    spans: list[tuple[int, int]] = []
+    for kind, pattern in c.identifiers:
+        for match in pattern.finditer(text):
+            start, end = match.span()
+            if match.group() in c.units:
+                continue  # "MiB" looks like a CamelCase name but is a unit
+            if kind != "service" and any(s < end and start < e for s, e in spans):
+                continue  # services may sit inside pod names; other kinds may not overlap
+            spans.append((start, end))
+            norm = match.group().casefold()
+            if (kind, norm) not in seen:
+                seen.add((kind, norm))
+                found.append(Identifier(kind, match.group(), norm))
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return found, "".join(chars)
+
+
+def _numbers(masked: str, c: _Compiled) -> list[Number]:
+    numbers = []
+    for match in c.number.finditer(masked):
+        raw = float(match["n"])
+        unit = match["u"]
+        dimension, factor = c.units[unit] if unit else (PLAIN, 1.0)
+        numbers.append(Number(re.sub(r"\s+", " ", match.group()), raw, raw * factor, dimension))
+    return numbers
+
+
+def _negations(search: str, c: _Compiled) -> tuple[list[Negation], frozenset[str], str]:
+    tokens = [(m.lastgroup or "", m.group()) for m in _TOKEN.finditer(search)]
+    negations: list[Negation] = []
+    scoped: set[int] = set()
+    cjk_parts: list[str] = []
+    for index, (group, token) in enumerate(tokens):
+        if group == "w" and (token in c.en_cues or token.endswith(c.contraction)):
+            scope = _scope(tokens, index + 1, c)
+            scoped.update(i for i, _ in scope)
+            scoped.add(index)
+            words = tuple(stem(tokens[i][1]) for i, _ in scope)
+            negations.append(Negation(token, words[0] if words else "", words))
+        elif group == "c":
+            cjk_parts.append(_cjk_negations(tokens, index, c, negations))
+    plain = frozenset(
+        stem(token)
+        for index, (group, token) in enumerate(tokens)
+        if group == "w" and index not in scoped and token not in c.stopwords
+    )
+    return negations, plain, "|".join(cjk_parts)
+
+
+def _scope(tokens: list[tuple[str, str]], start: int, c: _Compiled) -> list[tuple[int, str]]:
+    """Up to ``scope_words`` content words after a cue, stopping at punctuation."""
+    scope: list[tuple[int, str]] = []
+    for index in range(start, len(tokens)):
+        group, token = tokens[index]
+        if group != "w" or len(scope) >= c.scope_words:
+            break
+        if token not in c.stopwords:
+            scope.append((index, token))
+    return scope
+
+
+def _cjk_negations(
+    tokens: list[tuple[str, str]], index: int, c: _Compiled, out: list[Negation]
+) -> str:
+    """Record the negations of one CJK run; return the run with cues and heads cut out."""
+    run = tokens[index][1]
+    kept: list[str] = []
+    i = 0
+    while i < len(run):
+        if any(run.startswith(exempt, i) for exempt in c.zh_exempt):
+            kept.append(run[i])
+            i += 1
+            continue
+        cue = next((cue for cue in c.zh_cues if run.startswith(cue, i)), None)
+        if cue is None:
+            kept.append(run[i])
+            i += 1
+            continue
+        head = run[i + len(cue) : i + len(cue) + 2]
+        if not head:
+            following = tokens[index + 1] if index + 1 < len(tokens) else ("", "")
+            head = stem(following[1]) if following[0] == "w" else ""
+        out.append(Negation(cue, head, (head,) if head else ()))
+        kept.append("|")
+        i += len(cue) + (len(head) if head and not head.isascii() else 0)
+    return "".join(kept)
+
+
+@lru_cache(maxsize=4096)
+def _extract(text: str, rules: VerifierRules) -> Facts:
+    c = _compiled(rules)
+    normal = normalize(text)
+    identifiers, masked = _identifiers(normal, c)
+    search = normal.casefold()
+    negations, plain, cjk_plain = _negations(search, c)
+    return Facts(
+        search=search,
+        numbers=tuple(_numbers(masked, c)),
+        identifiers=tuple(identifiers),
+        negations=tuple(negations),
+        plain_words=plain,
+        cjk_plain=cjk_plain,
+    )
+
+
+def extract(text: str, rules: VerifierRules | None = None) -> Facts:
+    """The facts of ``text`` under ``rules`` (default: the repository's)."""
+    return _extract(text, rules if rules is not None else default_verifier_rules())

@@ -1,0 +1,129 @@
+"""Does a claim's every fact appear in its evidence, and does any contradict it?
+
+Why three outcomes per fact: a fact the evidence states is ``found``; a fact
+the evidence states differently (another value of the same kind: 29% where the
+excerpt says 92%, order-service where it says payment-service, "not firing"
+where it says firing) is a ``conflict`` and refutes the claim; a fact the
+evidence is silent about is neither, and leaves the claim unproven.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from services.verifier.facts import PLAIN, Facts, Identifier, Negation, Number
+from services.verifier.rules_file import VerifierRules, default_verifier_rules
+
+TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True, slots=True)
+class FactResult:
+    kind: str  # number | an identifier kind | negation
+    fact: str
+    found: bool
+    conflict: bool
+    detail: str
+
+
+def same_value(a: float, b: float) -> bool:
+    """Equal within a relative tolerance of 1e-9 (4200 ms is 4.2 s despite binary floats)."""
+    return abs(a - b) <= TOLERANCE * max(1.0, abs(a), abs(b))
+
+
+def number_found(number: Number, pool: Iterable[Number]) -> bool:
+    """A unit-bearing number matches the same dimension and value; a bare one any raw value."""
+    for other in pool:
+        if number.dimension == PLAIN:
+            if same_value(number.raw, other.raw):
+                return True
+        elif other.dimension == number.dimension and same_value(number.value, other.value):
+            return True
+    return False
+
+
+@lru_cache(maxsize=1024)
+def _needle(norm: str, prefix: bool) -> re.Pattern[str]:
+    tail = "" if prefix else r"(?![a-z0-9])"
+    return re.compile(r"(?<![a-z0-9])" + re.escape(norm) + tail)
+
+
+@lru_cache(maxsize=8)
+def _aliases(rules: VerifierRules) -> dict[str, tuple[str, ...]]:
+    return {
+        key.casefold(): tuple(a.casefold() for a in values)
+        for key, values in rules.doc.identifier_aliases.items()
+    }
+
+
+def identifier_found(
+    identifier: Identifier, search: str, rules: VerifierRules | None = None
+) -> bool:
+    """Written in ``search`` as a whole token, or one of its declared aliases is."""
+    if _needle(identifier.norm, False).search(search):
+        return True
+    aliases = _aliases(rules if rules is not None else default_verifier_rules())
+    return any(_needle(a, True).search(search) for a in aliases.get(identifier.norm, ()))
+
+
+def _negation_found(neg: Negation, evidence: Facts) -> bool:
+    if not neg.head:
+        return bool(evidence.negations)
+    if neg.head.isascii():
+        return any(neg.head in other.scope for other in evidence.negations)
+    # A Chinese cue against English evidence cannot be matched word for word; any
+    # negation in the evidence counts, while evidence without one still refutes it.
+    return any(neg.head == o.head or o.head.isascii() for o in evidence.negations)
+
+
+def _negation_conflict(neg: Negation, evidence: Facts) -> bool:
+    """The evidence states the negated word plainly, or negates nothing at all."""
+    if not evidence.negations:
+        return True
+    if neg.head.isascii():
+        return neg.head in evidence.plain_words
+    return neg.head in evidence.cjk_plain
+
+
+def compare(
+    claim: Facts, evidence: Facts, rules: VerifierRules | None = None, *, negations: bool = True
+) -> list[FactResult]:
+    """One result per claim fact, plus one per evidence negation the claim drops.
+
+    ``negations=False`` skips both negation checks (a negative observation's
+    phrasing is judged separately).
+    """
+    results: list[FactResult] = []
+    for number in claim.numbers:
+        found = number_found(number, evidence.numbers)
+        conflict = not found and any(n.dimension == number.dimension for n in evidence.numbers)
+        detail = "stated" if found else "differs" if conflict else "not stated"
+        results.append(FactResult("number", number.text, found, conflict, f"{detail} in evidence"))
+    for ident in claim.identifiers:
+        found = identifier_found(ident, evidence.search, rules)
+        conflict = not found and any(i.kind == ident.kind for i in evidence.identifiers)
+        detail = "stated" if found else "another value" if conflict else "not stated"
+        results.append(FactResult(ident.kind, ident.text, found, conflict, f"{detail} in evidence"))
+    if not negations:
+        return results
+    for neg in claim.negations:
+        text = f"{neg.cue} {neg.head}".strip()
+        if _negation_found(neg, evidence):
+            results.append(FactResult("negation", text, True, False, "negated in evidence"))
+        else:
+            conflict = _negation_conflict(neg, evidence)
+            detail = "claim adds a negation" if conflict else "negation not stated in evidence"
+            results.append(FactResult("negation", text, False, conflict, detail))
+    dropped: set[str] = set()
+    for neg in evidence.negations:
+        if not neg.head or neg.head in dropped:
+            continue
+        plain = claim.plain_words if neg.head.isascii() else claim.cjk_plain
+        if neg.head in plain:
+            dropped.add(neg.head)
+            detail = f"evidence says {neg.cue} {neg.head}; claim drops the negation"
+            results.append(FactResult("negation", f"{neg.cue} {neg.head}", False, True, detail))
+    return results

@@ -1,0 +1,65 @@
+"""The executor's lists as the composer may use them: plain texts and evidence-only actions.
+
+Why filter actions: in this contract a recommended action may only gather
+evidence or continue the investigation (seed section 2.1); a remediation
+("restart", "scale", "roll back") is a conclusion the evidence has not earned,
+so it never reaches the composer, whatever the executor wrote.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from functools import lru_cache
+from typing import Any
+
+from services.verifier.rules_file import VerifierRules
+
+_TEXT_KEYS = ("text", "action_text", "action", "hypothesis", "description", "info", "summary")
+
+
+def _text(item: Any) -> str | None:
+    if isinstance(item, str):
+        return item.strip() or None
+    if isinstance(item, dict):
+        for key in _TEXT_KEYS:
+            value = item.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+    return None
+
+
+def texts(value: Any) -> list[str]:
+    """The non-empty texts of a list of strings or objects with a text field, deduplicated."""
+    items = value if isinstance(value, list) else []
+    return list(dict.fromkeys(t for t in (_text(item) for item in items) if t is not None))
+
+
+def _verb_pattern(words: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not words:
+        return None
+    parts = [
+        (r"(?<![a-z])" + re.escape(w.casefold()) + r"(?![a-z])") if w.isascii() else re.escape(w)
+        for w in words
+    ]
+    return re.compile("|".join(parts))
+
+
+@lru_cache(maxsize=8)
+def _patterns(rules: VerifierRules) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+    actions = rules.doc.actions
+    return _verb_pattern(actions.evidence_verbs), _verb_pattern(actions.remediation_verbs)
+
+
+def is_evidence_action(text: str, rules: VerifierRules) -> bool:
+    """Names a way to gather evidence and no remediation."""
+    gather, remedy = _patterns(rules)
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    if remedy is not None and remedy.search(folded):
+        return False
+    return gather is not None and gather.search(folded) is not None
+
+
+def evidence_actions(value: Any, rules: VerifierRules) -> list[str]:
+    """The executor's recommended actions that only gather evidence."""
+    return [t for t in texts(value) if is_evidence_action(t, rules)]

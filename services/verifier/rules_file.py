@@ -1,0 +1,199 @@
+"""The verifier's rule files: ``rules/verifier-rules.json`` and ``rules/overclaim-phrases.json``.
+
+Why files: the unit table, identifier shapes, negation cues and the phrasings a
+negative observation may use are reviewed and versioned as data, while the
+judgement stays deterministic code. Why strict: a typo must never silently turn
+a check off, so a missing field, an unknown dimension or a regex that does not
+compile raises :class:`~tracebound.errors.ConfigError` naming the file.
+
+The over-claim phrases live in their own file because two roles read them: the
+verifier refuses a negative observation that carries one, and the composer's
+answer guard flags them in answers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from tracebound.errors import ConfigError
+from tracebound.topics import REPO_ROOT
+
+VERIFIER_RULES_PATH = REPO_ROOT / "rules" / "verifier-rules.json"
+OVERCLAIM_PHRASES_PATH = REPO_ROOT / "rules" / "overclaim-phrases.json"
+
+Dimension = Literal["duration", "percent", "bytes"]
+IdentifierKind = Literal["time", "host", "pod", "service", "error", "name"]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _compiles(pattern: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise ValueError(f"regex {pattern!r} does not compile: {exc}") from None
+    return pattern
+
+
+class Unit(_Strict):
+    dimension: Dimension
+    factor: float = Field(gt=0)
+
+
+class IdentifierPattern(_Strict):
+    kind: IdentifierKind
+    pattern: str = Field(min_length=1)
+
+    _check = field_validator("pattern")(_compiles)
+
+
+class NegationRules(_Strict):
+    en_cues: tuple[str, ...] = Field(min_length=1)
+    en_contraction_suffix: str = Field(min_length=1)
+    zh_cues: tuple[str, ...] = Field(min_length=1)
+    zh_exempt: tuple[str, ...] = ()
+    scope_words: int = Field(ge=1, le=10)
+    stopwords: tuple[str, ...] = ()
+
+
+class NegativeObservationRules(_Strict):
+    claim_types: tuple[str, ...] = Field(min_length=1)
+    no_evidence_path: str = Field(min_length=1)
+    not_found_patterns: tuple[str, ...] = Field(min_length=1)
+
+    @field_validator("not_found_patterns")
+    @classmethod
+    def _patterns(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_compiles(p) for p in value)
+
+
+class ActionRules(_Strict):
+    evidence_verbs: tuple[str, ...] = Field(min_length=1)
+    remediation_verbs: tuple[str, ...] = ()
+
+
+class AiopsRules(_Strict):
+    version: str = Field(min_length=1)
+    evidence_tools: tuple[str, ...] = Field(min_length=1)
+    target_labels: tuple[str, ...] = Field(min_length=1)
+    subject_kinds: tuple[IdentifierKind, ...] = Field(min_length=1)
+
+
+class VerifierRulesFile(_Strict):
+    version: str = Field(min_length=1)
+    description: str = ""
+    units: dict[str, Unit] = Field(min_length=1)
+    identifier_patterns: tuple[IdentifierPattern, ...] = Field(min_length=1)
+    identifier_aliases: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    negation: NegationRules
+    negative_observation: NegativeObservationRules
+    actions: ActionRules
+    verified_binding_statuses: tuple[str, ...] = Field(min_length=1)
+    aiops: AiopsRules
+
+
+class OverclaimFile(_Strict):
+    version: str = Field(min_length=1)
+    description: str = ""
+    en: tuple[str, ...] = Field(min_length=1)
+    zh: tuple[str, ...] = Field(min_length=1)
+
+
+@dataclass(frozen=True, eq=False)
+class VerifierRules:
+    """A validated verifier rule set; hashed by identity so extractors can cache on it."""
+
+    source: str
+    doc: VerifierRulesFile
+
+    @property
+    def version(self) -> str:
+        return self.doc.version
+
+
+@dataclass(frozen=True, eq=False)
+class OverclaimPhrases:
+    """Compiled over-claim phrases (English on word boundaries, Chinese as substrings)."""
+
+    version: str
+    source: str
+    phrases: tuple[str, ...]
+    pattern: re.Pattern[str]
+
+
+def _describe(exc: ValidationError) -> str:
+    problems = []
+    for error in exc.errors():
+        location = ".".join(str(part) for part in error["loc"])
+        problems.append(f"{location}: {error['msg']}" if location else error["msg"])
+    return "; ".join(problems)
+
+
+def _read_json(path: Path, what: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(f"{path}: cannot read {what}: {reason}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: {what} is not UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path}: {what} is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+        ) from None
+
+
+def parse_verifier_rules(data: object, source: str = "<verifier rules>") -> VerifierRules:
+    """Validate an already-decoded verifier rules document."""
+    try:
+        doc = VerifierRulesFile.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: invalid verifier rules: {_describe(exc)}") from None
+    return VerifierRules(source=source, doc=doc)
+
+
+def load_verifier_rules(path: str | Path | None = None) -> VerifierRules:
+    rules_path = Path(path) if path is not None else VERIFIER_RULES_PATH
+    return parse_verifier_rules(_read_json(rules_path, "verifier rules file"), str(rules_path))
+
+
+def parse_overclaim_phrases(data: object, source: str = "<overclaim phrases>") -> OverclaimPhrases:
+    """Validate an over-claim phrase document and compile one matcher for all phrases."""
+    try:
+        doc = OverclaimFile.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: invalid over-claim phrases: {_describe(exc)}") from None
+    parts = [r"(?<![A-Za-z0-9_])" + re.escape(p) + r"(?![A-Za-z0-9_])" for p in doc.en]
+    parts += [re.escape(p) for p in doc.zh]
+    phrases = doc.en + doc.zh
+    if any(not p.strip() for p in phrases):
+        raise ConfigError(f"{source}: invalid over-claim phrases: empty phrase")
+    pattern = re.compile("|".join(sorted(parts, key=len, reverse=True)), re.IGNORECASE)
+    return OverclaimPhrases(doc.version, source, phrases, pattern)
+
+
+def load_overclaim_phrases(path: str | Path | None = None) -> OverclaimPhrases:
+    phrases_path = Path(path) if path is not None else OVERCLAIM_PHRASES_PATH
+    data = _read_json(phrases_path, "over-claim phrases file")
+    return parse_overclaim_phrases(data, str(phrases_path))
+
+
+@cache
+def default_verifier_rules() -> VerifierRules:
+    """The repository's verifier rules, loaded once per process."""
+    return load_verifier_rules()
+
+
+@cache
+def default_overclaim_phrases() -> OverclaimPhrases:
+    """The repository's over-claim phrases, loaded once per process."""
+    return load_overclaim_phrases()

@@ -1,0 +1,122 @@
+"""The answer guard: over-claims, invented numbers and identifiers, restated rejected claims."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.composer import enforce, guard, safe_answer
+from services.verifier.rules_file import default_overclaim_phrases
+from tracebound.events import AllowedClaim, ComposerInput
+
+NEGATIVE = AllowedClaim(
+    claim_id="claim-neg",
+    claim_type="negative_observation",
+    claim_text="The current query found no HikariCP pool exhaustion logs for inventory-service.",
+    evidence_excerpts=("query=inventory-service HikariCP; total=0",),
+    raw_paths=("$.no_evidence",),
+)
+CPU = AllowedClaim(
+    claim_id="claim-1",
+    claim_type="observation",
+    claim_text="payment-service has a firing HighCPUUsage alert at 92% CPU.",
+    evidence_excerpts=(
+        "HighCPUUsage, service=payment-service, state=firing, current=92%, threshold=80%, "
+        "duration=25m",
+    ),
+    raw_paths=("$.alerts[0]",),
+)
+HEAP = AllowedClaim(
+    claim_id="claim-2",
+    claim_type="observation",
+    claim_text="order-service JVM heap usage is 3.8 GB of 4 GB.",
+)
+EN_NEGATIVE = "The current query found no matching evidence for HikariCP logs for inventory-service"
+ZH_NEGATIVE = "当前查询未检索到 inventory-service 的 HikariCP 日志的匹配证据"
+PHRASES = default_overclaim_phrases()
+
+
+@pytest.mark.parametrize("phrase", PHRASES.phrases)
+def test_every_overclaim_phrase_is_caught_when_evidence_is_negative(phrase: str) -> None:
+    answer = f"{ZH_NEGATIVE}，{phrase}。" if not phrase.isascii() else f"{EN_NEGATIVE}; {phrase}."
+    result = guard([NEGATIVE], answer)
+    assert not result.ok
+    assert any("over-claim" in v and phrase.casefold() in v.casefold() for v in result.violations)
+    assert not guard([NEGATIVE], answer.upper() if phrase.isascii() else answer).ok
+
+
+@pytest.mark.parametrize("phrase", ["ruled out", "is healthy", "问题不存在", "已排除"])
+def test_overclaim_without_supporting_positive_claim_is_caught(phrase: str) -> None:
+    assert not guard([CPU], f"payment-service {phrase}.").ok
+    assert not guard([], f"payment-service {phrase}.").ok
+
+
+def test_overclaim_repeating_a_verified_positive_claim_is_tolerated() -> None:
+    healthy = AllowedClaim(
+        claim_id="claim-9", claim_type="observation", claim_text="user-service is healthy again."
+    )
+    assert guard([healthy], "Verified: user-service is healthy again.").ok
+    assert guard([healthy, NEGATIVE], "- user-service is healthy again.").ok
+    assert not guard([healthy, NEGATIVE], "inventory-service is healthy.").ok
+
+
+def test_clean_answers_pass() -> None:
+    assert guard([NEGATIVE], f"{EN_NEGATIVE}.").ok
+    assert guard([NEGATIVE], f"{ZH_NEGATIVE}。").ok
+    assert guard([CPU], "payment-service has a firing HighCPUUsage alert at 92 ％ CPU.").ok
+    assert guard([CPU], "The alert has lasted 25 minutes against an 80% threshold.").ok
+    assert guard([HEAP], "order-service heap: 3.8GB of 4GB.").ok
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragment"),
+    [
+        ("payment-service CPU is at 95%.", "number 95%"),
+        ("payment-service CPU has been high for 30 minutes.", "number 30 minutes"),
+        ("payment-service CPU is at 92%, 3 pods are affected.", "number 3"),
+        ("order-service also has a firing HighCPUUsage alert.", "service order-service"),
+        ("payment-service fires HighMemoryUsage.", "name HighMemoryUsage"),
+        ("pod-payment-service-7d8f9c6b5-x2k4m is hot.", "pod pod-payment-service-7d8f9c6b5-x2k4m"),
+        ("It throws RedisCommandTimeoutException.", "error RedisCommandTimeoutException"),
+    ],
+)
+def test_invented_numbers_and_identifiers_are_caught(answer: str, fragment: str) -> None:
+    result = guard([CPU], answer)
+    assert not result.ok
+    assert any(fragment in v for v in result.violations), result.violations
+
+
+def test_restated_rejected_claim_is_caught() -> None:
+    rejected = "payment-service has a firing HighCPUUsage alert at 92% on pod restarts."
+    result = guard(
+        [CPU],
+        "Note: payment-service has a firing HighCPUUsage alert at 92% on pod restarts.",
+        rejected_claims=[rejected],
+    )
+    assert any("rejected claim" in v for v in result.violations)
+    assert guard([CPU], CPU.claim_text, rejected_claims=[rejected]).ok
+
+
+def test_enforce_replaces_a_violating_answer_with_the_safe_answer() -> None:
+    material = ComposerInput(
+        original_query="inventory-service HikariCP?",
+        verdict="PASS",
+        allowed_claims=(NEGATIVE,),
+        rationale="r",
+    )
+    answer, result = enforce(material, "en", "inventory-service has no problem; it is ruled out.")
+    assert result.replaced and not result.ok and result.violations
+    assert answer == safe_answer(material, "en")
+    assert guard(material.allowed_claims, answer).ok
+    kept, fine = enforce(material, "en", f"{EN_NEGATIVE}.")
+    assert kept == f"{EN_NEGATIVE}." and fine.ok and not fine.replaced
+
+
+def test_restated_rejected_claim_with_decimal_is_caught() -> None:
+    slow = AllowedClaim(
+        claim_id="claim-3",
+        claim_type="observation",
+        claim_text="user-service p99 latency is 9.5 s against a 3 s threshold.",
+    )
+    rejected = "user-service p99 latency is 9.5 s against a 3 s threshold."
+    result = guard([slow], f"First. {rejected} Last.", rejected_claims=[rejected])
+    assert any("rejected claim" in v for v in result.violations)

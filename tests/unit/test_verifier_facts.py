@@ -1,0 +1,151 @@
+"""Fact extraction and comparison: units, identifiers, negations, and the rules file."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from services.verifier.facts import extract
+from services.verifier.match import compare, number_found
+from services.verifier.rules_file import (
+    VERIFIER_RULES_PATH,
+    default_verifier_rules,
+    load_overclaim_phrases,
+    load_verifier_rules,
+    parse_verifier_rules,
+)
+from tracebound.errors import ConfigError
+
+
+def numbers(text: str) -> list[tuple[float, str]]:
+    return [(n.value, n.dimension) for n in extract(text).numbers]
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        ("92%", "92 %"),
+        ("92%", "92％"),
+        ("4.2s", "4200ms"),
+        ("4.2 s", "4200 ms"),
+        ("3.8 GB", "3.8GB"),
+        ("3.8 GB", "3800 MB"),
+        ("25m", "25 minutes"),
+        ("1 h", "3600 s"),
+        ("2 GiB", "2048 MiB"),
+        ("１５ min", "900 seconds"),
+        ("3 秒", "3000 毫秒"),
+    ],
+)
+def test_equivalent_numbers_match(left: str, right: str) -> None:
+    [a] = extract(left).numbers
+    assert number_found(a, extract(right).numbers)
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [("92%", "29%"), ("4.2s", "4.2ms"), ("3.8 GB", "3.8 GiB"), ("92%", "92 ms"), ("25m", "25h")],
+)
+def test_different_numbers_do_not_match(left: str, right: str) -> None:
+    [a] = extract(left).numbers
+    assert not number_found(a, extract(right).numbers)
+
+
+def test_identifiers_and_masked_numbers() -> None:
+    facts = extract(
+        "2026-07-08 23:08:02 ERROR payment-service RedisCommandTimeoutException on "
+        "redis-payment-0:6379 via HikariPool-1, pod=pod-order-service-5c9d7b8f4-q7n2p, p99=4.2s"
+    )
+    kinds = {(i.kind, i.text) for i in facts.identifiers}
+    assert {
+        ("time", "2026-07-08 23:08:02"),
+        ("service", "payment-service"),
+        ("service", "order-service"),
+        ("error", "RedisCommandTimeoutException"),
+        ("host", "redis-payment-0:6379"),
+        ("name", "HikariPool-1"),
+        ("pod", "pod-order-service-5c9d7b8f4-q7n2p"),
+    } <= kinds
+    # no number from the timestamp, port, pool suffix, pod hash or the p99 label
+    assert [n.text for n in facts.numbers] == ["4.2s"]
+
+
+def test_camel_case_alert_names() -> None:
+    names = {i.text for i in extract("HighCPUUsage OOMKilled SlowResponse CPU JVM P99").identifiers}
+    assert names == {"HighCPUUsage", "OOMKilled", "SlowResponse"}
+
+
+@pytest.mark.parametrize(
+    ("text", "heads"),
+    [
+        ("Connection is not available", ["available"]),
+        ("payment-service does not have a firing alert", ["fir"]),
+        ("it doesn't fire", ["fire"]),
+        ("found no matching logs", ["match"]),
+        ("never restarted", ["restart"]),
+        ("当前查询未检索到日志", ["检索"]),
+        ("告警不存在", ["存在"]),
+        ("CPU 使用率非常高", []),
+        ("evidence_status=no_evidence", []),
+    ],
+)
+def test_negations(text: str, heads: list[str]) -> None:
+    assert [n.head for n in extract(text).negations] == heads
+
+
+def test_compare_flags_conflicts_and_silence() -> None:
+    evidence = extract("HighCPUUsage, service=payment-service, state=firing, current=92%")
+    results = {r.fact: r for r in compare(extract("order-service CPU at 29% for 5 min"), evidence)}
+    assert results["order-service"].conflict and results["29%"].conflict
+    assert not results["5 min"].found and not results["5 min"].conflict
+    dropped = compare(extract("connections are available"), extract("Connection is not available"))
+    assert any(r.kind == "negation" and r.conflict for r in dropped)
+    added = compare(extract("payment-service is not firing"), evidence)
+    assert any(r.kind == "negation" and r.conflict for r in added)
+
+
+def test_alias_is_declared_in_rules() -> None:
+    evidence = extract("order-service HikariPool-1 - Connection is not available")
+    [result] = [r for r in compare(extract("HikariCP pool"), evidence) if r.fact == "HikariCP"]
+    assert result.found
+
+
+def test_repository_rules_load() -> None:
+    rules = default_verifier_rules()
+    assert rules.version == "verifier-rules-v1"
+    assert load_overclaim_phrases().phrases
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d.pop("units"), "units"),
+        (lambda d: d["units"].update({"x": {"dimension": "weight", "factor": 1}}), "dimension"),
+        (lambda d: d["identifier_patterns"].append({"kind": "name", "pattern": "(["}), "regex"),
+        (lambda d: d.update(extra_field=1), "extra_field"),
+    ],
+)
+def test_bad_rules_raise_config_error_naming_the_file(
+    change: Callable[[dict[str, Any]], object], message: str, tmp_path: Path
+) -> None:
+    data = json.loads(VERIFIER_RULES_PATH.read_text(encoding="utf-8"))
+    change(data)
+    path = tmp_path / "verifier-rules.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ConfigError, match=message) as info:
+        load_verifier_rules(path)
+    assert str(path) in str(info.value)
+
+
+def test_unreadable_rules_raise_config_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_verifier_rules(tmp_path / "missing.json")
+    (tmp_path / "bad.json").write_text("{", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not JSON"):
+        load_verifier_rules(tmp_path / "bad.json")
+    with pytest.raises(ConfigError, match="<verifier rules>"):
+        parse_verifier_rules([])
