@@ -24,6 +24,9 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tracebound.stack.cli",
     "tracebound.codec.cli",
     "services.gatekeeper.cli",
+    "services.executor.tools.cli",
+    "services.verifier.cli",
+    "services.composer.cli",
 )
 
 

@@ -1,0 +1,1 @@
+"""Wiring shared by the role services (mode selection, model construction)."""

@@ -1,0 +1,39 @@
+"""How a role chooses between its ``rules`` and ``llm`` implementations.
+
+``rules`` is the embedded default, so the whole pipeline runs offline. ``llm``
+needs ``TRACEBOUND_LLM_BASE_URL``; without it the role says so once at start and
+runs its rules implementation, which is also its fallback on every model failure.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Literal
+
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from tracebound.llm import ChatModel, LLMSettings, chat_model_from_settings
+
+Mode = Literal["rules", "llm"]
+log = logging.getLogger("tracebound.services")
+
+
+class RoleSettings(BaseSettings):
+    model_config = SettingsConfigDict(extra="ignore")
+
+    mode: Mode = "rules"
+
+    @classmethod
+    def for_role(cls, role: str) -> RoleSettings:
+        return cls(_env_prefix=f"TRACEBOUND_{role.upper()}_")
+
+
+def model_for(role: str, mode: Mode | None = None) -> ChatModel | None:
+    """The chat model a role should use, or None for its rules implementation."""
+    chosen = mode or RoleSettings.for_role(role).mode
+    if chosen == "rules":
+        return None
+    model = chat_model_from_settings(LLMSettings())
+    if model is None:
+        log.warning("%s: llm mode needs TRACEBOUND_LLM_BASE_URL; using rules", role)
+    return model

@@ -1,0 +1,32 @@
+"""``python -m services.executor``: the executor process (wiring only)."""
+
+from __future__ import annotations
+
+import sys
+
+from services.common.mode import model_for
+from services.executor.handler import SERVICE, ExecutorHandler
+from services.executor.settings import ExecutorSettings
+from services.executor.tools import build_tools
+from tracebound import topics
+from tracebound.events import PlanProduced, RetryRequested
+from tracebound.runtime import ServiceSpec, run_service
+from tracebound.skills import load_skills
+
+
+def main() -> int:
+    settings = ExecutorSettings()
+    handler = ExecutorHandler(
+        build_tools(), load_skills(), settings, model_for(SERVICE, settings.mode)
+    )
+    spec = ServiceSpec(
+        name=SERVICE,
+        input_topics=(topics.PLANS, topics.RETRIES),
+        handler=handler,
+        accepts=(PlanProduced, RetryRequested),
+    )
+    return run_service(spec)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

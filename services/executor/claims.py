@@ -1,0 +1,191 @@
+"""Micro-facts from recorded tool output: the rules executor's ``executor_evidence_v2``.
+
+Each claim cites one evidence ref and copies its text verbatim as the excerpt;
+its wording takes every value from the same tool item (templates in
+``rules/executor-claims.json``), so the claim says nothing its evidence does not.
+Runbook knowledge never becomes a claim about the current environment: it is a
+hypothesis or an evidence-gathering action (contract section 2.4).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any
+
+from tracebound.errors import ConfigError
+from tracebound.events import ToolInvocation
+from tracebound.scope import Focus
+from tracebound.topics import REPO_ROOT
+
+CLAIMS_PATH = REPO_ROOT / "rules" / "executor-claims.json"
+NO_EVIDENCE = "$.no_evidence"
+ANSWER_VERSION = "executor_evidence_v2"
+TEMPLATE_KEYS = (
+    "alert",
+    "log",
+    "negative",
+    "hypothesis",
+    "action",
+    "missing_failed",
+    "missing_none",
+)
+_ARRAYS = {"query_metrics": "alerts", "query_logs": "logs", "lookup_knowledge": "evidence_blocks"}
+
+
+@cache
+def templates() -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = json.loads(CLAIMS_PATH.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"claim templates {CLAIMS_PATH} are unreadable: {exc}") from exc
+    for key in TEMPLATE_KEYS:
+        if not all(isinstance(data.get(key, {}).get(lang), str) for lang in ("en", "zh")):
+            raise ConfigError(f"claim templates {CLAIMS_PATH}: {key} needs en and zh text")
+    return data
+
+
+def _lang(language: str) -> str:
+    return "zh" if language.lower().startswith("zh") else "en"
+
+
+def _item(inv: ToolInvocation, raw_path: str) -> Mapping[str, Any] | None:
+    array = _ARRAYS.get(inv.tool_name)
+    output = inv.output if isinstance(inv.output, Mapping) else {}
+    if array is None:
+        return None
+    items = output.get(array)
+    if not isinstance(items, list) or not raw_path.startswith(f"$.{array}["):
+        return None
+    index = int(raw_path[len(array) + 3 : -1])
+    return items[index] if 0 <= index < len(items) and isinstance(items[index], Mapping) else None
+
+
+def _binding(inv: ToolInvocation, raw_path: str, text: str) -> dict[str, Any]:
+    return {
+        "source_type": "tool_trace",
+        "source_id": "",
+        "tool_name": inv.tool_name,
+        "source_invocation_id": inv.source_invocation_id,
+        "raw_path": raw_path,
+        "evidence_excerpt": text,
+    }
+
+
+def _fill(template: str, values: Mapping[str, Any]) -> str:
+    return template.format(**{k: ("-" if v in (None, "") else v) for k, v in values.items()})
+
+
+def _observation_text(inv: ToolInvocation, item: Mapping[str, Any], lang: str) -> str | None:
+    t = templates()
+    if inv.tool_name == "query_metrics":
+        values = {
+            "service": item.get("service"),
+            "state": item.get("state"),
+            "alert_name": item.get("alert_name"),
+            "current": item.get("current_value"),
+            "threshold": item.get("threshold"),
+            "duration": item.get("duration"),
+        }
+        return _fill(t["alert"][lang], values)
+    if inv.tool_name == "query_logs":
+        keys = ("timestamp", "service", "level", "message")
+        return _fill(t["log"][lang], {k: item.get(k) for k in keys})
+    return None
+
+
+def _relevant(item: Mapping[str, Any], focus: Focus) -> bool:
+    if not focus.services and not focus.alert_names:
+        return True
+    return item.get("service") in focus.services or item.get("alert_name") in focus.alert_names
+
+
+class _Round:
+    """Accumulates the parts of one structured output while walking the trace."""
+
+    def __init__(self, focus: Focus, lang: str, narrow: bool) -> None:
+        self.focus, self.lang, self.narrow = focus, lang, narrow
+        self.t = templates()
+        self.claims: list[dict[str, Any]] = []
+        self.hypotheses: list[str] = []
+        self.actions: list[str] = []
+        self.missing: list[str] = []
+
+    def text(self, key: str, **values: Any) -> str:
+        return _fill(self.t[key][self.lang], values)
+
+    def add(self, inv: ToolInvocation) -> None:
+        details = inv.retrieval_details
+        if details is None or not inv.success:
+            self.missing.append(
+                self.text("missing_failed", tool=inv.tool_name, error=inv.error_message)
+            )
+            return
+        for ref in details.evidence_refs:
+            if ref.raw_path == NO_EVIDENCE:
+                self.negative(inv, ref.raw_path, ref.text)
+                continue
+            item = _item(inv, ref.raw_path)
+            if item is None:
+                continue
+            if inv.tool_name == "lookup_knowledge":
+                if not self.narrow:
+                    self.hypotheses.append(self.text("hypothesis", text=ref.text))
+                    self.actions.append(self.text("action", title=item.get("title", "")))
+                continue
+            wording = _observation_text(inv, item, self.lang)
+            if wording and _relevant(item, self.focus):
+                binding = _binding(inv, ref.raw_path, ref.text)
+                self.claims.append(_claim("observation", wording, [binding]))
+
+    def negative(self, inv: ToolInvocation, raw_path: str, ref_text: str) -> None:
+        params = inv.input_params if isinstance(inv.input_params, Mapping) else {}
+        query = params.get("query") or " ".join(
+            str(params[k]) for k in ("alert_name", "service") if params.get(k)
+        )
+        kind = self.t["kinds"].get(inv.tool_name, self.t["kinds"]["query_logs"])[self.lang]
+        wording = self.text("negative", kind=kind, query=query or "-")
+        self.claims.append(
+            _claim("negative_observation", wording, [_binding(inv, raw_path, ref_text)])
+        )
+        self.missing.append(self.text("missing_none", tool=inv.tool_name, query=query or "-"))
+
+
+def build_evidence(
+    trace: Sequence[ToolInvocation],
+    focus: Focus,
+    language: str,
+    *,
+    narrow: bool,
+    max_claims: int,
+    drop_claims: Sequence[str] = (),
+) -> dict[str, Any]:
+    """The structured output for one round, from the code-recorded tool trace.
+
+    Claim ids follow the trace order, so a later round over the same calls gives
+    the same ids and can leave out the claims the verifier could not support.
+    """
+    acc = _Round(focus, _lang(language), narrow)
+    for inv in trace:
+        acc.add(inv)
+    numbered = [dict(c, claim_id=f"claim-{i}") for i, c in enumerate(acc.claims, start=1)]
+    dropped = set(drop_claims)
+    kept = [c for c in numbered if c["claim_id"] not in dropped][:max_claims]
+    return {
+        "answer_version": ANSWER_VERSION,
+        "claims": kept,
+        "hypotheses": [] if narrow else acc.hypotheses[:3],
+        "recommended_actions": [] if narrow else acc.actions[:3],
+        "missing_info": acc.missing,
+    }
+
+
+def _claim(claim_type: str, text: str, bindings: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "claim_id": "",
+        "claim_type": claim_type,
+        "claim_text": text,
+        "support_level": "direct",
+        "evidence_bindings": bindings,
+    }

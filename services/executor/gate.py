@@ -1,0 +1,156 @@
+"""The tool gate: every tool call of a round passes through here, whoever asked.
+
+It enforces in code what a prompt can only ask for (harness seed §9, contract
+§2.4): parameter schema validation, a per-round call budget, rejection of
+duplicate calls (same tool, same normalised parameters), a per-tool failure
+limit, a timeout per call, and — in narrow-scope tasks — no widening of a query
+after it returned ``$.no_evidence``. It also records each call as the
+``tool_invocation`` the gatekeeper later checks citations against.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from services.executor.ids import invocation_id
+from services.executor.settings import ExecutorSettings
+from services.executor.tools.base import EvidenceTool, RunContext, ToolOutcome
+from tracebound.errors import TransientError
+from tracebound.events import RetrievalDetails, ToolInvocation
+
+NO_EVIDENCE = "no_evidence"
+_POOL = ThreadPoolExecutor(4, thread_name_prefix="tool")
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A call the gate did not run, and why (told to the model in llm mode)."""
+
+    tool_name: str
+    params: Mapping[str, Any]
+    reason: str
+
+
+def _terms(value: Any) -> set[str]:
+    return set(str(value).casefold().split()) if value else set()
+
+
+def _widens(tool: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """True when ``new`` asks for less specific evidence than ``old`` did."""
+    if tool == "query_logs":
+        old_terms = _terms(old.get("query")) | _terms(old.get("service"))
+        new_terms = _terms(new.get("query")) | _terms(new.get("service"))
+        return not old_terms <= new_terms or new.get("log_topic") != old.get("log_topic")
+    if tool == "query_metrics":
+        return any(old.get(k) and new.get(k) != old.get(k) for k in ("alert_name", "service"))
+    return False
+
+
+@dataclass
+class ToolGate:
+    """Runs the tool calls of one executor round and keeps their record."""
+
+    tools: Mapping[str, EvidenceTool]
+    settings: ExecutorSettings
+    run_id: str
+    round_no: int
+    narrow: bool
+    ctx: RunContext = field(init=False)
+    invocations: list[ToolInvocation] = field(default_factory=list)
+    refusals: list[Refusal] = field(default_factory=list)
+    _seen: set[str] = field(default_factory=set)
+    _failures: dict[str, int] = field(default_factory=dict)
+    _no_evidence: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.ctx = RunContext(run_id=self.run_id)
+
+    def call(self, tool_name: str, raw_params: Mapping[str, Any]) -> ToolInvocation | Refusal:
+        tool = self.tools.get(tool_name)
+        if tool is None:
+            return self._refuse(tool_name, raw_params, f"unknown tool {tool_name!r}")
+        if len(self.invocations) >= self.settings.max_calls_per_round:
+            limit = self.settings.max_calls_per_round
+            return self._refuse(tool_name, raw_params, f"tool-call budget of {limit} is spent")
+        if self._failures.get(tool_name, 0) >= self.settings.max_failures_per_tool:
+            return self._refuse(tool_name, raw_params, f"{tool_name} failed too often this round")
+        try:
+            params = tool.params_model.model_validate(dict(raw_params))
+        except ValidationError as exc:
+            reason = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+            failed = _failed(f"invalid parameters: {reason}")
+            return self._record(tool_name, dict(raw_params), failed, 0)
+        canonical = params.model_dump(mode="json")
+        key = tool_name + json.dumps(canonical, sort_keys=True, ensure_ascii=False).casefold()
+        if key in self._seen:
+            return self._refuse(tool_name, canonical, "duplicate call (same tool and parameters)")
+        if self.narrow and any(
+            t == tool_name and _widens(tool_name, old, canonical) for t, old in self._no_evidence
+        ):
+            reason = "narrow-scope task: a query that found no evidence may not be widened"
+            return self._refuse(tool_name, canonical, reason)
+        self._seen.add(key)
+        started = time.perf_counter()
+        outcome = self._run(tool, params)
+        elapsed_ms = int((time.perf_counter() - started) * 1000)
+        return self._record(tool_name, canonical, outcome, elapsed_ms)
+
+    def _run(self, tool: EvidenceTool, params: BaseModel) -> ToolOutcome:
+        """Run with a timeout; a tool's own exceptions other than transient ones are failures."""
+        future = _POOL.submit(tool.run, params, self.ctx)
+        try:
+            return future.result(self.settings.tool_timeout_s)
+        except FutureTimeout:
+            return _failed(f"{tool.name} timed out after {self.settings.tool_timeout_s:g}s")
+        except TransientError:
+            raise
+        except Exception as exc:  # a tool bug must not cost the run its answer
+            return _failed(f"{tool.name} failed: {type(exc).__name__}: {exc}")
+
+    def _record(
+        self, tool_name: str, params: dict[str, Any], outcome: ToolOutcome, duration_ms: int
+    ) -> ToolInvocation:
+        if not outcome.success:
+            self._failures[tool_name] = self._failures.get(tool_name, 0) + 1
+        if outcome.retrieval_details.evidence_status == NO_EVIDENCE:
+            self._no_evidence.append((tool_name, params))
+        invocation = ToolInvocation(
+            source_invocation_id=invocation_id(self.run_id, self.round_no, len(self.invocations)),
+            tool_name=tool_name,
+            input_params=params,
+            output=outcome.output,
+            output_preview=outcome.output_preview,
+            retrieval_layer=outcome.retrieval_layer,
+            l0_match_count=outcome.l0_match_count,
+            l1_match_count=outcome.l1_match_count,
+            retrieval_details=outcome.retrieval_details,
+            duration_ms=duration_ms,
+            success=outcome.success,
+            error_message=outcome.error_message,
+            round=self.round_no,
+        )
+        self.invocations.append(invocation)
+        return invocation
+
+    def _refuse(self, tool_name: str, params: Mapping[str, Any], reason: str) -> Refusal:
+        refusal = Refusal(tool_name, dict(params), reason)
+        self.refusals.append(refusal)
+        return refusal
+
+
+def _failed(message: str) -> ToolOutcome:
+    return ToolOutcome(
+        output={"success": False, "message": message},
+        retrieval_details=RetrievalDetails(evidence_status="failed"),
+        success=False,
+        error_message=message,
+        output_preview=message[:300],
+    )

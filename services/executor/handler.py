@@ -1,0 +1,181 @@
+"""The executor role: a plan (or a retry) in; ``ToolInvoked``s and one ``EvidenceProduced`` out.
+
+All outputs of one round — every tool invocation, the model steps and the
+evidence — are returned together, so the runtime publishes them in one Kafka
+transaction: a round is recorded whole or not at all.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from services.executor.claims import build_evidence
+from services.executor.gate import ToolGate
+from services.executor.llm_executor import run_llm_round
+from services.executor.settings import ExecutorSettings
+from services.executor.tools.base import EvidenceTool
+from tracebound.events import (
+    DiagnosisRequest,
+    Event,
+    EvidenceProduced,
+    ParseStatus,
+    PlanProduced,
+    PlanSnapshot,
+    RetryContext,
+    RetryRequested,
+    ToolInvoked,
+)
+from tracebound.llm import ChatModel, ModelCallFailed, StepRecorder
+from tracebound.planning import planned_calls
+from tracebound.prompts import Prompt, load_prompt, prompt_audit
+from tracebound.scope import read_focus
+from tracebound.skills import Skill
+
+SERVICE = "executor"
+NARROW_TYPES = ("observation", "negative_observation")
+log = logging.getLogger("tracebound.executor")
+
+
+def enforce_scope(
+    structured: dict[str, Any], narrow: bool, max_claims: int
+) -> tuple[dict[str, Any], str]:
+    """Contract section 2.4 in code: narrow tasks keep only 1-2 observation claims."""
+    if not narrow or not isinstance(structured.get("claims"), list):
+        return structured, ""
+    claims = [c for c in structured["claims"] if isinstance(c, Mapping)]
+    kept = [c for c in claims if c.get("claim_type") in NARROW_TYPES][:max_claims]
+    removed = len(structured["claims"]) - len(kept)
+    if not removed:
+        return structured, ""
+    note = f"; narrow scope: removed {removed} claim(s) of another type or over {max_claims}"
+    return {**structured, "claims": kept}, note
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One executor round, whether a first plan or a retry asked for it."""
+
+    plan: PlanSnapshot
+    request: DiagnosisRequest
+    round_no: int
+    retry: RetryContext | None
+
+    @classmethod
+    def of(cls, event: Event) -> Job:
+        if isinstance(event, PlanProduced):
+            return cls(event.plan, event.request, 1, None)
+        assert isinstance(event, RetryRequested)
+        ctx = event.retry_context
+        return cls(event.plan, event.request, ctx.round, ctx)
+
+
+@dataclass
+class RoundResult:
+    structured: dict[str, Any] | None
+    raw: str
+    status: ParseStatus
+    steps: list[Event] = field(default_factory=list)
+    prompts: list[Prompt] = field(default_factory=list)
+
+
+class ExecutorHandler:
+    def __init__(
+        self,
+        tools: Mapping[str, EvidenceTool],
+        skills: Sequence[Skill],
+        settings: ExecutorSettings | None = None,
+        model: ChatModel | None = None,
+    ) -> None:
+        self.tools = dict(tools)
+        self.skills = {s.name: s for s in skills}
+        self.settings = settings or ExecutorSettings()
+        self.model = model
+
+    def __call__(self, event: Event) -> list[Event]:
+        job = Job.of(event)
+        skill = self.skills.get(job.plan.planner_plan.selected_skill or "")
+        gate = ToolGate(
+            self.tools, self.settings, event.run_id, job.round_no, job.plan.narrow_scope
+        )
+        result = self._llm_round(event, job, gate) if self.model is not None else None
+        if result is None or (result.structured is None and result.status.status == "valid"):
+            fallback = self._rules_round(gate, job, skill)
+            if result is not None:  # the model failed: keep its steps and say why
+                fallback.steps, fallback.status = result.steps, result.status
+            result = fallback
+        if result.structured is not None:
+            result.structured, note = enforce_scope(
+                result.structured, job.plan.narrow_scope, self.settings.max_claims_narrow
+            )
+            if note:
+                result.status = ParseStatus(
+                    status=result.status.status, detail=result.status.detail + note
+                )
+        invoked = [event.reply(ToolInvoked, SERVICE, tool_invocation=i) for i in gate.invocations]
+        evidence = event.reply(
+            EvidenceProduced,
+            SERVICE,
+            executor_final_answer=result.raw,
+            executor_structured_output=result.structured,
+            executor_output_parse_status=result.status,
+            tool_trace=tuple(gate.invocations),
+            round=job.round_no,
+            request=job.request,
+            plan=job.plan,
+            prompt_audit=prompt_audit(result.prompts, [skill] if skill else []),
+        )
+        return [*result.steps, *invoked, evidence]
+
+    def _llm_round(self, event: Event, job: Job, gate: ToolGate) -> RoundResult:
+        assert self.model is not None
+        prompt = load_prompt("chat-executor")
+        recorder = StepRecorder(
+            self.model,
+            run_id=event.run_id,
+            session_id=event.session_id,
+            causation_id=event.event_id,
+            agent_name=prompt.name,
+            prompt_version=prompt.version,
+            service=SERVICE,
+        )
+        try:
+            raw, outcome = run_llm_round(
+                prompt,
+                recorder,
+                gate,
+                query=job.request.query,
+                language=job.request.language,
+                plan=job.plan,
+                retry=job.retry,
+                max_turns=self.settings.max_model_turns,
+            )
+        except ModelCallFailed as exc:
+            log.warning(
+                "model executor failed, using rules: %s", exc, extra={"run_id": event.run_id}
+            )
+            detail = f"rules executor output (model failed: {exc.reason})"
+            return RoundResult(
+                None, "", ParseStatus(status="valid", detail=detail), list(recorder.steps)
+            )
+        return RoundResult(outcome.value, raw, outcome.as_record(), list(recorder.steps), [prompt])
+
+    def _rules_round(self, gate: ToolGate, job: Job, skill: Skill | None) -> RoundResult:
+        focus = read_focus(job.request)
+        narrow = job.plan.narrow_scope
+        for call in planned_calls(focus, skill, job.request, narrow):
+            gate.call(call.tool, call.params)
+        limit = self.settings.max_claims_narrow if narrow else self.settings.max_claims_broad
+        structured = build_evidence(
+            gate.invocations,
+            focus,
+            job.request.language,
+            narrow=narrow,
+            max_claims=limit,
+            drop_claims=job.retry.failed_claims if job.retry else (),
+        )
+        status = ParseStatus(status="valid", detail="rules executor output")
+        return RoundResult(structured, json.dumps(structured, ensure_ascii=False), status)

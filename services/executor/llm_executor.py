@@ -1,0 +1,100 @@
+"""The model executor: a tool-calling loop through the gate, then executor_evidence_v2.
+
+The model chooses the calls, but every call passes the :class:`ToolGate` (budget,
+duplicates, failures, timeouts, parameter schemas, no widening), and the model
+only ever sees the evidence refs that code built from the tool output — the text
+it must copy verbatim into its excerpts. Tool text is sent as data inside a tool
+message, never as instructions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from services.executor.gate import Refusal, ToolGate
+from services.executor.tools.base import EvidenceTool
+from tracebound.events import PlanSnapshot, RetryContext, ToolInvocation
+from tracebound.llm import (
+    ParseOutcome,
+    StepRecorder,
+    assistant_message,
+    parse_json_object,
+    tool_message,
+)
+from tracebound.prompts import Prompt
+
+
+def tool_specs(tools: Mapping[str, EvidenceTool]) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.params_model.model_json_schema(),
+        }
+        for tool in tools.values()
+    ]
+
+
+def tool_result(result: ToolInvocation | Refusal) -> str:
+    """What the model is shown of one call: ids and refs only, never the raw output."""
+    if isinstance(result, Refusal):
+        return json.dumps({"refused": True, "reason": result.reason}, ensure_ascii=False)
+    details = result.retrieval_details
+    return json.dumps(
+        {
+            "source_invocation_id": result.source_invocation_id,
+            "tool_name": result.tool_name,
+            "success": result.success,
+            "error_message": result.error_message,
+            "retrieval_details": None
+            if details is None
+            else {
+                "evidence_status": details.evidence_status,
+                "evidence_refs": [r.model_dump() for r in details.evidence_refs],
+            },
+        },
+        ensure_ascii=False,
+    )
+
+
+def run_llm_round(
+    prompt: Prompt,
+    recorder: StepRecorder,
+    gate: ToolGate,
+    *,
+    query: str,
+    language: str,
+    plan: PlanSnapshot,
+    retry: RetryContext | None,
+    max_turns: int,
+) -> tuple[str, ParseOutcome]:
+    """Raises ``ModelCallFailed`` on endpoint trouble; returns (raw text, parse outcome)."""
+    scope = "narrow" if plan.narrow_scope else "broad (full diagnosis of the question)"
+    system = prompt.render(
+        query=query,
+        language=language,
+        plan="\n".join(plan.planner_plan.plan),
+        scope=scope,
+        retry_context=retry.model_dump() if retry else None,
+        evidence="",
+    )
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": system},
+        {"role": "user", "content": query},
+    ]
+    specs = tool_specs(gate.tools)
+    for _turn in range(max_turns):
+        reply, _step = recorder.complete(messages, tools=specs)
+        if not reply.tool_calls:
+            return reply.text, parse_json_object(reply.text)
+        messages.append(assistant_message(reply))
+        for call in reply.tool_calls:
+            if call.arguments is None:
+                content = json.dumps({"refused": True, "reason": "arguments are not valid JSON"})
+            else:
+                content = tool_result(gate.call(call.name, call.arguments))
+            messages.append(tool_message(call, content))
+    detail = f"no final answer within {max_turns} model turns"
+    return "", ParseOutcome(status="missing", detail=detail)

@@ -1,0 +1,20 @@
+"""Executor settings (env prefix ``TRACEBOUND_EXECUTOR_``): the harness limits of seed §9."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ExecutorSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_EXECUTOR_", extra="ignore")
+
+    mode: Literal["rules", "llm"] = "rules"
+    max_calls_per_round: int = Field(default=6, ge=1, le=50)
+    max_failures_per_tool: int = Field(default=2, ge=1, le=20)
+    tool_timeout_s: float = Field(default=10.0, gt=0, le=300)
+    max_claims_narrow: int = Field(default=2, ge=1, le=2)
+    max_claims_broad: int = Field(default=6, ge=1, le=20)
+    max_model_turns: int = Field(default=6, ge=1, le=20)

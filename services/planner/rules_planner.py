@@ -1,0 +1,46 @@
+"""The deterministic planner: skill triggers and the scope rules, no model.
+
+It is the offline default, the fallback when the model endpoint fails, and the
+baseline an evaluation compares a model against. It never outputs a
+``scope_contract`` (contract section 1 boundary).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from tracebound.events import DiagnosisRequest, PlannerPlan, PlanSnapshot
+from tracebound.planning import planned_calls
+from tracebound.scope import read_focus
+from tracebound.skills import Skill, select_skill
+
+
+def plan_rules(
+    request: DiagnosisRequest, skills: Sequence[Skill]
+) -> tuple[PlanSnapshot, Skill | None]:
+    focus = read_focus(request)
+    skill, score = select_skill(skills, request.query, focus.alert_names)
+    calls = planned_calls(focus, skill, request, focus.narrow)
+    if skill is None:
+        reason = "no skill trigger matched the request; using the default evidence steps"
+    else:
+        reason = f"skill {skill.name} matched the request's alerts or keywords (score {score})"
+    scope = (
+        "narrow scope: only confirm what was asked, observations only, no widening"
+        if focus.narrow
+        else "full diagnosis of the request"
+    )
+    entities = ", ".join((*focus.services, *focus.alert_names)) or "none named"
+    plan = PlannerPlan(
+        selected_skill=skill.name if skill else None,
+        selection_reason=reason,
+        plan=tuple(call.describe() for call in calls),
+        reasoning=f"{scope}; entities: {entities}; mode {request.mode}",
+    )
+    snapshot = PlanSnapshot(
+        planner_plan=plan,
+        narrow_scope=focus.narrow,
+        skill_version=skill.version if skill else None,
+        planner_mode="rules",
+    )
+    return snapshot, skill

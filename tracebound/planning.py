@@ -1,0 +1,94 @@
+"""Which tool calls a plan means, derived the same way by the planner and the executor.
+
+A skill lists the steps of a full diagnosis. A narrow-scope question (contract
+section 2.4) only asks to confirm one thing, so it gets only the calls that
+confirm it — its alert, or its logs — and never runbook lookups, whose general
+knowledge must not be stated as a fact of the current environment.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from tracebound.events import DiagnosisRequest
+from tracebound.scope import Focus
+from tracebound.skills import Skill
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedCall:
+    tool: str
+    params: dict[str, Any]
+    purpose: str
+
+    def describe(self) -> str:
+        """One line of ``planner_plan.plan``."""
+        shown = json.dumps(self.params, ensure_ascii=False, sort_keys=True)
+        return f"{self.tool} {shown}: {self.purpose}"
+
+
+def _skill_calls(skill: Skill, service: str | None) -> list[PlannedCall]:
+    return [
+        PlannedCall(step.tool, step.render_params(service), step.purpose) for step in skill.steps
+    ]
+
+
+def _alert_calls(focus: Focus, request: DiagnosisRequest) -> list[PlannedCall]:
+    """One metrics call per alert the request names (firing input alerts first)."""
+    pairs: list[tuple[str | None, str | None]] = []
+    for alert in request.alerts:
+        if alert.status == "firing":
+            pairs.append((alert.labels.get("alertname"), alert.labels.get("service")))
+    pairs += [(name, focus.service) for name in focus.alert_names]
+    if not pairs:
+        pairs.append((None, focus.service))
+    calls = []
+    for name, service in dict.fromkeys(pairs):
+        params = {k: v for k, v in (("alert_name", name), ("service", service)) if v}
+        calls.append(PlannedCall("query_metrics", params, "confirm the alert and its figures"))
+    return calls
+
+
+def _default_calls(focus: Focus) -> list[PlannedCall]:
+    service = focus.service
+    calls = [PlannedCall("query_metrics", {"service": service} if service else {}, "alerts")]
+    if service:
+        logs = {"log_topic": "application-logs", "query": service, "service": service}
+        calls.append(PlannedCall("query_logs", logs, "recent logs of the service"))
+    calls.append(PlannedCall("lookup_knowledge", {"query": focus.text[:200]}, "runbook guidance"))
+    return calls
+
+
+def _dedupe(calls: Iterable[PlannedCall]) -> list[PlannedCall]:
+    seen: set[str] = set()
+    unique = []
+    for call in calls:
+        key = call.tool + json.dumps(call.params, sort_keys=True)
+        if key not in seen:
+            seen.add(key)
+            unique.append(call)
+    return unique
+
+
+def planned_calls(
+    focus: Focus, skill: Skill | None, request: DiagnosisRequest, narrow: bool
+) -> list[PlannedCall]:
+    """The calls a plan stands for, in order."""
+    full = _skill_calls(skill, focus.service) if skill else _default_calls(focus)
+    if not narrow:
+        if request.mode == "AIOPS":
+            full = _alert_calls(focus, request) + full
+        return _dedupe(full)
+    calls: list[PlannedCall] = []
+    if focus.asks_alerts or not focus.asks_logs:
+        calls += _alert_calls(focus, request)
+    if focus.asks_logs:
+        logs = [c for c in full if c.tool == "query_logs"][:1]
+        if not logs and focus.service:
+            params = {"log_topic": "application-logs", "query": focus.service}
+            logs = [PlannedCall("query_logs", params, "logs of the service")]
+        calls += logs
+    return _dedupe(calls)
