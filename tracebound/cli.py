@@ -23,6 +23,7 @@ Command = Callable[[argparse.Namespace], int]
 COMMAND_MODULES: tuple[str, ...] = (
     "tracebound.stack.cli",
     "tracebound.codec.cli",
+    "tracebound.client_cli",
     "services.gatekeeper.cli",
     "services.executor.tools.cli",
     "services.verifier.cli",

@@ -26,6 +26,11 @@ def format_status(status: StackStatus) -> list[str]:
     for t in status.topics:
         detail = f"{t.partitions} partition(s)" if t.partitions is not None else ""
         lines.append(f"topic     {t.name:<{width}} {t.state:<8} {detail}".rstrip())
+    for v in status.services:
+        pid = str(v.pid) if v.pid is not None else "-"
+        lag = f"lag {v.lag}" if v.lag is not None else "lag ?"
+        state = "running" if v.running else "stopped"
+        lines.append(f"service   {v.name:<10} {state:<8} pid {pid:<8} {lag:<10} {v.log}")
     lines.extend(f"note: {m}" for m in status.messages)
     return lines
 
@@ -35,8 +40,7 @@ def _print(status: StackStatus) -> None:
 
 
 def _cmd_up(args: argparse.Namespace) -> int:
-    # --infra-only is the only mode until the pipeline services join the stack.
-    result = stack.up(StackSettings())
+    result = stack.up(StackSettings(), services=not args.infra_only)
     _print(result)
     if not result.started:
         print("stack was already running")
@@ -62,13 +66,13 @@ def register(subparsers: Any) -> None:
     """Add the stack sub-commands to the ``tracebound`` parser."""
     up = subparsers.add_parser(
         "up",
-        help="start the local Kafka broker and PostgreSQL (loopback only, no containers)",
+        help="start Kafka, PostgreSQL and the pipeline services (loopback only, no containers)",
         description="Start the local stack; running it again on a running stack is a no-op.",
     )
     up.add_argument(
         "--infra-only",
         action="store_true",
-        help="start only Kafka and PostgreSQL (currently the only mode)",
+        help="start only Kafka and PostgreSQL, not the pipeline services",
     )
     up.set_defaults(handler=_cmd_up)
 

@@ -14,10 +14,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from tracebound.errors import StackError
-from tracebound.settings import StackSettings
+from tracebound.settings import KafkaSettings, StackSettings
 from tracebound.stack import kafka, postgres
 from tracebound.stack.paths import StackPaths
 from tracebound.stack.process import port_answers, state_lock
+from tracebound.stack.services import ServiceState, service_states, start_services, stop_services
 from tracebound.stack.topics import create_stack_topics, topic_states
 from tracebound.topics import topic_table
 
@@ -58,6 +59,7 @@ class StackStatus:
     topics: tuple[TopicStatus, ...]
     messages: tuple[str, ...] = ()
     started: tuple[str, ...] = ()  # components this call had to start
+    services: tuple[ServiceState, ...] = ()
 
     @property
     def components(self) -> tuple[ComponentStatus, ...]:
@@ -87,6 +89,16 @@ class StackStatus:
             ],
             "topics": [
                 {"name": t.name, "state": t.state, "partitions": t.partitions} for t in self.topics
+            ],
+            "services": [
+                {
+                    "name": v.name,
+                    "state": "running" if v.running else "stopped",
+                    "pid": v.pid,
+                    "lag": v.lag,
+                    "log": v.log,
+                }
+                for v in self.services
             ],
             "messages": list(self.messages),
             "started": list(self.started),
@@ -122,11 +134,20 @@ def status(settings: StackSettings | None = None) -> StackStatus:
         ),
         topics=tuple(TopicStatus(name, n, answered) for name, n in counts.items()),
         messages=tuple(messages),
+        services=tuple(
+            service_states(
+                settings,
+                KafkaSettings(bootstrap_servers=kafka.bootstrap(settings)) if kafka_up else None,
+            )
+        ),
     )
 
 
-def up(settings: StackSettings | None = None) -> StackStatus:
-    """Start whatever is not running yet, create missing topics, return the new status."""
+def up(settings: StackSettings | None = None, *, services: bool = False) -> StackStatus:
+    """Start whatever is not running yet, create missing topics, return the new status.
+
+    With ``services`` the pipeline's role processes start too, wired to this stack.
+    """
     settings = settings or StackSettings()
     paths = StackPaths.from_settings(settings)
     messages: list[str] = []
@@ -148,6 +169,15 @@ def up(settings: StackSettings | None = None) -> StackStatus:
         if postgres.server_pid(settings)[0] != pg_before:
             started.append("postgres")
         messages += create_stack_topics(settings)
+        if services:
+            env = {
+                "TRACEBOUND_KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap(settings),
+                "TRACEBOUND_PG_DSN": postgres.dsn(settings),
+            }
+            launched = start_services(settings, env)
+            messages += launched
+            if any(m.startswith("started") for m in launched):
+                started.append("services")
         now = status(settings)
     return replace(now, messages=(*messages, *now.messages), started=tuple(started))
 
@@ -158,6 +188,7 @@ def down(settings: StackSettings | None = None, purge: bool = False) -> StackSta
     paths = StackPaths.from_settings(settings)
     messages: list[str] = []
     with state_lock(paths.lock_file):
+        messages += stop_services(settings)
         messages += kafka.stop_broker(settings)
         messages += postgres.stop_server(settings)
         if not any(m.startswith(("stopped", "killed")) for m in messages):

@@ -1,0 +1,110 @@
+"""Publishing requests and reading answers: what ``ask``, ``answers`` and tests use.
+
+Answers are read by assigning every partition of ``tracebound.answers`` from the
+end offsets taken *before* the request is published, so an answer can never slip
+past the reader, and no consumer group is created for a one-off question.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from tracebound import topics
+from tracebound.codec import Codec, make_codec
+from tracebound.errors import PoisonInput, TransientError
+from tracebound.events import Answer, DiagnosisRequest, DiagnosisRequested, Event
+from tracebound.events import Producer as ProducerRef
+from tracebound.events.base import utcnow
+from tracebound.settings import KafkaSettings
+
+
+def new_request(
+    query: str, *, language: str = "en", session_id: str | None = None, requested_by: str = "cli"
+) -> DiagnosisRequested:
+    return DiagnosisRequested(
+        run_id=str(uuid.uuid4()),
+        session_id=session_id,
+        producer=ProducerRef(service="cli"),
+        request=DiagnosisRequest(
+            mode="CHAT",
+            query=query,
+            language=language,
+            requested_by=requested_by,
+            requested_at=utcnow(),
+        ),
+    )
+
+
+def publish(kafka: KafkaSettings, events: list[Event], codec: Codec | None = None) -> None:
+    """Publish and wait until the broker acknowledged every event (idempotent producer)."""
+    codec = codec or make_codec(kafka)
+    producer = Producer({**kafka.client_config(), "enable.idempotence": "true"})
+    failures: list[str] = []
+
+    def delivered(err: object, _msg: object) -> None:
+        if err is not None:
+            failures.append(str(err))
+
+    for event in events:
+        producer.produce(
+            event.topic, key=event.run_id.encode(), value=codec.encode(event), on_delivery=delivered
+        )
+    if producer.flush(30) or failures:
+        raise TransientError(f"Kafka did not acknowledge the request: {failures or 'timeout'}")
+
+
+class AnswerReader:
+    """Reads ``tracebound.answers`` from the offsets current at construction."""
+
+    def __init__(self, kafka: KafkaSettings, *, from_start: bool = False) -> None:
+        self.codec = make_codec(kafka)
+        self.consumer = Consumer(
+            {
+                **kafka.client_config(),
+                "group.id": f"tracebound-reader-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": "false",
+                "isolation.level": "read_committed",
+            }
+        )
+        try:
+            meta = self.consumer.list_topics(topics.ANSWERS, timeout=10)
+            parts = []
+            for p in meta.topics[topics.ANSWERS].partitions:
+                low, high = self.consumer.get_watermark_offsets(
+                    TopicPartition(topics.ANSWERS, p), timeout=10
+                )
+                parts.append(TopicPartition(topics.ANSWERS, p, low if from_start else high))
+        except (KafkaException, KeyError) as exc:
+            self.consumer.close()
+            raise TransientError(f"cannot read {topics.ANSWERS}: {exc}") from exc
+        self.consumer.assign(parts)
+
+    def answers(self, timeout_s: float | None) -> Iterator[Answer]:
+        """Answers as they arrive, until ``timeout_s`` passes (None: forever)."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while deadline is None or time.monotonic() < deadline:
+            for msg in self.consumer.consume(100, 0.5):
+                if msg.error() is not None:
+                    continue
+                try:
+                    event = self.codec.decode(msg.value())
+                except PoisonInput:
+                    continue
+                if isinstance(event, Answer):
+                    yield event
+
+    def wait_for(self, run_ids: set[str], timeout_s: float) -> dict[str, Answer]:
+        found: dict[str, Answer] = {}
+        for answer in self.answers(timeout_s):
+            if answer.run_id in run_ids:
+                found.setdefault(answer.run_id, answer)
+                if len(found) == len(run_ids):
+                    break
+        return found
+
+    def close(self) -> None:
+        self.consumer.close()

@@ -1,0 +1,119 @@
+"""The pipeline's role processes as part of the local stack.
+
+``tracebound up`` starts one process per role (``python -m services.<role>``) in
+its own session, with its log and pid file in ``<state>/services``; ``down``
+stops them with SIGTERM (each finishes or aborts its open transaction) before it
+stops the broker. The state folder is passed as a ``-X`` option that Python
+ignores, so a pid is recognised as ours only if its command line names this
+very state folder.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+from tracebound import topics
+from tracebound.settings import KafkaSettings, StackSettings
+from tracebound.stack.process import owned_pid, spawn_detached, terminate, write_pid
+
+ROLE_INPUTS: dict[str, tuple[str, ...]] = {
+    "planner": (topics.REQUESTS,),
+    "executor": (topics.PLANS, topics.RETRIES),
+    "gatekeeper": (topics.EVIDENCE,),
+    "verifier": (topics.GATEKEEPER_RESULTS,),
+    "composer": (topics.VERDICTS,),
+}
+STOP_TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceState:
+    name: str
+    running: bool
+    pid: int | None
+    log: str
+    lag: int | None
+
+
+def _folder(settings: StackSettings) -> Path:
+    return settings.state_dir.expanduser().absolute() / "services"
+
+
+def _marker(settings: StackSettings) -> str:
+    return f"tracebound.state={settings.state_dir.expanduser().absolute()}"
+
+
+def _pid(settings: StackSettings, role: str) -> tuple[int | None, list[str]]:
+    pid_file = _folder(settings) / f"{role}.pid"
+    return owned_pid(pid_file, _marker(settings), f"services.{role}", role, adopt=False)
+
+
+def start_services(
+    settings: StackSettings, env: Mapping[str, str], roles: tuple[str, ...] = tuple(ROLE_INPUTS)
+) -> list[str]:
+    """Start every role that is not running; ``env`` adds to this process's environment."""
+    folder = _folder(settings)
+    folder.mkdir(parents=True, exist_ok=True)
+    messages: list[str] = []
+    full_env = {**os.environ, **env}
+    for role in roles:
+        pid, notes = _pid(settings, role)
+        messages += notes
+        if pid is not None:
+            continue
+        argv = [sys.executable, "-X", _marker(settings), "-m", f"services.{role}"]
+        new = spawn_detached(argv, folder / f"{role}.log", full_env)
+        write_pid(folder / f"{role}.pid", new)
+        messages.append(f"started {role} (pid {new})")
+    return messages
+
+
+def stop_services(
+    settings: StackSettings, roles: tuple[str, ...] = tuple(ROLE_INPUTS)
+) -> list[str]:
+    messages: list[str] = []
+    for role in roles:
+        pid, notes = _pid(settings, role)
+        messages += notes
+        if pid is not None:
+            messages.append(terminate(pid, role, STOP_TIMEOUT_S))
+            (_folder(settings) / f"{role}.pid").unlink(missing_ok=True)
+    return messages
+
+
+def group_lag(kafka: KafkaSettings, group: str, topic_names: tuple[str, ...]) -> int | None:
+    """Messages the group has not committed yet over its input topics; None if unknown."""
+    consumer = Consumer({**kafka.client_config(), "group.id": group, "enable.auto.commit": "false"})
+    try:
+        metadata = consumer.list_topics(timeout=5)
+        parts = [
+            TopicPartition(t, p)
+            for t in topic_names
+            if t in metadata.topics
+            for p in metadata.topics[t].partitions
+        ]
+        total = 0
+        for tp in consumer.committed(parts, timeout=5):
+            low, high = consumer.get_watermark_offsets(tp, timeout=5)
+            total += max(high - (tp.offset if tp.offset >= 0 else low), 0)
+        return total
+    except KafkaException:
+        return None
+    finally:
+        consumer.close()
+
+
+def service_states(settings: StackSettings, kafka: KafkaSettings | None) -> list[ServiceState]:
+    states = []
+    for role, inputs in ROLE_INPUTS.items():
+        pid, _ = _pid(settings, role)
+        lag = group_lag(kafka, role, inputs) if kafka is not None else None
+        log = str(_folder(settings) / f"{role}.log")
+        states.append(ServiceState(role, pid is not None, pid, log, lag))
+    return states
