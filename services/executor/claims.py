@@ -159,19 +159,13 @@ def build_evidence(
     *,
     narrow: bool,
     max_claims: int,
-    drop_claims: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The structured output for one round, from the code-recorded tool trace.
-
-    Claim ids follow the trace order, so a later round over the same calls gives
-    the same ids and can leave out the claims the verifier could not support.
-    """
+    """The structured output for one round, from the code-recorded tool trace."""
     acc = _Round(focus, _lang(language), narrow)
     for inv in trace:
         acc.add(inv)
-    numbered = [dict(c, claim_id=f"claim-{i}") for i, c in enumerate(acc.claims, start=1)]
-    dropped = set(drop_claims)
-    kept = [c for c in numbered if c["claim_id"] not in dropped][:max_claims]
+    kept = [dict(c, claim_id=f"claim-{i}") for i, c in enumerate(acc.claims, start=1)]
+    kept = kept[:max_claims]
     return {
         "answer_version": ANSWER_VERSION,
         "claims": kept,

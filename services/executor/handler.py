@@ -175,7 +175,6 @@ class ExecutorHandler:
             job.request.language,
             narrow=narrow,
             max_claims=limit,
-            drop_claims=job.retry.failed_claims if job.retry else (),
         )
         status = ParseStatus(status="valid", detail="rules executor output")
         return RoundResult(structured, json.dumps(structured, ensure_ascii=False), status)
