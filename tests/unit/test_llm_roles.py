@@ -1,0 +1,199 @@
+"""The llm planner and executor against a local OpenAI-compatible server (real client)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from services.executor.handler import ExecutorHandler
+from services.executor.ids import invocation_id
+from services.executor.settings import ExecutorSettings
+from services.executor.tools import build_tools
+from services.executor.tools.base import RunContext
+from services.gatekeeper import default_ruleset
+from services.gatekeeper.handler import GatekeeperHandler
+from services.planner.handler import PlannerHandler
+from tests.support import fake_openai as fake
+from tracebound.client import new_request
+from tracebound.events import (
+    AgentStep,
+    EvidenceProduced,
+    GatekeeperResult,
+    PlanProduced,
+    ToolInvoked,
+)
+from tracebound.llm import LLMSettings, OpenAIChatModel
+from tracebound.skills import load_skills
+
+CPU_Q = "payment-service 当前是否有 HighCPUUsage 告警？"
+
+
+@pytest.fixture
+def server() -> Iterator[fake.FakeOpenAI]:
+    with fake.FakeOpenAI() as srv:
+        yield srv
+
+
+def _model(server: fake.FakeOpenAI, timeout_s: float = 5.0) -> OpenAIChatModel:
+    return OpenAIChatModel(
+        LLMSettings(base_url=server.base_url, max_retries=0, timeout_s=timeout_s)
+    )
+
+
+def _plan(server: fake.FakeOpenAI, reply: fake.Entry) -> tuple[PlanProduced, list[AgentStep]]:
+    server.script(reply)
+    out = PlannerHandler(load_skills(), _model(server))(new_request(CPU_Q, language="zh"))
+    plans = [e for e in out if isinstance(e, PlanProduced)]
+    steps = [e for e in out if isinstance(e, AgentStep)]
+    assert len(plans) == 1
+    return plans[0], steps
+
+
+def test_llm_planner_plan_and_agent_step(server: fake.FakeOpenAI) -> None:
+    reply = {
+        "selected_skill": "diagnose-high-cpu",
+        "selection_reason": "HighCPUUsage alert named",
+        "plan": ["query_metrics alert_name=HighCPUUsage service=payment-service"],
+        "reasoning": "narrow confirmation",
+        "scope_contract": {"must": "be dropped"},
+    }
+    plan, [step] = _plan(
+        server, fake.text(json.dumps(reply), prompt_tokens=120, completion_tokens=40)
+    )
+    assert plan.plan.planner_mode == "llm"
+    assert plan.plan.planner_plan.selected_skill == "diagnose-high-cpu"
+    assert plan.plan.narrow_scope is True
+    assert "scope_contract" not in plan.plan.planner_plan.model_dump()
+    assert {p.name for p in plan.prompt_audit.prompts} >= {"chat_planner", "diagnose-high-cpu"}
+    assert (step.token_count, step.prompt_tokens, step.completion_tokens) == (160, 120, 40)
+    assert step.success and step.duration_ms >= 0 and step.agent_name == "chat_planner"
+    assert "You are the planner" not in step.model_input, "no system prompt in events"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [fake.text("not json at all"), fake.status(500), fake.garbage()],
+    ids=["malformed", "5xx", "garbage"],
+)
+def test_llm_planner_falls_back_to_rules(server: fake.FakeOpenAI, reply: fake.Entry) -> None:
+    plan, steps = _plan(server, reply)
+    assert plan.plan.planner_mode == "rules-fallback"
+    assert plan.plan.planner_plan.selected_skill == "diagnose-high-cpu"
+    assert len(steps) == 1
+
+
+def _cpu_plan() -> PlanProduced:
+    [plan] = PlannerHandler(load_skills())(new_request(CPU_Q, language="zh"))
+    assert isinstance(plan, PlanProduced)
+    return plan
+
+
+def _run_executor(server: fake.FakeOpenAI, *entries: fake.Entry, timeout_s: float = 5.0) -> list:  # type: ignore[type-arg]
+    server.script(*entries)
+    settings = ExecutorSettings(mode="llm")
+    handler = ExecutorHandler(build_tools(), load_skills(), settings, _model(server, timeout_s))
+    return handler(_cpu_plan())
+
+
+def test_llm_executor_tool_loop_produces_evidence_the_gatekeeper_passes(
+    server: fake.FakeOpenAI,
+) -> None:
+    plan = _cpu_plan()
+    params = {"alert_name": "HighCPUUsage", "service": "payment-service"}
+    tool = build_tools()["query_metrics"]
+    outcome = tool.run(tool.params_model.model_validate(params), RunContext(run_id=plan.run_id))
+    [ref] = outcome.retrieval_details.evidence_refs
+    final = {
+        "answer_version": "executor_evidence_v2",
+        "claims": [
+            {
+                "claim_id": "claim-1",
+                "claim_type": "observation",
+                "claim_text": "payment-service 当前存在 HighCPUUsage 告警，CPU 使用率为 92%。",
+                "support_level": "direct",
+                "evidence_bindings": [
+                    {
+                        "tool_name": "query_metrics",
+                        "source_invocation_id": invocation_id(plan.run_id, 1, 0),
+                        "raw_path": ref.raw_path,
+                        "evidence_excerpt": ref.text.split(", threshold")[0],
+                    }
+                ],
+            }
+        ],
+        "hypotheses": [],
+        "recommended_actions": [],
+        "missing_info": [],
+    }
+    server.script(
+        fake.tool_call("query_metrics", params), fake.text(json.dumps(final, ensure_ascii=False))
+    )
+    handler = ExecutorHandler(
+        build_tools(), load_skills(), ExecutorSettings(mode="llm"), _model(server)
+    )
+    out = handler(plan)
+    evidence = [e for e in out if isinstance(e, EvidenceProduced)]
+    invoked = [e for e in out if isinstance(e, ToolInvoked)]
+    steps = [e for e in out if isinstance(e, AgentStep)]
+    assert len(evidence) == 1 and len(invoked) == 1 and len(steps) == 2
+    assert steps[0].has_tool_call and not steps[1].has_tool_call
+    ev = evidence[0]
+    assert ev.executor_output_parse_status.status == "valid"
+    assert ev.executor_structured_output["claims"][0]["claim_type"] == "observation"
+    tool_msg = server.requests[1].messages[-1]
+    assert tool_msg["role"] == "tool" and ref.text in tool_msg["content"]
+    [result] = GatekeeperHandler(default_ruleset())(ev)
+    assert isinstance(result, GatekeeperResult)
+    assert result.gatekeeper_result.status == "pass", result.gatekeeper_result.errors
+
+
+def test_llm_executor_unparseable_final_answer_is_recorded_not_crashed(
+    server: fake.FakeOpenAI,
+) -> None:
+    out = _run_executor(server, fake.text("I think the CPU is high {broken json"))
+    [ev] = [e for e in out if isinstance(e, EvidenceProduced)]
+    assert ev.executor_output_parse_status.status == "invalid"
+    assert ev.executor_structured_output is None
+    assert ev.executor_final_answer.startswith("I think")
+
+
+@pytest.mark.parametrize(
+    "entry", [fake.status(503), fake.delay(3.0, fake.text("{}"))], ids=["5xx", "timeout"]
+)
+def test_llm_executor_falls_back_to_rules_when_the_model_fails(
+    server: fake.FakeOpenAI, entry: fake.Entry
+) -> None:
+    out = _run_executor(server, entry, timeout_s=1.0)
+    [ev] = [e for e in out if isinstance(e, EvidenceProduced)]
+    [step] = [e for e in out if isinstance(e, AgentStep)]
+    assert not step.success and step.error_message
+    assert "model failed" in ev.executor_output_parse_status.detail
+    [claim] = ev.executor_structured_output["claims"]
+    assert "92%" in claim["evidence_bindings"][0]["evidence_excerpt"]
+
+
+def test_llm_executor_narrow_scope_drops_root_cause_claims(server: fake.FakeOpenAI) -> None:
+    claims = [
+        {
+            "claim_id": f"claim-{i}",
+            "claim_type": kind,
+            "claim_text": "x",
+            "support_level": "direct",
+            "evidence_bindings": [],
+        }
+        for i, kind in enumerate(["observation", "root_cause", "observation", "observation"], 1)
+    ]
+    final = {
+        "answer_version": "executor_evidence_v2",
+        "claims": claims,
+        "hypotheses": [],
+        "recommended_actions": [],
+        "missing_info": [],
+    }
+    out = _run_executor(server, fake.text(json.dumps(final)))
+    [ev] = [e for e in out if isinstance(e, EvidenceProduced)]
+    kinds = [c["claim_type"] for c in ev.executor_structured_output["claims"]]
+    assert kinds == ["observation", "observation"]
+    assert "narrow scope" in ev.executor_output_parse_status.detail
