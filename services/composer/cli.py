@@ -10,15 +10,12 @@ on invalid input. All input is validated before anything is printed.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from services.composer.guard import guard
-from services.verifier.input import json_documents, one_line, read_text
-from tracebound.errors import InvalidInputError
 from tracebound.events import AllowedClaim
+from tracebound.jsonio import parse_each, print_json_line, read_text
 
 
 class AllowedClaimIn(BaseModel):
@@ -76,22 +73,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def parse_guard_inputs(text: str) -> list[GuardInput]:
-    inputs = []
-    for label, document in json_documents(text):
-        try:
-            inputs.append(GuardInput.model_validate(document))
-        except ValidationError as exc:
-            raise InvalidInputError(f"{label}{one_line(exc)}") from None
-    return inputs
+    return [model for _raw, model in parse_each(text, GuardInput)]
 
 
 def run_guard(args: argparse.Namespace) -> int:
     """Guard every answer of FILE and print the results."""
-    inputs = parse_guard_inputs(read_text(args.file))
-    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "")
-    ascii_only = not encoding.startswith("utf")
-    for item in inputs:
+    for item in parse_guard_inputs(read_text(args.file)):
         result = guard(item.claims(), item.answer, rejected_claims=item.rejected_claims)
-        line = {"ok": result.ok, "violations": list(result.violations)}
-        print(json.dumps(line, ensure_ascii=ascii_only, separators=(",", ":")))
+        print_json_line({"ok": result.ok, "violations": list(result.violations)})
     return 0

@@ -11,13 +11,12 @@ one line with exit 2. All input is validated before anything is printed.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from pathlib import Path
 
 from services.gatekeeper.check import check
-from services.gatekeeper.input import parse_requests, read_text
+from services.gatekeeper.input import parse_requests
 from services.gatekeeper.ruleset import default_ruleset, load_ruleset
+from tracebound.jsonio import print_json_line, read_text
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -51,10 +50,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run_check(args: argparse.Namespace) -> int:
     """Check every request of FILE and print the results."""
     ruleset = load_ruleset(args.rules) if args.rules is not None else default_ruleset()
-    requests = parse_requests(read_text(args.file))
-    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "")
-    ascii_only = not encoding.startswith("utf")
-    for request in requests:
+    for request in parse_requests(read_text(args.file)):
         outcome = check(request.executor_structured_output, request.tool_invocations, ruleset)
-        print(json.dumps(outcome.result, ensure_ascii=ascii_only, separators=(",", ":")))
+        print_json_line(outcome.result)
     return 0

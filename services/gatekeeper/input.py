@@ -13,11 +13,8 @@ data): such records simply cannot be cited.
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeGuard
 
 from pydantic import (
@@ -26,11 +23,10 @@ from pydantic import (
     StrictBool,
     StrictInt,
     StrictStr,
-    ValidationError,
     model_validator,
 )
 
-from tracebound.errors import InvalidInputError
+from tracebound.jsonio import parse_each
 
 
 class EvidenceRefIn(BaseModel):
@@ -145,72 +141,9 @@ def index_invocations(tool_invocations: Sequence[Any]) -> tuple[dict[int, Invoca
     return by_id, duplicates
 
 
-def read_text(path: str) -> str:
-    """The whole input; ``-`` is stdin."""
-    if path == "-":
-        try:
-            return sys.stdin.read()
-        except UnicodeDecodeError:
-            raise InvalidInputError("stdin is not UTF-8 text") from None
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InvalidInputError(
-            f"cannot read {path}: {exc.strerror or type(exc).__name__}"
-        ) from None
-    except UnicodeDecodeError:
-        raise InvalidInputError(f"{path} is not UTF-8 text") from None
-
-
-def _one_line(exc: ValidationError) -> str:
-    errors = exc.errors()
-    first = errors[0]
-    location = "".join(
-        f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]
-    ).lstrip(".")
-    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-    text = f"{location}: {first['msg']}{more}" if location else f"{first['msg']}{more}"
-    return text.replace("\n", " ")
-
-
-def _documents(text: str) -> list[tuple[str, Any]]:
-    """(label, decoded JSON) pairs: the whole text as one document, else one per line."""
-    if not text.strip():
-        raise InvalidInputError("empty input")
-    try:
-        return [("", json.loads(text))]
-    except json.JSONDecodeError as whole:
-        lines = text.splitlines()
-        first = next(line for line in lines if line.strip())
-        try:
-            json.loads(first)
-        except json.JSONDecodeError:
-            raise InvalidInputError(
-                f"not JSON: {whole.msg} (line {whole.lineno}, column {whole.colno})"
-            ) from None
-    documents: list[tuple[str, Any]] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            documents.append((f"line {number}: ", json.loads(line)))
-        except json.JSONDecodeError as exc:
-            raise InvalidInputError(f"line {number}: not JSON: {exc.msg}") from None
-    return documents
-
-
 def parse_requests(text: str) -> list[CheckRequest]:
     """All requests of the input, in order; any structural defect raises InvalidInputError."""
-    requests: list[CheckRequest] = []
-    for label, document in _documents(text):
-        if not isinstance(document, dict):
-            kind = "array" if isinstance(document, list) else type(document).__name__
-            raise InvalidInputError(f"{label}expected a JSON object, got {kind}")
-        try:
-            GatekeeperInput.model_validate(document)
-        except ValidationError as exc:
-            raise InvalidInputError(f"{label}{_one_line(exc)}") from None
-        requests.append(
-            CheckRequest(document["executor_structured_output"], document["tool_invocations"])
-        )
-    return requests
+    return [
+        CheckRequest(raw["executor_structured_output"], raw["tool_invocations"])
+        for raw, _model in parse_each(text, GatekeeperInput)
+    ]

@@ -8,15 +8,14 @@ defects become claim checks and verdicts, not input errors.
 
 from __future__ import annotations
 
-import json
-import sys
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from tracebound.errors import InvalidInputError
 from tracebound.events import GatekeeperResult
+from tracebound.jsonio import parse_each, read_text
+
+__all__ = ["VerifierInput", "input_from_event", "parse_inputs", "read_text"]
 
 
 class _In(BaseModel):
@@ -97,65 +96,6 @@ def input_from_event(event: GatekeeperResult) -> VerifierInput:
     )
 
 
-def read_text(path: str) -> str:
-    """The whole input; ``-`` is stdin."""
-    try:
-        if path == "-":
-            return sys.stdin.read()
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise InvalidInputError(f"cannot read {path}: {reason}") from None
-    except UnicodeDecodeError:
-        raise InvalidInputError(f"{path} is not UTF-8 text") from None
-
-
-def one_line(exc: ValidationError) -> str:
-    """The first validation problem on one line, with a count of the rest."""
-    errors = exc.errors()
-    first = errors[0]
-    location = "".join(
-        f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]
-    ).lstrip(".")
-    more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
-    text = f"{location}: {first['msg']}{more}" if location else f"{first['msg']}{more}"
-    return text.replace("\n", " ")
-
-
-def json_documents(text: str) -> list[tuple[str, dict[str, Any]]]:
-    """(label, object) pairs: the whole text as one JSON object, else one per JSON line."""
-    if not text.strip():
-        raise InvalidInputError("empty input")
-    try:
-        documents: list[tuple[str, Any]] = [("", json.loads(text))]
-    except json.JSONDecodeError as whole:
-        documents = []
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                documents.append((f"line {number}: ", json.loads(line)))
-            except json.JSONDecodeError as exc:
-                where = f"line {number}: " if documents else ""
-                error = exc if documents else whole
-                raise InvalidInputError(
-                    f"{where}not JSON: {error.msg} (line {error.lineno}, column {error.colno})"
-                ) from None
-    objects: list[tuple[str, dict[str, Any]]] = []
-    for label, document in documents:
-        if not isinstance(document, dict):
-            kind = "array" if isinstance(document, list) else type(document).__name__
-            raise InvalidInputError(f"{label}expected a JSON object, got {kind}")
-        objects.append((label, document))
-    return objects
-
-
 def parse_inputs(text: str) -> list[VerifierInput]:
     """Every verifier input of the text, in order; any defect raises InvalidInputError."""
-    inputs = []
-    for label, document in json_documents(text):
-        try:
-            inputs.append(VerifierInput.model_validate(document))
-        except ValidationError as exc:
-            raise InvalidInputError(f"{label}{one_line(exc)}") from None
-    return inputs
+    return [model for _raw, model in parse_each(text, VerifierInput)]
