@@ -119,6 +119,7 @@ class ServiceLoop:
         )
         self._consumer.subscribe(
             list(self.spec.input_topics),
+            on_assign=self._on_assign,
             on_revoke=self._on_revoke,
             on_lost=self._on_lost,
         )
@@ -131,6 +132,10 @@ class ServiceLoop:
                 log.warning("consumer close failed", exc_info=True)
         self._consumer = None
         self._producer = None
+
+    def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        if self.spec.on_assign is not None:
+            self.spec.on_assign(list(partitions))
 
     def _on_revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         # Batches are committed before the next poll, so no transaction is open when
@@ -212,6 +217,7 @@ class ServiceLoop:
             except TransientError as exc:
                 self.metrics.retries.labels(self.spec.name).inc()
                 log.warning("transient failure, retrying batch in %.1fs: %s", backoff, exc)
+                self._forget_uncommitted()
                 if self._stop.wait(backoff):
                     self._rewind(batch)
                     return
@@ -376,8 +382,13 @@ class ServiceLoop:
         self._rewind(batch)
         return False
 
+    def _forget_uncommitted(self) -> None:
+        if self.spec.on_rewind is not None:
+            self.spec.on_rewind()
+
     def _rewind(self, batch: Sequence[Message]) -> None:
         """Seek every partition of the batch back to its first message of the batch."""
+        self._forget_uncommitted()
         first: dict[tuple[str, int], int] = {}
         for m in batch:
             key = (m.topic() or "", m.partition() or 0)

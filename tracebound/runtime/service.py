@@ -10,11 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from confluent_kafka import TopicPartition
+
 from tracebound import topics
 from tracebound.events import Event
 
 Handler = Callable[[Event], Sequence[Event]]
 Router = Callable[[Event], str]
+AssignHook = Callable[[list[TopicPartition]], None]
 
 
 def route_by_event(event: Event) -> str:
@@ -37,3 +40,8 @@ class ServiceSpec:
     route: Router = route_by_event
     dead_letter_topic: str = topics.DEAD_LETTERS
     extra_consumer_config: dict[str, str] = field(default_factory=dict)
+    # For handlers that keep state derived from committed output (e.g. "already
+    # answered"): rebuild it for newly assigned partitions, and throw away whatever
+    # an uncommitted batch added when the batch is rewound or retried.
+    on_assign: AssignHook | None = None
+    on_rewind: Callable[[], None] | None = None

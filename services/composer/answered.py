@@ -1,0 +1,108 @@
+"""One answer per run: the composer remembers which runs its answers already cover.
+
+The memory is derived from committed output only — the ``tracebound.answers``
+topic, read ``read_committed`` when partitions are assigned — so it survives
+restarts and rebalances, and it is rebuilt whenever a batch is rewound, because
+an aborted transaction's answers never happened. With it, a late verdict (say
+the real one arriving after the deadline watcher gave up on the run) produces
+no second answer.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import uuid
+from collections.abc import Sequence
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from tracebound import topics
+from tracebound.codec import Codec
+from tracebound.errors import PoisonInput, TransientError
+from tracebound.events import Answer, Event
+from tracebound.runtime import Handler
+from tracebound.settings import KafkaSettings
+
+log = logging.getLogger("tracebound.composer")
+
+
+class AnsweredRuns:
+    """Run ids that already have a committed answer (plus this batch's, until rewound)."""
+
+    def __init__(self, kafka: KafkaSettings, codec: Codec) -> None:
+        self._kafka = kafka
+        self._codec = codec
+        self._committed: set[str] = set()
+        self._pending: set[str] = set()
+        self._lock = threading.Lock()
+
+    def seen(self, run_id: str) -> bool:
+        with self._lock:
+            return run_id in self._committed or run_id in self._pending
+
+    def add(self, run_id: str) -> None:
+        with self._lock:
+            self._pending.add(run_id)
+
+    def restore(self, _assigned: Sequence[TopicPartition] = ()) -> None:
+        """Re-read every committed answer (all partitions: no partitioning assumption)."""
+        runs = self._read_all()
+        with self._lock:
+            self._committed, self._pending = runs, set()
+        log.info("restored %d answered runs", len(runs))
+
+    def _read_all(self) -> set[str]:
+        consumer = Consumer(
+            {
+                **self._kafka.client_config(),
+                "group.id": f"composer-restore-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": "false",
+                "isolation.level": "read_committed",
+                "enable.partition.eof": "true",
+                "auto.offset.reset": "earliest",
+            }
+        )
+        try:
+            meta = consumer.list_topics(topics.ANSWERS, timeout=10)
+            parts = [
+                TopicPartition(topics.ANSWERS, p, 0) for p in meta.topics[topics.ANSWERS].partitions
+            ]
+            consumer.assign(parts)
+            remaining = {p.partition for p in parts}
+            runs: set[str] = set()
+            while remaining:
+                for msg in consumer.consume(500, 1.0):
+                    err = msg.error()
+                    if err is not None:
+                        if err.code() == KafkaError._PARTITION_EOF:
+                            remaining.discard(msg.partition() or 0)
+                        continue
+                    try:
+                        event = self._codec.decode(msg.value())
+                    except PoisonInput:
+                        continue
+                    if isinstance(event, Answer):
+                        runs.add(event.run_id)
+            return runs
+        except (KafkaException, KeyError) as exc:
+            raise TransientError(f"cannot restore answered runs: {exc}") from exc
+        finally:
+            consumer.close()
+
+
+class OncePerRun:
+    """Wraps the composer handler: a run that already has its answer gets no other."""
+
+    def __init__(self, inner: Handler, answered: AnsweredRuns) -> None:
+        self.inner = inner
+        self.answered = answered
+
+    def __call__(self, event: Event) -> list[Event]:
+        if self.answered.seen(event.run_id):
+            log.info("run already answered; verdict ignored", extra={"run_id": event.run_id})
+            return []
+        outputs = list(self.inner(event))
+        if any(isinstance(e, Answer) for e in outputs):
+            self.answered.add(event.run_id)
+        return outputs
