@@ -35,9 +35,13 @@ class AnsweredRuns:
         self._codec = codec
         self._committed: set[str] = set()
         self._pending: set[str] = set()
+        self._stale = True
         self._lock = threading.Lock()
 
     def seen(self, run_id: str) -> bool:
+        """Raises ``TransientError`` while the memory cannot be rebuilt (batch retried)."""
+        if self._stale:
+            self._reload()
         with self._lock:
             return run_id in self._committed or run_id in self._pending
 
@@ -45,11 +49,29 @@ class AnsweredRuns:
         with self._lock:
             self._pending.add(run_id)
 
-    def restore(self, _assigned: Sequence[TopicPartition] = ()) -> None:
-        """Re-read every committed answer (all partitions: no partitioning assumption)."""
-        runs = self._read_all()
+    def commit(self) -> None:
+        """The batch's transaction committed: its answers are now facts."""
         with self._lock:
-            self._committed, self._pending = runs, set()
+            self._committed |= self._pending
+            self._pending = set()
+
+    def forget(self) -> None:
+        """The batch was rewound or is retried: its answers never happened."""
+        with self._lock:
+            self._pending = set()
+
+    def restore(self, _assigned: Sequence[TopicPartition] = ()) -> None:
+        """On assignment: re-read every committed answer, or retry on first use."""
+        try:
+            self._reload()
+        except TransientError as exc:
+            log.warning("answered runs not restored yet: %s", exc)
+
+    def _reload(self) -> None:
+        self._stale = True
+        runs = self._read_all()  # all partitions: no assumption about partitioning
+        with self._lock:
+            self._committed, self._pending, self._stale = runs, set(), False
         log.info("restored %d answered runs", len(runs))
 
     def _read_all(self) -> set[str]:

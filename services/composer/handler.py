@@ -2,20 +2,31 @@
 
 It states only the verifier's allowed material. Every answer passes the answer
 guard; a violating one is replaced by the safe template answer and the
-violations are recorded in the ``Answer`` event.
+violations are recorded in the ``Answer`` event. With a model the answer is
+model-written (``llm_composer``) and guarded the same way; REJECT, endpoint
+trouble and unparseable replies get the template answer. The model's
+``AgentStep`` events are returned with the ``Answer`` so they commit in the
+same transaction.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from services.composer.compose import compose
-from services.composer.guard import enforce
+from services.composer.llm_composer import (
+    LlmComposition,
+    compose_llm,
+    compose_rules,
+    new_recorder,
+)
+from services.verifier.handler import merged_audit
 from tracebound.events import Answer, Event, Verdict
 from tracebound.events.records import EPOCH as EPOCH_START
+from tracebound.llm import ChatModel
 
 SERVICE = "composer"
 FINAL_STATUS = {"PASS": "answered", "LOW_CONFID": "degraded", "REJECT": "degraded"}
+# A deadline verdict (from the sentinel) means the run could not be completed.
 
 
 def latency_ms(requested_at: datetime, now: datetime | None = None) -> int:
@@ -25,27 +36,41 @@ def latency_ms(requested_at: datetime, now: datetime | None = None) -> int:
 
 
 class ComposerHandler:
+    def __init__(self, model: ChatModel | None = None) -> None:
+        self.model = model
+
+    def _compose(self, event: Verdict) -> LlmComposition:
+        language = event.request.language
+        rejected = tuple(c.claim_text for c in event.claim_checks if c.status == "REFUTED")
+        if self.model is None:
+            return compose_rules(event.composer_input, language, rejected)
+        recorder = new_recorder(
+            self.model,
+            service=SERVICE,
+            run_id=event.run_id,
+            session_id=event.session_id,
+            causation_id=event.event_id,
+        )
+        return compose_llm(event.composer_input, language, recorder, rejected_claims=rejected)
+
     def __call__(self, event: Event) -> list[Event]:
         assert isinstance(event, Verdict)
-        language = event.request.language
-        material = event.composer_input
-        composed = compose(material, language)
-        rejected = tuple(c.claim_text for c in event.claim_checks if c.status == "REFUTED")
-        text, guard = enforce(
-            material, language, composed.user_facing_answer, rejected_claims=rejected
-        )
+        result = self._compose(event)
+        composed = result.answer
         answer = event.reply(
             Answer,
             SERVICE,
             answer_summary=composed.answer_summary,
             recommended_actions=composed.recommended_actions,
-            user_facing_answer=text,
+            user_facing_answer=composed.user_facing_answer,
             verdict=event.verdict,
-            language=language,
-            guard=guard,
+            language=event.request.language,
+            guard=result.guard,
             latency_ms=latency_ms(event.request.requested_at),
-            final_status=FINAL_STATUS[event.verdict],
+            final_status="failed"
+            if event.verifier_mode == "deadline"
+            else FINAL_STATUS[event.verdict],
             round=event.round,
-            prompt_audit=event.prompt_audit,
+            prompt_audit=merged_audit(event.prompt_audit, result.prompts),
         )
-        return [answer]
+        return [answer, *result.steps]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from services.common.mode import model_for
 from services.verifier.handler import SERVICE, VerifierHandler
 from tracebound import topics
 from tracebound.events import GatekeeperResult
@@ -14,7 +15,7 @@ def main() -> int:
     spec = ServiceSpec(
         name=SERVICE,
         input_topics=(topics.GATEKEEPER_RESULTS,),
-        handler=VerifierHandler(),
+        handler=VerifierHandler(model=model_for(SERVICE)),
         accepts=(GatekeeperResult,),
     )
     return run_service(spec)

@@ -7,17 +7,26 @@ allowed material) is printed per input object, in input order. Exit 0 whenever
 the verifier ran (REJECT is a result, not an error); invalid input raises
 InvalidInputError, which the main CLI reports with exit 2. All input is
 validated before anything is printed.
+
+``--mode llm`` runs the model verifier against the endpoint of
+``TRACEBOUND_LLM_*`` (rules first, the model may only be stricter); each output
+says in ``verifier_mode`` whether the model's reply was used (``llm``), was not
+needed (``rules``) or failed (``rules-fallback``). Without a base URL it exits 2.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
+from typing import Any
 
-from services.verifier.input import parse_inputs, read_text
+from pydantic import ValidationError
+
+from services.verifier.input import VerifierInput, parse_inputs
 from services.verifier.judge import verify
+from services.verifier.llm_verifier import new_recorder, verify_llm
+from tracebound.jsonio import one_line, print_json_line, read_text
+from tracebound.llm import ChatModel, LLMSettings, OpenAIChatModel
 
 LLM_URL_SETTING = "TRACEBOUND_LLM_BASE_URL"
 
@@ -49,18 +58,32 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     check_parser.set_defaults(handler=run_check)
 
 
+def _judge(item: VerifierInput, model: ChatModel | None) -> dict[str, Any]:
+    if model is None:
+        return verify(item).to_json()
+    recorder = new_recorder(model, service="verifier", run_id="cli")
+    language = (item.model_extra or {}).get("language")
+    result = verify_llm(item, recorder, language=language if isinstance(language, str) else "en")
+    return {**result.outcome.to_json(), "verifier_mode": result.mode}
+
+
 def run_check(args: argparse.Namespace) -> int:
     """Verify every input of FILE and print the outputs."""
+    model: OpenAIChatModel | None = None
     if args.mode == "llm":
-        if not os.environ.get(LLM_URL_SETTING):
+        try:
+            settings = LLMSettings()
+        except ValidationError as exc:
+            print(f"tracebound: invalid TRACEBOUND_LLM_* setting: {one_line(exc)}", file=sys.stderr)
+            return 2
+        if not settings.configured:
             print(f"tracebound: llm mode needs {LLM_URL_SETTING}", file=sys.stderr)
-        else:
-            print("tracebound: llm verifier mode is not available in this build", file=sys.stderr)
-        return 2
-    inputs = parse_inputs(read_text(args.file))
-    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "")
-    ascii_only = not encoding.startswith("utf")
-    for item in inputs:
-        output = verify(item).to_json()
-        print(json.dumps(output, ensure_ascii=ascii_only, separators=(",", ":")))
+            return 2
+        model = OpenAIChatModel(settings)
+    try:
+        for item in parse_inputs(read_text(args.file)):
+            print_json_line(_judge(item, model))
+    finally:
+        if model is not None:
+            model.close()
     return 0

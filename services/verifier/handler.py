@@ -4,15 +4,23 @@ It reads nothing but the event: the gatekeeper-verified bindings and the
 structured output travel inside it. A LOW_CONFID round with rounds left becomes
 a ``RetryRequested`` (reasons, failed claims, missing info) for the executor;
 otherwise the verdict stands and goes to the composer.
+
+With a model the deterministic check still runs first and the model may only
+make it stricter (``llm_verifier``); its ``AgentStep`` events are returned with
+the role's output so they commit in the same transaction. Without one, or when
+the model fails, the rules outcome is published (``verifier_mode`` says which).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.verifier.input import input_from_event
 from services.verifier.judge import LOW_CONFID, verify
+from services.verifier.llm_verifier import RULES, LlmVerification, new_recorder, verify_llm
 from tracebound.events import (
     Event,
     GatekeeperResult,
@@ -21,6 +29,8 @@ from tracebound.events import (
     RetryRequested,
     Verdict,
 )
+from tracebound.llm import ChatModel
+from tracebound.prompts import Prompt
 
 SERVICE = "verifier"
 
@@ -31,13 +41,37 @@ class VerifierSettings(BaseSettings):
     max_rounds: int = Field(default=2, ge=1, le=5)
 
 
+def merged_audit(audit: PromptAudit, prompts: Iterable[Prompt]) -> PromptAudit:
+    """The incoming audit plus the prompts this role used, each named once."""
+    refs = list(audit.prompts)
+    refs += [p.ref() for p in prompts if p.ref() not in refs]
+    return PromptAudit(version=audit.version, prompts=tuple(refs))
+
+
 class VerifierHandler:
-    def __init__(self, settings: VerifierSettings | None = None) -> None:
+    def __init__(
+        self, settings: VerifierSettings | None = None, model: ChatModel | None = None
+    ) -> None:
         self.settings = settings or VerifierSettings()
+        self.model = model
+
+    def _judge(self, event: GatekeeperResult) -> LlmVerification:
+        inp = input_from_event(event)
+        if self.model is None:
+            return LlmVerification(verify(inp), RULES)
+        recorder = new_recorder(
+            self.model,
+            service=SERVICE,
+            run_id=event.run_id,
+            session_id=event.session_id,
+            causation_id=event.event_id,
+        )
+        return verify_llm(inp, recorder, language=event.request.language)
 
     def __call__(self, event: Event) -> list[Event]:
         assert isinstance(event, GatekeeperResult)
-        outcome = verify(input_from_event(event))
+        judged = self._judge(event)
+        outcome = judged.outcome
         if outcome.verdict == LOW_CONFID and event.round < self.settings.max_rounds:
             context = RetryContext(
                 round=event.round + 1,
@@ -52,8 +86,7 @@ class VerifierHandler:
                 plan=event.plan,
                 request=event.request,
             )
-            return [retry]
-        audit = PromptAudit(version=event.prompt_audit.version, prompts=event.prompt_audit.prompts)
+            return [retry, *judged.steps]
         verdict = event.reply(
             Verdict,
             SERVICE,
@@ -64,10 +97,10 @@ class VerifierHandler:
             facts_checked=outcome.facts_checked,
             rationale=outcome.rationale,
             composer_input=outcome.composer_input,
-            prompt_audit=audit,
+            prompt_audit=merged_audit(event.prompt_audit, judged.prompts),
             round=event.round,
-            verifier_mode="rules",
+            verifier_mode=judged.mode,
             request=event.request,
             aiops_rule_evaluation=outcome.aiops_rule_evaluation,
         )
-        return [verdict]
+        return [verdict, *judged.steps]

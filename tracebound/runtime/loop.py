@@ -224,6 +224,8 @@ class ServiceLoop:
                 backoff = min(backoff * 2, self.runtime.retry_backoff_max_ms / 1000)
                 continue
             if self._commit(batch, outputs):
+                if self.spec.on_commit is not None:
+                    self.spec.on_commit()
                 self.metrics.processed.labels(self.spec.name).inc(len(batch))
                 self.metrics.produced.labels(self.spec.name).inc(len(outputs) - len(dead))
                 for error_type in dead:

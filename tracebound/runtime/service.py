@@ -45,3 +45,4 @@ class ServiceSpec:
     # an uncommitted batch added when the batch is rewound or retried.
     on_assign: AssignHook | None = None
     on_rewind: Callable[[], None] | None = None
+    on_commit: Callable[[], None] | None = None

@@ -1,0 +1,203 @@
+"""The model composer: a model writes the answer, the deterministic guard decides if it ships.
+
+Why a guard after the model: a model phrases the allowed material more
+naturally than templates, but it may also add what nobody verified (an
+over-claim such as "ruled out", a number or service no allowed claim carries,
+a refuted claim said again). So every field the model writes is checked with
+the answer guard's own checks: a violating ``user_facing_answer`` is replaced
+by the safe template answer (and the template's summary and actions with it,
+since the reply as a whole is no longer trusted); otherwise a violating
+``answer_summary`` becomes the template summary and a violating or remedial
+action is dropped. Every violation is recorded in the ``GuardResult``.
+
+Why REJECT never reaches the model: there is nothing it may state, and the
+degraded template answer says exactly that. Endpoint trouble or an unparseable
+reply gives the rules composer's answer (``rules-fallback``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from services.composer.compose import ComposedAnswer, compose
+from services.composer.guard import enforce, guard
+from services.composer.templates import language_of
+from services.verifier.material import is_evidence_action
+from services.verifier.rules_file import default_verifier_rules
+from tracebound.events import AgentStep, ComposerInput, GuardResult, RecommendedAction
+from tracebound.llm import ChatModel, ModelCallFailed, StepRecorder, parse_model
+from tracebound.prompts import Prompt, load_prompt
+
+PROMPT_NAME = "chat-composer"
+RULES, LLM, FALLBACK = "rules", "llm", "rules-fallback"
+STATED_VERDICTS = ("PASS", "LOW_CONFID")
+log = logging.getLogger("tracebound.composer")
+
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+class ActionReply(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    action_text: Text
+    reason: str = ""
+
+
+class ComposerReply(BaseModel):
+    """The model's JSON reply (contract section 6 shape); extra fields are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    answer_summary: Text
+    recommended_actions: list[ActionReply] = Field(default_factory=list)
+    user_facing_answer: Text
+
+
+@dataclass(frozen=True, slots=True)
+class LlmComposition:
+    """The answer to publish, its guard result, who wrote it, the steps and prompts used."""
+
+    answer: ComposedAnswer
+    guard: GuardResult
+    mode: str  # rules | llm | rules-fallback
+    steps: tuple[AgentStep, ...] = ()
+    prompts: tuple[Prompt, ...] = ()
+
+
+def composer_prompt() -> Prompt:
+    return load_prompt(PROMPT_NAME)
+
+
+def new_recorder(
+    model: ChatModel,
+    *,
+    service: str,
+    run_id: str,
+    session_id: str | None = None,
+    causation_id: str | None = None,
+) -> StepRecorder:
+    """A step recorder named after the composer prompt, for one composer call."""
+    prompt = composer_prompt()
+    return StepRecorder(
+        model,
+        run_id=run_id,
+        session_id=session_id,
+        causation_id=causation_id,
+        agent_name=prompt.name,
+        prompt_version=prompt.version,
+        service=service,
+    )
+
+
+def compose_rules(
+    material: ComposerInput, language: str, rejected_claims: Sequence[str] = ()
+) -> LlmComposition:
+    """The template answer, guarded like any other (the ``rules`` composer)."""
+    composed = compose(material, language)
+    text, result = enforce(
+        material, language, composed.user_facing_answer, rejected_claims=rejected_claims
+    )
+    return LlmComposition(dataclasses.replace(composed, user_facing_answer=text), result, RULES)
+
+
+def _fenced(value: object) -> str:
+    """JSON (or text) that cannot close the prompt's ``<<<``/``>>>`` data fences."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
+    return text.replace("<<<", "< < <").replace(">>>", "> > >")
+
+
+def _messages(material: ComposerInput, language: str) -> list[dict[str, Any]]:
+    lang = language_of(language)
+    system = composer_prompt().render(
+        query=_fenced(material.original_query),
+        language=lang,
+        composer_input=_fenced(material.model_dump(mode="json")),
+    )
+    ask = (
+        f"Write the {lang} answer for verdict {material.verdict} from the "
+        f"{len(material.allowed_claims)} allowed claim(s); reply with the JSON object only."
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": ask}]
+
+
+def _screen(
+    material: ComposerInput, reply: ComposerReply, rejected: Sequence[str]
+) -> tuple[str | None, list[RecommendedAction], list[str]]:
+    """The summary (None if it violates), the clean actions, and every violation found."""
+    allowed = material.allowed_claims
+    violations: list[str] = []
+    summary: str | None = reply.answer_summary
+    summary_check = guard(allowed, reply.answer_summary, rejected_claims=rejected)
+    if not summary_check.ok:
+        violations += [f"answer_summary: {v}" for v in summary_check.violations]
+        summary = None
+    rules = default_verifier_rules()
+    actions: list[RecommendedAction] = []
+    for index, action in enumerate(reply.recommended_actions):
+        reason = action.reason.strip()
+        problems = list(
+            guard(allowed, f"{action.action_text}\n{reason}", rejected_claims=rejected).violations
+        )
+        if not is_evidence_action(action.action_text, rules):
+            problems.append("not an evidence-gathering action")
+        if problems:
+            violations += [f"recommended_actions[{index}]: {p}" for p in problems]
+            continue
+        actions.append(RecommendedAction(action_text=action.action_text, reason=reason))
+    return summary, actions, violations
+
+
+def guarded(
+    material: ComposerInput, language: str, reply: ComposerReply, rejected: Sequence[str]
+) -> tuple[ComposedAnswer, GuardResult]:
+    """The model's answer after the guard: as written, partly templated, or the safe answer."""
+    template = compose(material, language)
+    text, result = enforce(material, language, reply.user_facing_answer, rejected_claims=rejected)
+    if result.replaced:
+        return dataclasses.replace(template, user_facing_answer=text), result
+    summary, actions, violations = _screen(material, reply, rejected)
+    answer = ComposedAnswer(
+        answer_summary=summary if summary is not None else template.answer_summary,
+        recommended_actions=tuple(actions),
+        user_facing_answer=text,
+    )
+    record = GuardResult(ok=not violations, violations=tuple(violations), replaced=bool(violations))
+    return answer, record
+
+
+def compose_llm(
+    material: ComposerInput,
+    language: str,
+    recorder: StepRecorder,
+    *,
+    rejected_claims: Sequence[str] = (),
+) -> LlmComposition:
+    """Compose one answer with the model; never raises on model trouble."""
+    if material.verdict not in STATED_VERDICTS:
+        return compose_rules(material, language, rejected_claims)
+    try:
+        reply, _step = recorder.complete(_messages(material, language), json_mode=True)
+    except ModelCallFailed as exc:
+        log.warning(
+            "model composer failed, using rules: %s", exc, extra={"run_id": recorder.run_id}
+        )
+        fallback = compose_rules(material, language, rejected_claims)
+        return dataclasses.replace(fallback, mode=FALLBACK, steps=tuple(recorder.steps))
+    outcome, parsed = parse_model(reply.text, ComposerReply)
+    if parsed is None:
+        log.warning(
+            "model composer reply unusable, using rules: %s",
+            outcome.detail,
+            extra={"run_id": recorder.run_id},
+        )
+        fallback = compose_rules(material, language, rejected_claims)
+        return dataclasses.replace(fallback, mode=FALLBACK, steps=tuple(recorder.steps))
+    answer, result = guarded(material, language, parsed, rejected_claims)
+    return LlmComposition(answer, result, LLM, tuple(recorder.steps), (composer_prompt(),))

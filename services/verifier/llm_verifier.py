@@ -1,0 +1,274 @@
+"""The model verifier: the deterministic check first, then a model that may only be stricter.
+
+Why the rules run first and keep the last word on leniency: the claim-vs-excerpt
+comparison in code is what makes "92% is not 29%" hold whatever a model thinks,
+so the model's reply can only lower a claim (SUPPORTED → NOT_ENOUGH_INFO or
+REFUTED, NOT_ENOUGH_INFO → REFUTED) and never raise one. The verdict is then
+recomputed from the combined claim statuses with the deterministic verifier's
+own rules, so a gatekeeper ``reject`` stays REJECT and ``low_confid`` never
+becomes PASS, and the composer's material keeps only claims still SUPPORTED.
+
+Why the model is sometimes not asked: when the deterministic verdict is already
+REJECT or there is no claim to judge, no reply could change the outcome.
+
+Endpoint trouble or a reply that does not parse leaves the deterministic
+outcome in place (``rules-fallback``). ``executor_final_answer`` is never sent:
+the model is only asked when the structured output is valid, and then that
+text must not be a source of facts. Question, claims, excerpts and tool output
+all reach the prompt as fenced, untrusted data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from services.verifier.claims import NOT_ENOUGH_INFO, REFUTED, SUPPORTED
+from services.verifier.input import VerifierInput
+from services.verifier.judge import PASS, REJECT, VerifierOutcome, _verdict, verify
+from tracebound.events import AgentStep, ClaimCheck
+from tracebound.llm import ChatModel, ModelCallFailed, StepRecorder, parse_model
+from tracebound.llm.steps import clip
+from tracebound.prompts import Prompt, load_prompt
+
+PROMPT_NAME = "chat-verifier"
+RULES, LLM, FALLBACK = "rules", "llm", "rules-fallback"
+WITHHELD = "(withheld: the structured output is valid and is the only source of facts)"
+REASON_LIMIT = 200
+RATIONALE_LIMIT = 300
+_SEVERITY = {SUPPORTED: 0, NOT_ENOUGH_INFO: 1, REFUTED: 2}
+log = logging.getLogger("tracebound.verifier")
+
+ClaimStatus = Literal["SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"]
+
+
+class ModelClaimCheck(BaseModel):
+    """One per-claim judgement of the model; only id, status and reason are used."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    claim_id: str = Field(min_length=1)
+    status: ClaimStatus
+    reason: str = ""
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _spelling(cls, value: object) -> object:
+        """ "not enough info", "Not-Enough-Info" and friends name the same status."""
+        if isinstance(value, str):
+            return value.strip().upper().replace(" ", "_").replace("-", "_")
+        return value
+
+
+class VerifierReply(BaseModel):
+    """The model's JSON reply (contract section 5 shape); extra fields are ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    verdict: Literal["PASS", "LOW_CONFID", "REJECT"]
+    groundedness_score: float | None = None
+    critical_fact_count: int | None = None
+    claim_checks: list[ModelClaimCheck]
+    facts_checked: list[Any] = Field(default_factory=list)
+    rationale: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class LlmVerification:
+    """The outcome, who decided it, the model steps to publish and the prompts used."""
+
+    outcome: VerifierOutcome
+    mode: str  # rules | llm | rules-fallback
+    steps: tuple[AgentStep, ...] = ()
+    prompts: tuple[Prompt, ...] = ()
+
+
+def verifier_prompt() -> Prompt:
+    return load_prompt(PROMPT_NAME)
+
+
+def new_recorder(
+    model: ChatModel,
+    *,
+    service: str,
+    run_id: str,
+    session_id: str | None = None,
+    causation_id: str | None = None,
+) -> StepRecorder:
+    """A step recorder named after the verifier prompt, for one verifier call."""
+    prompt = verifier_prompt()
+    return StepRecorder(
+        model,
+        run_id=run_id,
+        session_id=session_id,
+        causation_id=causation_id,
+        agent_name=prompt.name,
+        prompt_version=prompt.version,
+        service=service,
+    )
+
+
+def _fenced(value: object) -> str:
+    """JSON (or text) that cannot close the prompt's ``<<<``/``>>>`` data fences."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
+    return text.replace("<<<", "< < <").replace(">>>", "> > >")
+
+
+def _model_input(inp: VerifierInput) -> dict[str, Any]:
+    """The contract's verifier input without the final answer or the rule catalogue."""
+    gate = inp.gatekeeper_result.model_dump(mode="json")
+    gate.pop("rules", None)  # rule metadata: long, and no help in judging a claim
+    return {
+        "original_query": inp.original_query,
+        "executor_final_answer": WITHHELD,
+        "executor_structured_output": inp.executor_structured_output,
+        "executor_output_parse_status": inp.executor_output_parse_status.model_dump(mode="json"),
+        "tool_trace_summary": inp.tool_trace_summary,
+        "gatekeeper_result": gate,
+        "retry_context": inp.retry_context.model_dump(mode="json") if inp.retry_context else None,
+    }
+
+
+def _checks(outcome: VerifierOutcome) -> list[dict[str, Any]]:
+    """The deterministic verdict per claim, with the facts it compared."""
+    allowed = {c.claim_id: c.evidence_excerpts for c in outcome.composer_input.allowed_claims}
+    return [
+        {
+            **check.model_dump(mode="json"),
+            "verified_excerpts": list(allowed.get(check.claim_id, ())),
+            "facts": [
+                {"kind": f.kind, "fact": f.fact, "found": f.found}
+                for f in outcome.facts_checked
+                if f.claim_id == check.claim_id
+            ],
+        }
+        for check in outcome.claim_checks
+    ]
+
+
+def _messages(inp: VerifierInput, outcome: VerifierOutcome, language: str) -> list[dict[str, Any]]:
+    prompt = verifier_prompt()
+    system = prompt.render(
+        query=_fenced(inp.original_query),
+        verifier_input=_fenced(_model_input(inp)),
+        deterministic_checks=_fenced(_checks(outcome)),
+        language=language,
+    )
+    ask = (
+        f"Judge the {len(outcome.claim_checks)} claim(s) of the verifier input against their "
+        "verified excerpts and reply with the JSON object only."
+    )
+    return [{"role": "system", "content": system}, {"role": "user", "content": ask}]
+
+
+def combine(
+    inp: VerifierInput, deterministic: VerifierOutcome, reply: VerifierReply, model_name: str
+) -> VerifierOutcome:
+    """The deterministic outcome with the model's stricter claim statuses applied."""
+    stricter: dict[str, ModelClaimCheck] = {}
+    for item in reply.claim_checks:
+        known = stricter.get(item.claim_id)
+        if known is None or _SEVERITY[item.status] > _SEVERITY[known.status]:
+            stricter[item.claim_id] = item
+    checks: list[ClaimCheck] = []
+    notes: list[str] = []
+    for original in deterministic.claim_checks:
+        check = original
+        judged = stricter.get(check.claim_id)
+        if judged is not None and _SEVERITY[judged.status] > _SEVERITY[check.status]:
+            reason = f"{check.reason}; model {model_name}: {clip(judged.reason, REASON_LIMIT)}"
+            check = check.model_copy(update={"status": judged.status, "reason": reason})
+            verb = "contradicts" if judged.status == REFUTED else "does not establish"
+            notes.append(
+                f"the verifier model judged that the cited evidence {verb} claim {check.claim_id}"
+            )
+        checks.append(check)
+
+    statuses = [c.status for c in checks]
+    verdict, decided_by = _verdict(inp, True, statuses)
+    # The allowed claims are the deterministic SUPPORTED claims, in order; keep those still so.
+    supported_at = [i for i, c in enumerate(deterministic.claim_checks) if c.status == SUPPORTED]
+    still = [
+        claim
+        for claim, position in zip(
+            deterministic.composer_input.allowed_claims, supported_at, strict=False
+        )
+        if checks[position].status == SUPPORTED
+    ]
+    gate = inp.gatekeeper_result
+    counts = {s: statuses.count(s) for s in (SUPPORTED, REFUTED, NOT_ENOUGH_INFO)}
+    disagreement = (
+        f" The model's own verdict was {reply.verdict}; the verdict is recomputed from the claims."
+        if reply.verdict != verdict
+        else ""
+    )
+    rationale = (
+        f"{verdict}: {decided_by}. Gatekeeper {gate.status}/{gate.severity} "
+        f"({gate.rule_set_version}); {deterministic.rule_set_version} then model {model_name}: "
+        f"{counts[SUPPORTED]} supported, {counts[REFUTED]} refuted, "
+        f"{counts[NOT_ENOUGH_INFO]} not enough info of {len(checks)} claims "
+        f"({len(notes)} lowered by the model); {len(deterministic.facts_checked)} facts checked."
+        f"{disagreement} Model rationale: {clip(reply.rationale, RATIONALE_LIMIT) or '-'}"
+    )
+    missing = tuple(dict.fromkeys([*deterministic.missing_info, *notes]))
+    earlier = deterministic.retry_reasons[1:] if deterministic.verdict != PASS else ()
+    reasons = () if verdict == PASS else tuple(dict.fromkeys([decided_by, *earlier, *notes]))
+    material = deterministic.composer_input.model_copy(
+        update={
+            "verdict": verdict,
+            "allowed_claims": () if verdict == REJECT else tuple(still),
+            "allowed_hypotheses": ()
+            if verdict == REJECT
+            else deterministic.composer_input.allowed_hypotheses,
+            "missing_info": missing,
+            "rationale": rationale,
+        }
+    )
+    supported = statuses.count(SUPPORTED)
+    return dataclasses.replace(
+        deterministic,
+        verdict=verdict,
+        groundedness_score=round(supported / len(checks), 6) if checks else 0.0,
+        claim_checks=tuple(checks),
+        rationale=rationale,
+        composer_input=material,
+        retry_reasons=reasons,
+        failed_claims=tuple(c.claim_id for c in checks if c.status != SUPPORTED),
+        missing_info=missing,
+        rejected_claims=tuple(c.claim_text for c in checks if c.status == REFUTED),
+    )
+
+
+def _worth_asking(inp: VerifierInput, outcome: VerifierOutcome) -> bool:
+    """Could a stricter model change anything? Not after REJECT, not without claims."""
+    usable = inp.executor_output_parse_status.status == "valid"
+    return usable and outcome.verdict != REJECT and bool(outcome.claim_checks)
+
+
+def verify_llm(inp: VerifierInput, recorder: StepRecorder, *, language: str) -> LlmVerification:
+    """Judge one round: rules first, then the model; never raises on model trouble."""
+    deterministic = verify(inp)
+    if not _worth_asking(inp, deterministic):
+        return LlmVerification(deterministic, RULES)
+    try:
+        reply, _step = recorder.complete(_messages(inp, deterministic, language), json_mode=True)
+    except ModelCallFailed as exc:
+        log.warning(
+            "model verifier failed, using rules: %s", exc, extra={"run_id": recorder.run_id}
+        )
+        return LlmVerification(deterministic, FALLBACK, tuple(recorder.steps))
+    parsed_outcome, parsed = parse_model(reply.text, VerifierReply)
+    if parsed is None:
+        log.warning(
+            "model verifier reply unusable, using rules: %s",
+            parsed_outcome.detail,
+            extra={"run_id": recorder.run_id},
+        )
+        return LlmVerification(deterministic, FALLBACK, tuple(recorder.steps))
+    combined = combine(inp, deterministic, parsed, reply.model or recorder.model.name)
+    return LlmVerification(combined, LLM, tuple(recorder.steps), (verifier_prompt(),))
