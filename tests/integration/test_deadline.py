@@ -1,0 +1,54 @@
+"""Every request ends in exactly one answer, also when a stage stops moving."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.support.kafka_io import Collector
+from tests.support.pipeline import ROLES, running_pipeline
+from tests.support.stack import StackHandle
+from tracebound import topics
+from tracebound.client import AnswerReader, new_request, publish
+from tracebound.events import Answer, Verdict
+
+pytestmark = [pytest.mark.integration]
+
+
+def test_stalled_run_is_answered_as_failed_and_a_late_verdict_adds_nothing(
+    stack: StackHandle, tmp_path: Path
+) -> None:
+    env = {"TRACEBOUND_SENTINEL_DEADLINE_S": "4", "TRACEBOUND_SENTINEL_TICK_S": "0.5"}
+    request = new_request("payment-service 当前是否有 HighCPUUsage 告警？", language="zh")
+    reader = AnswerReader(stack.kafka)
+    verdicts = Collector(stack.kafka, topics.VERDICTS)
+    seen: list[Answer] = []
+    # The executor is not running: the plan is never executed, the run stalls.
+    stalled = ("planner", "composer", "sentinel")
+    with running_pipeline(stack, tmp_path / "a", env, roles=stalled):
+        publish(stack.kafka, [request])
+        seen += reader.wait_for({request.run_id}, timeout_s=120).values()
+    assert len(seen) == 1
+    failed = seen[0]
+    assert (failed.verdict, failed.final_status) == ("REJECT", "failed")
+    assert "92%" not in failed.user_facing_answer, "a failed run asserts nothing"
+    # Now the missing stages come back: the run completes late, but it was answered.
+    late = tuple(r for r in ROLES if r not in stalled)
+    with running_pipeline(stack, tmp_path / "b", roles=(*late, "composer")):
+
+        def real_verdict(events: list[object]) -> bool:
+            return any(
+                isinstance(e, Verdict)
+                and e.run_id == request.run_id
+                and e.verifier_mode != "deadline"
+                for e in events
+            )
+
+        assert verdicts.wait_until(real_verdict, timeout=120), "the late verdict never came"
+        for answer in reader.answers(timeout_s=10):
+            if answer.run_id == request.run_id:
+                seen.append(answer)
+    reader.close()
+    verdicts.close()
+    assert len(seen) == 1, "exactly one answer per request"
