@@ -171,6 +171,8 @@ def test_llm_mode_with_the_model_endpoint_down_still_answers(
     env = {
         "TRACEBOUND_PLANNER_MODE": "llm",
         "TRACEBOUND_EXECUTOR_MODE": "llm",
+        "TRACEBOUND_VERIFIER_MODE": "llm",
+        "TRACEBOUND_COMPOSER_MODE": "llm",
         "TRACEBOUND_LLM_BASE_URL": "http://127.0.0.1:9/v1",
         "TRACEBOUND_LLM_MAX_RETRIES": "0",
         "TRACEBOUND_LLM_TIMEOUT_S": "2",
