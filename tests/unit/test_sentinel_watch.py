@@ -31,7 +31,10 @@ def test_progress_moves_the_deadline() -> None:
     watch = Watch(DEADLINE)
     watch.observe(request)
     plan = sample(PlanProduced).model_copy(
-        update={"run_id": request.run_id, "occurred_at": request.occurred_at + timedelta(seconds=20)}
+        update={
+            "run_id": request.run_id,
+            "occurred_at": request.occurred_at + timedelta(seconds=20),
+        }
     )
     watch.observe(plan)
     assert watch.overdue(request.occurred_at + timedelta(seconds=45)) == []
