@@ -28,6 +28,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "services.executor.tools.cli",
     "services.verifier.cli",
     "services.composer.cli",
+    "services.ingest.cli",
+    "projections.cli",
 )
 
 

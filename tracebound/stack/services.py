@@ -1,6 +1,7 @@
 """The pipeline's role processes as part of the local stack.
 
-``tracebound up`` starts one process per role (``python -m services.<role>``) in
+``tracebound up`` starts one process per role (``python -m services.<role>``, or the
+module named in ``ROLE_MODULES``: the read-model projections run as ``projections``) in
 its own session, with its log and pid file in ``<state>/services``; ``down``
 stops them with SIGTERM (each finishes or aborts its open transaction) before it
 stops the broker. The state folder is passed as a ``-X`` option that Python
@@ -23,12 +24,31 @@ from tracebound.settings import KafkaSettings, StackSettings
 from tracebound.stack.process import owned_pid, spawn_detached, terminate, write_pid
 
 ROLE_INPUTS: dict[str, tuple[str, ...]] = {
+    "ingest": (),  # the HTTP front door: produces requests, consumes no input topic
     "planner": (topics.REQUESTS,),
     "executor": (topics.PLANS, topics.RETRIES),
     "gatekeeper": (topics.EVIDENCE,),
     "verifier": (topics.GATEKEEPER_RESULTS,),
     "composer": (topics.VERDICTS,),
+    "sentinel": (),  # watches every stage topic from a time window; no group, no lag
+    "projections": (
+        topics.REQUESTS,
+        topics.PLANS,
+        topics.RETRIES,
+        topics.TOOL_INVOCATIONS,
+        topics.EVIDENCE,
+        topics.GATEKEEPER_RESULTS,
+        topics.VERDICTS,
+        topics.ANSWERS,
+        topics.AGENT_STEPS,
+    ),
 }
+# The module a role runs as, when it is not ``services.<role>``.
+ROLE_MODULES: dict[str, str] = {"projections": "projections"}
+# Roles whose progress is a checkpoint in PostgreSQL, not a Kafka consumer group's
+# committed offsets: Kafka cannot tell their lag, so status shows none for them
+# (``tracebound projections status`` shows checkpoints against end offsets).
+CHECKPOINTED_ROLES = frozenset({"projections"})
 STOP_TIMEOUT_S = 30.0
 
 
@@ -49,9 +69,13 @@ def _marker(settings: StackSettings) -> str:
     return f"tracebound.state={settings.state_dir.expanduser().absolute()}"
 
 
+def role_module(role: str) -> str:
+    return ROLE_MODULES.get(role, f"services.{role}")
+
+
 def _pid(settings: StackSettings, role: str) -> tuple[int | None, list[str]]:
     pid_file = _folder(settings) / f"{role}.pid"
-    return owned_pid(pid_file, _marker(settings), f"services.{role}", role, adopt=False)
+    return owned_pid(pid_file, _marker(settings), role_module(role), role, adopt=False)
 
 
 def start_services(
@@ -67,7 +91,7 @@ def start_services(
         messages += notes
         if pid is not None:
             continue
-        argv = [sys.executable, "-X", _marker(settings), "-m", f"services.{role}"]
+        argv = [sys.executable, "-X", _marker(settings), "-m", role_module(role)]
         new = spawn_detached(argv, folder / f"{role}.log", full_env)
         write_pid(folder / f"{role}.pid", new)
         messages.append(f"started {role} (pid {new})")
@@ -88,7 +112,12 @@ def stop_services(
 
 
 def group_lag(kafka: KafkaSettings, group: str, topic_names: tuple[str, ...]) -> int | None:
-    """Messages the group has not committed yet over its input topics; None if unknown."""
+    """Messages the group has not committed yet over its input topics; None if unknown.
+
+    A service without input topics (the ingest) cannot fall behind: its lag is 0.
+    """
+    if not topic_names:
+        return 0
     consumer = Consumer({**kafka.client_config(), "group.id": group, "enable.auto.commit": "false"})
     try:
         metadata = consumer.list_topics(timeout=5)
@@ -113,7 +142,8 @@ def service_states(settings: StackSettings, kafka: KafkaSettings | None) -> list
     states = []
     for role, inputs in ROLE_INPUTS.items():
         pid, _ = _pid(settings, role)
-        lag = group_lag(kafka, role, inputs) if kafka is not None else None
+        known = kafka is not None and role not in CHECKPOINTED_ROLES
+        lag = group_lag(kafka, role, inputs) if known and kafka is not None else None
         log = str(_folder(settings) / f"{role}.log")
         states.append(ServiceState(role, pid is not None, pid, log, lag))
     return states

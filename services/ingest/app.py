@@ -1,0 +1,237 @@
+"""The ingest ASGI app: webhook, chat, answers and event streams.
+
+Handlers validate first and publish last; blocking work (PostgreSQL, waiting
+for Kafka acks) runs in the thread pool, and waiting for answers costs no thread
+(see :mod:`services.ingest.runs`). The ports are injected so the refusal paths
+can be tested without a broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import re
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from services.ingest import alertmanager
+from services.ingest.alertmanager import AlertGroup
+from services.ingest.dedup import Claimed, DedupStore
+from services.ingest.http import (
+    ApiError,
+    BearerAuth,
+    api_error_handler,
+    http_error_handler,
+    query_seconds,
+    read_json,
+)
+from services.ingest.models import AlertmanagerWebhook, ChatRequest, validation_details
+from services.ingest.openapi import build_document
+from services.ingest.publisher import KafkaPublisher, Publisher
+from services.ingest.runs import EventReader, RunBuffer
+from services.ingest.settings import IngestSettings
+from tracebound.errors import TransientError
+from tracebound.events import Alert, Answer, DiagnosisRequested, Event
+from tracebound.settings import KafkaSettings, PostgresSettings
+
+log = logging.getLogger(__name__)
+RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+KEEPALIVE_S = 15.0
+MAX_WAIT_S = 120.0
+M = TypeVar("M", bound=BaseModel)
+
+
+class Dedup(Protocol):
+    def ensure_schema(self) -> None: ...
+
+    def claim(
+        self,
+        group: AlertGroup,
+        request: DiagnosisRequested,
+        publish: Callable[[DiagnosisRequested], None],
+    ) -> Claimed: ...
+
+    def record_resolved(self, alerts: list[Alert]) -> int: ...
+
+
+@dataclass
+class Ports:
+    publisher: Publisher
+    dedup: Dedup
+    runs: RunBuffer
+    reader: EventReader | None = None
+
+
+def default_ports(settings: IngestSettings) -> Ports:
+    kafka = KafkaSettings()
+    runs = RunBuffer(settings.max_runs)
+    return Ports(
+        publisher=KafkaPublisher(kafka),
+        dedup=DedupStore(PostgresSettings().dsn.get_secret_value(), settings.dedup_window_s),
+        runs=runs,
+        reader=EventReader(kafka, runs, settings.lookback_s),
+    )
+
+
+def _validate(model: type[M], data: Any) -> M:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise ApiError(422, "the body does not match the schema", validation_details(exc)) from None
+
+
+def _unavailable(exc: TransientError) -> ApiError:
+    log.warning("request not accepted: %s", exc)
+    return ApiError(503, f"not accepted, retry later: {exc}", headers={"Retry-After": "5"})
+
+
+def _run_id(request: Request) -> str:
+    run_id = str(request.path_params["run_id"])
+    if not RUN_ID.match(run_id):
+        raise ApiError(422, "invalid run id", [{"loc": ["path", "run_id"], "msg": "bad format"}])
+    return run_id
+
+
+def _sse(event: Event) -> str:
+    data = json.dumps(event.to_json(), ensure_ascii=False, default=str)
+    return f"id: {event.event_id}\nevent: {event.schema_name}\ndata: {data}\n\n"
+
+
+def create_app(settings: IngestSettings | None = None, ports: Ports | None = None) -> Starlette:
+    settings = settings or IngestSettings()
+    ports = ports or default_ports(settings)
+    max_wait = min(MAX_WAIT_S, max(settings.answer_wait_s, 1.0) * 4)
+    document = build_document(max_wait)
+
+    def accept_groups(payload: AlertmanagerWebhook) -> dict[str, Any]:
+        runs = []
+        for group in alertmanager.firing_groups(payload, settings.group_by):
+            request = alertmanager.build_request(group, settings.language)
+            claimed = ports.dedup.claim(group, request, lambda e: ports.publisher.publish([e]))
+            log.info(
+                "alert group %s from %s: run %s%s",
+                group.dedup_key[:12],
+                payload.receiver,
+                claimed.run_id,
+                " (deduplicated)" if claimed.deduplicated else "",
+                extra={"run_id": claimed.run_id},
+            )
+            runs.append({"run_id": claimed.run_id, "deduplicated": claimed.deduplicated})
+        resolved = ports.dedup.record_resolved(alertmanager.resolved_alerts(payload))
+        return {"runs": runs, "resolved": resolved}
+
+    async def alerts(request: Request) -> Response:
+        payload = _validate(AlertmanagerWebhook, await read_json(request, settings.max_body_bytes))
+        try:
+            body = await run_in_threadpool(accept_groups, payload)
+        except TransientError as exc:
+            raise _unavailable(exc) from None
+        return JSONResponse(body)
+
+    async def chat(request: Request) -> Response:
+        body = _validate(ChatRequest, await read_json(request, settings.max_body_bytes))
+        event = alertmanager.build_chat_request(body.question, body.session_id, body.language)
+        try:
+            await run_in_threadpool(ports.publisher.publish, [event])
+        except TransientError as exc:
+            raise _unavailable(exc) from None
+        log.info(
+            "chat session %s: run %s",
+            body.session_id[:40],
+            event.run_id,
+            extra={"run_id": event.run_id},
+        )
+        return JSONResponse({"run_id": event.run_id})
+
+    async def answer(request: Request) -> Response:
+        run_id = _run_id(request)
+        wait = query_seconds(request, settings.answer_wait_s, max_wait)
+        found, seen = await ports.runs.wait_answer(run_id, wait)
+        if found is not None:
+            return JSONResponse(found.to_json())
+        if seen:
+            return JSONResponse({"run_id": run_id, "status": "running", "events": seen}, 202)
+        raise ApiError(404, f"no events of run {run_id} within {wait:g}s")
+
+    async def events(request: Request) -> Response:
+        run_id = _run_id(request)
+        wait = query_seconds(request, max_wait, max_wait)
+
+        async def stream() -> AsyncIterator[str]:
+            sub = ports.runs.subscribe(run_id)
+            try:
+                past, done = ports.runs.snapshot(run_id)
+                sent = {e.event_id for e in past}
+                for event in past:
+                    yield _sse(event)
+                deadline = time.monotonic() + wait
+                while done is None:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        yield "event: timeout\ndata: {}\n\n"
+                        return
+                    try:
+                        event = await asyncio.wait_for(sub[1].get(), min(left, KEEPALIVE_S))
+                    except TimeoutError:
+                        yield ": keep-alive\n\n"
+                        continue
+                    if event.event_id not in sent:
+                        sent.add(event.event_id)
+                        yield _sse(event)
+                        done = event if isinstance(event, Answer) else None
+            finally:
+                ports.runs.unsubscribe(run_id, sub)
+
+        return StreamingResponse(
+            stream(),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    async def healthz(_request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    async def openapi(_request: Request) -> Response:
+        return JSONResponse(document)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        try:
+            await run_in_threadpool(ports.dedup.ensure_schema)
+        except TransientError as exc:  # the first webhook tries again
+            log.warning("dedup tables not ready yet: %s", exc)
+        if ports.reader is not None:
+            ports.reader.start()
+        try:
+            yield
+        finally:
+            if ports.reader is not None:
+                await run_in_threadpool(ports.reader.stop)
+            await run_in_threadpool(ports.publisher.close)
+
+    return Starlette(
+        routes=[
+            Route("/api/v1/alerts", alerts, methods=["POST"]),
+            Route("/api/v1/chat", chat, methods=["POST"]),
+            Route("/api/v1/runs/{run_id}/answer", answer, methods=["GET"]),
+            Route("/api/v1/runs/{run_id}/events", events, methods=["GET"]),
+            Route("/healthz", healthz, methods=["GET"]),
+            Route("/openapi.json", openapi, methods=["GET"]),
+        ],
+        middleware=[Middleware(BearerAuth, token=settings.token)],
+        exception_handlers={ApiError: api_error_handler, HTTPException: http_error_handler},
+        lifespan=lifespan,
+    )

@@ -1,0 +1,80 @@
+"""A long-lived idempotent producer that returns only once the broker acknowledged.
+
+The HTTP reply depends on it: Alertmanager retries on 5xx, so a request is
+"accepted" only when Kafka has it. One producer serves all request threads;
+each call tracks the delivery reports of its own messages.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Protocol
+
+from confluent_kafka import KafkaException, Producer
+
+from tracebound.codec import Codec, make_codec
+from tracebound.errors import TransientError
+from tracebound.events import Event
+from tracebound.settings import KafkaSettings
+
+ACK_TIMEOUT_S = 20.0
+
+
+class Publisher(Protocol):
+    def publish(self, events: Sequence[Event]) -> None:
+        """Return after the broker acknowledged every event; raise TransientError if not."""
+
+    def close(self) -> None: ...
+
+
+class KafkaPublisher:
+    def __init__(self, kafka: KafkaSettings, codec: Codec | None = None) -> None:
+        self._codec = codec or make_codec(kafka)
+        self._producer = Producer(
+            {
+                **kafka.client_config(),
+                "enable.idempotence": "true",
+                "linger.ms": "2",
+                "message.timeout.ms": str(int(ACK_TIMEOUT_S * 1000)),
+            }
+        )
+        self._lock = threading.Lock()
+
+    def publish(self, events: Sequence[Event]) -> None:
+        if not events:
+            return
+        pending = len(events)
+        failures: list[str] = []
+        done = threading.Event()
+        guard = threading.Lock()
+
+        def delivered(err: object, _msg: object) -> None:
+            nonlocal pending
+            with guard:
+                if err is not None:
+                    failures.append(str(err))
+                pending -= 1
+                if pending == 0:
+                    done.set()
+
+        try:
+            with self._lock:
+                for event in events:
+                    self._producer.produce(
+                        event.topic,
+                        key=event.run_id.encode(),
+                        value=self._codec.encode(event),
+                        on_delivery=delivered,
+                    )
+        except (KafkaException, BufferError) as exc:
+            raise TransientError(f"Kafka refused the request: {exc}") from exc
+        deadline = time.monotonic() + ACK_TIMEOUT_S + 5
+        while not done.is_set() and time.monotonic() < deadline:
+            self._producer.poll(0.05)  # serves whichever thread's reports are due
+        if failures or not done.is_set():
+            raise TransientError(f"Kafka did not acknowledge: {failures or 'timeout'}")
+
+    def close(self) -> None:
+        self._producer.flush(5)
