@@ -1,0 +1,101 @@
+"""``python -m projections``: the read-model projection process (wiring only).
+
+One thread per read model, each with its own consumer and database connection.
+The process migrates the schema first (retrying while PostgreSQL is down), serves
+``/healthz`` and ``/metrics`` on the ``TRACEBOUND_PROJECTIONS_METRICS_PORT``, and on
+SIGTERM lets every thread finish its batch before exiting 0. If a thread dies of
+an unexpected error the others are stopped and the process exits 1, so a
+supervisor restarts it from the checkpoints.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import logging
+import signal
+import sys
+import threading
+
+from projections.migrate import migrate
+from projections.runner import DB_ERRORS, ModelWorker
+from projections.settings import MODELS, SERVICE, ProjectionSettings
+from projections.store import connect
+from tracebound import logs
+from tracebound.runtime.metrics import ServiceMetrics, serve_metrics
+from tracebound.settings import KafkaSettings, PostgresSettings, RuntimeSettings
+
+log = logging.getLogger("projections")
+
+
+def _migrate(postgres: PostgresSettings, runtime: RuntimeSettings, stop: threading.Event) -> bool:
+    backoff = runtime.retry_backoff_initial_ms / 1000
+    while True:
+        try:
+            with connect(postgres) as conn:
+                applied = migrate(conn)
+            if applied:
+                log.info("applied migrations: %s", ", ".join(applied))
+            return True
+        except DB_ERRORS as exc:
+            log.warning("database unavailable for migrations, retrying in %.1fs: %s", backoff, exc)
+            if stop.wait(backoff):
+                return False
+            backoff = min(backoff * 2, runtime.retry_backoff_max_ms / 1000)
+
+
+def main() -> int:
+    logs.configure()
+    faulthandler.register(signal.SIGUSR1)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    runtime = RuntimeSettings.for_service(SERVICE)
+    settings = ProjectionSettings()
+    kafka, postgres = KafkaSettings(), PostgresSettings()
+    metrics = ServiceMetrics(SERVICE)
+    if runtime.metrics_port:
+        server = serve_metrics(metrics, runtime.metrics_host, runtime.metrics_port)
+        log.info("metrics on http://%s:%d/metrics", *server.server_address[:2])
+    if not _migrate(postgres, runtime, stop):
+        return 0
+    failed: list[BaseException] = []
+
+    def work(worker: ModelWorker) -> None:
+        try:
+            worker.run()
+        except BaseException as exc:
+            log.exception("%s failed", worker.group)
+            failed.append(exc)
+            metrics.healthy = False
+            stop.set()
+
+    threads = [
+        threading.Thread(
+            target=work,
+            name=model.name,
+            args=(
+                ModelWorker(
+                    model,
+                    kafka=kafka,
+                    postgres=postgres,
+                    runtime=runtime,
+                    settings=settings,
+                    metrics=metrics,
+                    stop=stop,
+                ),
+            ),
+        )
+        for model in MODELS.values()
+    ]
+    for thread in threads:
+        thread.start()
+    log.info("projections started", extra={"service": SERVICE})
+    while any(t.is_alive() for t in threads):
+        for thread in threads:
+            thread.join(0.2)
+    log.info("projections stopped", extra={"service": SERVICE})
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,237 @@
+"""Rebuilding a read model from its topics, and the projections' status.
+
+A rebuild reads each topic of the model from the beginning up to the end offsets
+taken when it starts (event topics keep their whole history) into a new table
+``<name>__rebuild`` shaped like the live one. Then one transaction, under the
+model's advisory lock, renames the live table away, renames the new one in,
+replaces the model's checkpoints with those end offsets and drops the old table.
+Readers see either the old model or the new one, never an empty one. A running
+projection process notices that its checkpoints moved (its next batch is refused
+by the compare-and-set) and resumes from the rebuild's end offsets.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TextIO
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from psycopg import sql
+
+from projections.migrate import migrate
+from projections.settings import MODELS, ReadModel
+from projections.store import (
+    Checkpoints,
+    Connection,
+    lock_model,
+    read_checkpoints,
+    write_checkpoints,
+    write_events,
+)
+from tracebound.codec import make_codec
+from tracebound.errors import PoisonInput, TransientError
+from tracebound.events import Event
+from tracebound.settings import KafkaSettings
+
+BATCH = 2000
+log = logging.getLogger("projections.rebuild")
+PROGRESS_EVERY_S = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class RebuildReport:
+    model: str
+    events: int
+    skipped: int
+    rows: int
+    seconds: float
+    end_offsets: dict[str, int]
+
+
+def _consumer(kafka: KafkaSettings, extra: dict[str, str] | None = None) -> Any:
+    return Consumer(
+        {
+            **kafka.client_config(),
+            "group.id": f"projections-tool-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": "false",
+            "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest",
+            **(extra or {}),
+        }
+    )
+
+
+def end_offsets(kafka: KafkaSettings, topic_names: tuple[str, ...]) -> Checkpoints:
+    """High watermarks of every partition of ``topic_names`` (missing topics: none)."""
+    consumer = _consumer(kafka)
+    try:
+        meta = consumer.list_topics(timeout=10)
+        ends: Checkpoints = {}
+        for topic in topic_names:
+            if topic not in meta.topics:
+                continue
+            for partition in sorted(meta.topics[topic].partitions):
+                _, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=10, cached=False
+                )
+                ends[(topic, partition)] = high
+        return ends
+    except KafkaException as exc:
+        raise TransientError(f"cannot read end offsets: {exc}") from exc
+    finally:
+        consumer.close()
+
+
+def _read_until(
+    kafka: KafkaSettings,
+    ends: Checkpoints,
+    sink: Callable[[list[Event], int], None],
+) -> None:
+    """Feed every committed event before ``ends`` to ``sink`` in batches (per-partition order)."""
+    codec = make_codec(kafka)
+    pending = {tp for tp, end in ends.items() if end > 0}
+    if not pending:
+        return
+    consumer = _consumer(kafka, {"enable.partition.eof": "true"})
+    try:
+        consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in sorted(pending)])
+        while pending:
+            events: list[Event] = []
+            seen = 0
+            for message in consumer.consume(BATCH, 0.5):
+                key = (message.topic(), message.partition())
+                err = message.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF and message.offset() >= ends[key]:
+                        pending.discard(key)
+                    continue
+                if key not in pending or message.offset() >= ends[key]:
+                    pending.discard(key)
+                    continue
+                seen += 1
+                try:
+                    events.append(codec.decode(message.value(), message.topic()))
+                except PoisonInput as exc:  # the roles dead-lettered it already
+                    log.warning("rebuild skipped an undecodable event: %s", exc)
+                if message.offset() + 1 >= ends[key]:
+                    pending.discard(key)
+            if seen:
+                sink(events, seen - len(events))
+    except KafkaException as exc:
+        raise TransientError(f"reading topics for a rebuild failed: {exc}") from exc
+    finally:
+        consumer.close()
+
+
+def _swap(conn: Connection, model: str, ends: Checkpoints) -> None:
+    live, new, old = sql.Identifier(model), sql.Identifier(f"{model}__rebuild"), f"{model}__old"
+    with conn.transaction():
+        lock_model(conn, model)
+        conn.execute(sql.SQL("ALTER TABLE {} RENAME TO {}").format(live, sql.Identifier(old)))
+        conn.execute(sql.SQL("ALTER TABLE {} RENAME TO {}").format(new, live))
+        conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(old)))
+        indexes = conn.execute(
+            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()"
+            " AND tablename = %s AND indexname LIKE %s",
+            (model, f"{model}\\_\\_rebuild%"),
+        ).fetchall()
+        for (name,) in indexes:
+            canonical = model + str(name)[len(f"{model}__rebuild") :]
+            conn.execute(
+                sql.SQL("ALTER INDEX {} RENAME TO {}").format(
+                    sql.Identifier(str(name)), sql.Identifier(canonical)
+                )
+            )
+        conn.execute("DELETE FROM projection_checkpoint WHERE projection = %s", (model,))
+        write_checkpoints(conn, model, ends)
+
+
+def rebuild_model(
+    conn: Connection, kafka: KafkaSettings, model: ReadModel, progress: TextIO | None = sys.stderr
+) -> RebuildReport:
+    """Rebuild one model into a new table and swap it in; see the module docstring."""
+    migrate(conn)
+    target = f"{model.name}__rebuild"
+    with conn.transaction():
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(target)))
+        conn.execute(
+            sql.SQL("CREATE TABLE {} (LIKE {} INCLUDING ALL)").format(
+                sql.Identifier(target), sql.Identifier(model.name)
+            )
+        )
+    ends = end_offsets(kafka, model.topics)
+    started = time.monotonic()
+    totals = {"events": 0, "skipped": 0, "rows": 0}
+    last_report = started
+
+    def sink(events: list[Event], skipped: int) -> None:
+        nonlocal last_report
+        with conn.transaction():
+            totals["rows"] += write_events(conn, model.name, target, events)
+        totals["events"] += len(events) + skipped
+        totals["skipped"] += skipped
+        now = time.monotonic()
+        if progress is not None and now - last_report >= PROGRESS_EVERY_S:
+            last_report = now
+            rate = totals["events"] / max(now - started, 1e-6)
+            print(
+                f"rebuild {model.name}: {totals['events']} events ({rate:.0f} events/s)",
+                file=progress,
+                flush=True,
+            )
+
+    _read_until(kafka, ends, sink)
+    _swap(conn, model.name, ends)
+    seconds = time.monotonic() - started
+    if progress is not None:
+        rate = totals["events"] / max(seconds, 1e-6)
+        print(
+            f"rebuilt {model.name}: {totals['events']} events, {totals['skipped']} skipped, "
+            f"{seconds:.1f}s ({rate:.0f} events/s)",
+            file=progress,
+            flush=True,
+        )
+    return RebuildReport(
+        model=model.name,
+        events=totals["events"],
+        skipped=totals["skipped"],
+        rows=totals["rows"],
+        seconds=seconds,
+        end_offsets={f"{t}[{p}]": o for (t, p), o in sorted(ends.items())},
+    )
+
+
+def status(conn: Connection, kafka: KafkaSettings) -> list[dict[str, Any]]:
+    """Per model: row count, and per partition the checkpoint, end offset and lag."""
+    migrate(conn)
+    report: list[dict[str, Any]] = []
+    for model in MODELS.values():
+        count = conn.execute(
+            sql.SQL("SELECT count(*) FROM {}").format(sql.Identifier(model.name))
+        ).fetchone()
+        stored = read_checkpoints(conn, model.name)
+        ends = end_offsets(kafka, model.topics)
+        partitions = [
+            {
+                "topic": topic,
+                "partition": partition,
+                "checkpoint": stored.get((topic, partition)),
+                "end_offset": end,
+                "lag": max(end - stored.get((topic, partition), 0), 0),
+            }
+            for (topic, partition), end in sorted(ends.items())
+        ]
+        report.append(
+            {
+                "model": model.name,
+                "rows": int(count[0]) if count else 0,
+                "lag": sum(p["lag"] for p in partitions),
+                "partitions": partitions,
+            }
+        )
+    return report

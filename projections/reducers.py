@@ -1,0 +1,136 @@
+"""Pure reducers: decoded events → row changes of each read model.
+
+Nothing here touches a database; :mod:`projections.store` writes what these
+functions return. ``tool_invocation`` and ``agent_step`` rows are facts of a
+single event each, so their reducers are plain mappings; ``diagnosis_run``
+merges many events per run (:mod:`projections.runs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from projections import runs
+from tracebound.events import (
+    AgentStep,
+    Answer,
+    DiagnosisRequested,
+    Event,
+    EvidenceProduced,
+    GatekeeperResult,
+    PlanProduced,
+    RetryRequested,
+    ToolInvoked,
+    Verdict,
+)
+
+RUN_EVENTS: tuple[type[Event], ...] = (
+    DiagnosisRequested,
+    PlanProduced,
+    RetryRequested,
+    ToolInvoked,
+    EvidenceProduced,
+    GatekeeperResult,
+    Verdict,
+    Answer,
+    AgentStep,
+)
+
+
+def invocation_row(event: ToolInvoked) -> dict[str, Any]:
+    """One ``tool_invocation`` row; ``created_at`` is when the tool ran (the event time)."""
+    inv = event.tool_invocation
+    details = inv.retrieval_details
+    return {
+        "id": inv.source_invocation_id,
+        "run_id": event.run_id,
+        "round": inv.round,
+        "tool_name": inv.tool_name,
+        "input_params": inv.input_params,
+        "output": inv.output,
+        "output_preview": inv.output_preview,
+        "retrieval_layer": inv.retrieval_layer,
+        "l0_match_count": inv.l0_match_count,
+        "l1_match_count": inv.l1_match_count,
+        "retrieval_details": details.model_dump(mode="json") if details else None,
+        "relevance_level": details.relevance_level if details else None,
+        "dedup_reason": details.dedup_reason if details else None,
+        "duration_ms": inv.duration_ms,
+        "success": inv.success,
+        "error_message": inv.error_message,
+        "created_at": event.occurred_at,
+        "event_id": event.event_id,
+    }
+
+
+def step_row(event: AgentStep) -> dict[str, Any]:
+    """One ``agent_step`` row; ``created_at`` is when the model call ended (the event time)."""
+    return {
+        "event_id": event.event_id,
+        "run_id": event.run_id,
+        "session_id": event.session_id,
+        "agent_name": event.agent_name,
+        "step_index": event.step_index,
+        "model_input": event.model_input,
+        "model_output": event.model_output,
+        "thought": event.thought,
+        "has_tool_call": event.has_tool_call,
+        "duration_ms": event.duration_ms,
+        "token_count": event.token_count,
+        "prompt_tokens": event.prompt_tokens,
+        "completion_tokens": event.completion_tokens,
+        "model": event.model,
+        "prompt_version": event.prompt_version,
+        "success": event.success,
+        "error_message": event.error_message,
+        "created_at": event.occurred_at,
+    }
+
+
+def keyed_rows(model: str, events: Iterable[Event]) -> dict[Any, dict[str, Any]]:
+    """Rows of a single-event model by key; of two events with one key the larger id wins.
+
+    Keeping the larger event id (rather than the later arrival) makes the result the
+    same whatever order partitions were read in, which a rebuild relies on.
+    """
+    rows: dict[Any, dict[str, Any]] = {}
+    for event in events:
+        if model == "tool_invocation" and isinstance(event, ToolInvoked):
+            new = invocation_row(event)
+            key: Any = new["id"]
+        elif model == "agent_step" and isinstance(event, AgentStep):
+            new = step_row(event)
+            key = new["event_id"]
+        else:
+            continue
+        held = rows.get(key)
+        if held is None or new["event_id"] > held["event_id"]:
+            rows[key] = new
+    return rows
+
+
+@dataclass
+class RunChanges:
+    """The merge states of the runs a batch touched, and which of them changed."""
+
+    states: dict[str, runs.State] = field(default_factory=dict)
+    changed: set[str] = field(default_factory=set)
+
+    def rows(self) -> list[dict[str, Any]]:
+        return [runs.row(run_id, self.states[run_id]) for run_id in sorted(self.changed)]
+
+
+def reduce_runs(held: Mapping[str, runs.State], events: Iterable[Event]) -> RunChanges:
+    """Fold a batch into the held states; a run whose state did not change is not rewritten."""
+    changes = RunChanges(states=dict(held))
+    for event in events:
+        if not isinstance(event, RUN_EVENTS):
+            continue
+        before = changes.states.get(event.run_id)
+        after = runs.apply(before, event)
+        if after != before:
+            changes.states[event.run_id] = after
+            changes.changed.add(event.run_id)
+    return changes

@@ -1,0 +1,258 @@
+"""The projection process: one consumer (and one thread) per read model.
+
+Progress lives in PostgreSQL, not in Kafka: on partition assignment the consumer
+seeks to the checkpoints in ``projection_checkpoint``, and every batch commits its
+rows together with the checkpoints it advanced (:func:`projections.store.commit_batch`).
+Kafka's committed offsets are never written, so a crash at any instant resumes
+exactly after the last committed batch.
+
+The checkpoint of a partition is the consumer position after the batch, which
+also steps over transaction markers at the end of a partition; a caught-up
+projection therefore shows zero lag against the high watermark.
+
+Failure policy: undecodable events are skipped with a warning (the roles have
+already dead-lettered them) and their offsets still advance; a database failure
+is retried with backoff and never skips a batch; SIGTERM lets each thread finish
+its batch, then the process exits 0.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import psycopg
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+
+from projections.settings import ProjectionSettings, ReadModel
+from projections.store import Checkpoints, Connection, TopicPartitionKey, commit_batch, connect
+from projections.store import read_checkpoints as stored_checkpoints
+from tracebound.codec import Codec, make_codec
+from tracebound.errors import PoisonInput
+from tracebound.events import Event
+from tracebound.runtime.metrics import ServiceMetrics
+from tracebound.settings import KafkaSettings, PostgresSettings, RuntimeSettings
+
+log = logging.getLogger("projections.runner")
+LAG_INTERVAL_S = 10.0
+DB_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
+UNKNOWN = -1
+T = TypeVar("T")
+
+
+class StopRequested(Exception):
+    """The process was asked to stop while waiting for the database."""
+
+
+class ModelWorker:
+    """Projects the topics of one read model into its table until stopped."""
+
+    def __init__(
+        self,
+        model: ReadModel,
+        *,
+        kafka: KafkaSettings,
+        postgres: PostgresSettings,
+        runtime: RuntimeSettings,
+        settings: ProjectionSettings,
+        metrics: ServiceMetrics,
+        stop: threading.Event,
+        codec: Codec | None = None,
+    ) -> None:
+        self.model = model
+        self.kafka = kafka
+        self.postgres = postgres
+        self.runtime = runtime
+        self.settings = settings
+        self.metrics = metrics
+        self.stop = stop
+        self.codec = codec or make_codec(kafka)
+        self.group = model.group(settings)
+        self._conn: Connection | None = None
+        self._positions: dict[TopicPartitionKey, int | None] = {}
+        self._next_lag = 0.0
+        self._lag_labels: set[tuple[str, str, str]] = set()
+
+    # -- database ----------------------------------------------------------------------
+
+    def _with_db(self, what: str, work: Callable[[Connection], T]) -> T:
+        """Run ``work(conn)``, reconnecting with backoff while the database is unavailable."""
+        backoff = self.runtime.retry_backoff_initial_ms / 1000
+        while True:
+            try:
+                if self._conn is None or self._conn.closed:
+                    self._conn = connect(self.postgres)
+                return work(self._conn)
+            except DB_ERRORS as exc:
+                self.metrics.retries.labels(self.group).inc()
+                log.warning(
+                    "database unavailable during %s, retrying in %.1fs: %s", what, backoff, exc
+                )
+                if self._conn is not None:
+                    self._conn.close()
+                    self._conn = None
+                if self.stop.wait(backoff):
+                    raise StopRequested from exc
+                backoff = min(backoff * 2, self.runtime.retry_backoff_max_ms / 1000)
+
+    # -- assignment --------------------------------------------------------------------
+
+    def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        fenced = False
+        try:
+            stored: Checkpoints = self._with_db(
+                "assignment", lambda conn: stored_checkpoints(conn, self.model.name)
+            )
+        except StopRequested:
+            # Unknown checkpoints: -1 never matches a stored one, so any batch read from
+            # these partitions is refused by the compare-and-set instead of written.
+            stored, fenced = {}, True
+        for tp in partitions:
+            key = (tp.topic, tp.partition)
+            self._positions[key] = UNKNOWN if fenced else stored.get(key)
+            tp.offset = stored.get(key, OFFSET_BEGINNING)
+        consumer.assign(partitions)
+        log.info("%s assigned %d partition(s) from its checkpoints", self.group, len(partitions))
+
+    def _on_revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            self._positions.pop((tp.topic, tp.partition), None)
+            if (self.group, tp.topic, str(tp.partition)) in self._lag_labels:
+                self._lag_labels.discard((self.group, tp.topic, str(tp.partition)))
+                self.metrics.lag.remove(self.group, tp.topic, str(tp.partition))
+
+    # -- the loop ----------------------------------------------------------------------
+
+    def _consumer(self) -> Any:
+        consumer = Consumer(
+            {
+                **self.kafka.client_config(),
+                "group.id": self.group,
+                "enable.auto.commit": "false",
+                "enable.auto.offset.store": "false",
+                "isolation.level": "read_committed",
+                "auto.offset.reset": "earliest",
+                "fetch.wait.max.ms": "50",
+                "session.timeout.ms": "10000",
+                "heartbeat.interval.ms": "2000",
+            }
+        )
+        consumer.subscribe(
+            list(self.model.topics),
+            on_assign=self._on_assign,
+            on_revoke=self._on_revoke,
+            on_lost=self._on_revoke,
+        )
+        return consumer
+
+    def run(self) -> None:
+        consumer = self._consumer()
+        log.info("projecting %s", self.model.name, extra={"service": self.group})
+        try:
+            while not self.stop.is_set():
+                self.metrics.beat()
+                messages = consumer.consume(
+                    num_messages=self.runtime.batch_size,
+                    timeout=self.settings.idle_poll_ms / 1000,
+                )
+                # A message of a partition revoked inside consume() is left to its new owner.
+                batch = [
+                    m
+                    for m in messages
+                    if not _is_error(m) and (m.topic(), m.partition()) in self._positions
+                ]
+                advanced = self._advanced(consumer)
+                if batch or advanced:
+                    self._commit(consumer, batch, advanced)
+                self._maybe_update_lag(consumer)
+        except StopRequested:
+            log.info("%s stopped while waiting for the database", self.group)
+        finally:
+            consumer.close()
+            if self._conn is not None:
+                self._conn.close()
+
+    def _advanced(self, consumer: Any) -> dict[TopicPartitionKey, int]:
+        """Partitions whose position moved past their checkpoint (invalid positions: none)."""
+        moved: dict[TopicPartitionKey, int] = {}
+        for tp in consumer.position(consumer.assignment()):
+            key = (tp.topic, tp.partition)
+            held = self._positions.get(key)
+            if tp.offset >= 0 and (held is None or tp.offset > held):
+                moved[key] = tp.offset
+        return moved
+
+    def _decode(self, batch: list[Any]) -> list[Event]:
+        events: list[Event] = []
+        for message in batch:
+            try:
+                events.append(self.codec.decode(message.value(), message.topic()))
+            except PoisonInput as exc:
+                log.warning(
+                    "skipped undecodable event: %s",
+                    exc,
+                    extra={
+                        "topic": message.topic(),
+                        "partition": message.partition(),
+                        "offset": message.offset(),
+                        "error_type": type(exc).__name__,
+                    },
+                )
+                self.metrics.dead_lettered.labels(self.group, type(exc).__name__).inc()
+        return events
+
+    def _commit(
+        self, consumer: Any, batch: list[Any], advanced: dict[TopicPartitionKey, int]
+    ) -> None:
+        started = time.perf_counter()
+        events = self._decode(batch)
+        expected = {key: self._positions.get(key) for key in advanced}
+        refused: Checkpoints | None = self._with_db(
+            "batch",
+            lambda conn: commit_batch(conn, self.model.name, events, expected, advanced),
+        )
+        if refused is not None:
+            self._rewind(consumer, refused)
+            return
+        self._positions.update(advanced)
+        self.metrics.processed.labels(self.group).inc(len(batch))
+        self.metrics.batch_seconds.labels(self.group).observe(time.perf_counter() - started)
+
+    def _rewind(self, consumer: Any, stored: Checkpoints) -> None:
+        """Checkpoints were moved under us (a rebuild swap): resume from the stored ones."""
+        log.warning("%s checkpoints changed outside this process; seeking to them", self.group)
+        for tp in consumer.assignment():
+            key = (tp.topic, tp.partition)
+            offset = stored.get(key, OFFSET_BEGINNING)
+            self._positions[key] = stored.get(key)
+            try:
+                consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
+            except KafkaException as exc:
+                log.warning("seek failed for %s[%d]: %s", tp.topic, tp.partition, exc)
+
+    def _maybe_update_lag(self, consumer: Any) -> None:
+        now = time.monotonic()
+        if now < self._next_lag:
+            return
+        self._next_lag = now + LAG_INTERVAL_S
+        try:
+            for tp in consumer.assignment():
+                _, high = consumer.get_watermark_offsets(tp, timeout=1.0, cached=False)
+                done = self._positions.get((tp.topic, tp.partition)) or 0
+                labels = (self.group, tp.topic, str(tp.partition))
+                self._lag_labels.add(labels)
+                self.metrics.lag.labels(*labels).set(max(high - max(done, 0), 0))
+        except KafkaException as exc:
+            log.debug("lag update skipped: %s", exc)
+
+
+def _is_error(message: Any) -> bool:
+    err = message.error()
+    if err is None:
+        return False
+    if err.code() != KafkaError._PARTITION_EOF:
+        log.warning("consumer error: %s", err.str())
+    return True

@@ -1,0 +1,306 @@
+"""The ``diagnosis_run`` reducer: events of one run → its merge state → its row.
+
+A run's events come from nine topics. Each topic is keyed by ``run_id``, so the
+events of a run arrive in order *within* a topic, but the relative order *across*
+topics depends on how the consumer happened to interleave its fetches — and is
+different after a crash, a restart or a rebuild. The reducer therefore never
+relies on arrival order. The merge state is a join-semilattice:
+
+- each *slot* (request, plan, status, evidence, gatekeeper, verdict, answer) keeps
+  the value of the event with the highest rank, a total order ending in the event
+  id (so ties between distinct events are decided the same way everywhere);
+- stage timings keep the minimum and maximum event time;
+- agent-step token counts are kept per step event id and summed when read;
+
+so applying the same events in any order, any number of times, gives the same
+state. An ``Answer`` outranks everything (the run is answered whatever arrives
+later from another topic); a carried copy of the request or plan is used only
+until the original event is seen.
+
+Statuses name the stage that has the run after the event with the highest rank:
+``requested`` (planner), ``planned`` (executor, no tool yet), ``executing``
+(tools running), ``gated`` (evidence at the gatekeeper), ``verifying`` (at the
+verifier, or judged and waiting for the composer), ``retrying`` (another round
+asked for) and ``answered``.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from typing import Any
+
+from tracebound.events import (
+    AgentStep,
+    Answer,
+    DiagnosisRequested,
+    Event,
+    EvidenceProduced,
+    GatekeeperResult,
+    PlanProduced,
+    RetryRequested,
+    ToolInvoked,
+    Verdict,
+)
+
+State = dict[str, Any]
+TRACEABILITY_VERSION = "v1"
+ANSWERED_ROUND = 1_000_000_000
+ORIGINAL, CARRIED = 2, 1
+
+# status slot: stage rank inside a round
+STAGES: dict[type[Event], tuple[int, str]] = {
+    DiagnosisRequested: (0, "requested"),
+    PlanProduced: (1, "planned"),
+    RetryRequested: (1, "retrying"),
+    ToolInvoked: (2, "executing"),
+    EvidenceProduced: (3, "gated"),
+    GatekeeperResult: (4, "verifying"),
+    Verdict: (5, "verifying"),
+    Answer: (9, "answered"),
+}
+TIMING_STAGES: dict[type[Event], str] = {
+    DiagnosisRequested: "request",
+    PlanProduced: "plan",
+    RetryRequested: "retry",
+    ToolInvoked: "tools",
+    EvidenceProduced: "evidence",
+    GatekeeperResult: "gatekeeper",
+    Verdict: "verdict",
+    Answer: "answer",
+    AgentStep: "agent_steps",
+}
+
+
+def _ms(moment: datetime) -> int:
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return int(moment.timestamp() * 1000)
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+
+
+def _offer(state: State, slot: str, rank: list[Any], value: dict[str, Any]) -> None:
+    """Keep ``value`` in ``slot`` if its rank beats the one held (the semilattice join)."""
+    held = state.get(slot)
+    if held is None or rank > held["rank"]:
+        state[slot] = {"rank": rank, "value": value}
+
+
+def _round_of(event: Event) -> int:
+    if isinstance(event, ToolInvoked):
+        return event.tool_invocation.round
+    if isinstance(event, RetryRequested):
+        return event.retry_context.round
+    if isinstance(event, PlanProduced):
+        return 1
+    if isinstance(event, EvidenceProduced | GatekeeperResult | Verdict | Answer):
+        return event.round
+    return 0
+
+
+def _carried(state: State, event: Event) -> None:
+    request = getattr(event, "request", None)
+    if request is not None:
+        prio = ORIGINAL if isinstance(event, DiagnosisRequested) else CARRIED
+        value = {"session_id": event.session_id, **request.model_dump(mode="json")}
+        _offer(state, "request", [prio, event.event_id], value)
+    plan = getattr(event, "plan", None)
+    if plan is not None:
+        prio = ORIGINAL if isinstance(event, PlanProduced) else CARRIED
+        _offer(state, "plan", [prio, event.event_id], plan.model_dump(mode="json"))
+
+
+def _payload(state: State, event: Event, round_no: int) -> None:
+    rank = [round_no, event.event_id]
+    if isinstance(event, EvidenceProduced):
+        _offer(
+            state,
+            "evidence",
+            rank,
+            {
+                "executor_structured_output": event.executor_structured_output,
+                "executor_output_parse_status": event.executor_output_parse_status.model_dump(
+                    mode="json"
+                ),
+                "prompt_audit": event.prompt_audit.model_dump(mode="json"),
+            },
+        )
+    elif isinstance(event, GatekeeperResult):
+        data = event.to_json()
+        _offer(
+            state,
+            "gatekeeper",
+            rank,
+            {
+                key: data[key]
+                for key in (
+                    "gatekeeper_result",
+                    "executor_structured_output",
+                    "executor_output_parse_status",
+                    "tool_trace_summary",
+                    "prompt_audit",
+                    "round",
+                )
+            },
+        )
+    elif isinstance(event, Verdict):
+        data = event.to_json()
+        keep = (
+            "verdict",
+            "groundedness_score",
+            "critical_fact_count",
+            "claim_checks",
+            "facts_checked",
+            "rationale",
+            "round",
+            "verifier_mode",
+            "prompt_audit",
+            "aiops_rule_evaluation",
+        )
+        _offer(state, "verdict", rank, {key: data[key] for key in keep})
+    elif isinstance(event, Answer):
+        data = event.to_json()
+        keep = (
+            "answer_summary",
+            "recommended_actions",
+            "user_facing_answer",
+            "guard",
+            "verdict",
+            "language",
+            "latency_ms",
+            "final_status",
+            "round",
+            "prompt_audit",
+        )
+        _offer(state, "answer", [event.event_id], {key: data[key] for key in keep})
+    elif isinstance(event, AgentStep):
+        steps = state.setdefault("steps", {})
+        steps[event.event_id] = [event.token_count, event.prompt_tokens, event.completion_tokens]
+
+
+def apply(state: State | None, event: Event) -> State:
+    """The merge state after ``event``; ``state`` is not modified."""
+    new: State = copy.deepcopy(state) if state is not None else {}
+    round_no = _round_of(event)
+    new["max_round"] = max(int(new.get("max_round", 0)), round_no)
+    stage = STAGES.get(type(event))
+    if stage is not None:
+        order, status = stage
+        status_round = ANSWERED_ROUND if isinstance(event, Answer) else round_no
+        value = {"status": status, "event_id": event.event_id}
+        _offer(new, "status", [status_round, order, event.event_id], value)
+    timing = TIMING_STAGES.get(type(event))
+    if timing is not None:
+        at = _ms(event.occurred_at)
+        span = new.setdefault("timings", {}).setdefault(timing, {"first": at, "last": at})
+        span["first"], span["last"] = min(span["first"], at), max(span["last"], at)
+    _carried(new, event)
+    _payload(new, event, round_no)
+    return new
+
+
+def _value(state: State, slot: str) -> dict[str, Any] | None:
+    held = state.get(slot)
+    return None if held is None else dict(held["value"])
+
+
+def _token_sums(state: State) -> list[int | None]:
+    sums: list[int | None] = [None, None, None]
+    for counts in state.get("steps", {}).values():
+        for i, count in enumerate(counts):
+            if count is not None:
+                sums[i] = (sums[i] or 0) + int(count)
+    return sums
+
+
+def _verifier_evaluation(state: State) -> dict[str, Any] | None:
+    verdict = _value(state, "verdict")
+    gate = _value(state, "gatekeeper")
+    evidence = _value(state, "evidence")
+    answer = _value(state, "answer")
+    if verdict is None and gate is None and answer is None:
+        return None
+    v = verdict or {}
+    executed = gate or evidence or {}
+    audits = [part.get("prompt_audit") for part in (answer, verdict, gate, evidence) if part]
+    composer = None
+    if answer is not None:
+        composer = {
+            key: answer[key]
+            for key in ("answer_summary", "recommended_actions", "user_facing_answer", "guard")
+        }
+    return {
+        "verdict": v.get("verdict", answer["verdict"] if answer else None),
+        "groundedness_score": v.get("groundedness_score"),
+        "critical_fact_count": v.get("critical_fact_count"),
+        "claim_checks": v.get("claim_checks", []),
+        "facts_checked": v.get("facts_checked", []),
+        "rationale": v.get("rationale"),
+        "round": v.get("round", answer["round"] if answer else state.get("max_round")),
+        "traceability_version": TRACEABILITY_VERSION,
+        "verifier_mode": v.get("verifier_mode"),
+        "executor_output_parse_status": executed.get("executor_output_parse_status", {}),
+        "executor_structured_output": executed.get("executor_structured_output"),
+        "gatekeeper_result": (gate or {}).get("gatekeeper_result"),
+        "composer_output": composer,
+        "tool_trace_summary": (gate or {}).get("tool_trace_summary", []),
+        "prompt_audit": next((a for a in audits if a), None),
+    }
+
+
+def row(run_id: str, state: State) -> dict[str, Any]:
+    """The ``diagnosis_run`` columns (except created/updated) derived from a merge state."""
+    request = _value(state, "request") or {}
+    plan = _value(state, "plan")
+    answer = _value(state, "answer")
+    verdict = _value(state, "verdict")
+    status = _value(state, "status") or {"status": "requested", "event_id": None}
+    evaluation = _verifier_evaluation(state)
+    self_evaluation: dict[str, Any] | None = None
+    if evaluation is not None:
+        self_evaluation = {"verifier_evaluation": evaluation}
+        aiops = (verdict or {}).get("aiops_rule_evaluation")
+        if aiops is not None or request.get("mode") == "AIOPS":
+            self_evaluation["aiops_rule_evaluation"] = aiops
+    tokens, prompt_tokens, completion_tokens = _token_sums(state)
+    session_id = request.pop("session_id", None)
+    planner_plan = plan["planner_plan"] if plan else None
+    final_answer = None
+    if answer is not None:
+        final_answer = {
+            key: answer[key]
+            for key in ("answer_summary", "recommended_actions", "user_facing_answer", "guard")
+        }
+    timings = {
+        stage: {"first": _iso(span["first"]), "last": _iso(span["last"])}
+        for stage, span in sorted(state.get("timings", {}).items())
+    }
+    return {
+        "run_id": run_id,
+        "session_id": session_id,
+        "mode": request.get("mode"),
+        "query": request.get("query"),
+        "language": request.get("language"),
+        "requested_by": request.get("requested_by"),
+        "requested_at": request.get("requested_at"),
+        "status": status["status"],
+        "round": int(state.get("max_round", 0)),
+        "selected_skill": planner_plan.get("selected_skill") if planner_plan else None,
+        "narrow_scope": plan.get("narrow_scope") if plan else None,
+        "plan": planner_plan,
+        "request": request or None,
+        "final_answer": final_answer,
+        "verdict": answer["verdict"] if answer else (verdict or {}).get("verdict"),
+        "final_status": answer["final_status"] if answer else None,
+        "timings": timings,
+        "latency_ms": answer["latency_ms"] if answer else None,
+        "token_count": tokens,
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "self_evaluation": self_evaluation,
+        "merge_state": state,
+        "last_event_id": status["event_id"],
+    }

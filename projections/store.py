@@ -1,0 +1,159 @@
+"""PostgreSQL side of the projections: row upserts and checkpoints, in one transaction.
+
+A batch's rows and the checkpoint of every partition it advanced commit together.
+Before writing, the batch checks that the checkpoints in the database are still
+the ones the process started the batch from (a compare-and-set under an advisory
+lock per model). They differ only when someone else moved them — a rebuild that
+swapped a new table in, or a zombie instance of this process — and then the
+batch is dropped and the consumer seeks to the stored checkpoints instead, so a
+row is never lost or applied twice. All SQL is parameterised; table and column
+names are composed as identifiers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from projections import reducers
+from projections.settings import MODELS
+from tracebound.events import Event
+from tracebound.settings import PostgresSettings
+
+Connection = psycopg.Connection[Any]
+TopicPartitionKey = tuple[str, int]
+Checkpoints = dict[TopicPartitionKey, int]
+
+JSON_COLUMNS = {
+    "plan",
+    "request",
+    "final_answer",
+    "timings",
+    "self_evaluation",
+    "merge_state",
+    "input_params",
+    "output",
+    "retrieval_details",
+}
+UPDATE_WHEN = {
+    "diagnosis_run": None,
+    "tool_invocation": sql.SQL("WHERE {t}.event_id < EXCLUDED.event_id"),
+    "agent_step": sql.SQL("WHERE FALSE"),
+}
+
+
+def connect(settings: PostgresSettings | None = None) -> Connection:
+    settings = settings or PostgresSettings()
+    # Autocommit: every unit of work is an explicit `conn.transaction()` block.
+    return psycopg.connect(settings.dsn.get_secret_value(), autocommit=True)
+
+
+def lock_model(conn: Connection, model: str) -> None:
+    """Serialise batches, rebuild swaps and checkpoint edits of one model (this transaction)."""
+    conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtext(coalesce(current_schema(), '') || %s))",
+        (f".projection.{model}",),
+    )
+
+
+def read_checkpoints(conn: Connection, model: str) -> Checkpoints:
+    rows = conn.execute(
+        "SELECT topic, partition, next_offset FROM projection_checkpoint WHERE projection = %s",
+        (model,),
+    ).fetchall()
+    return {(str(r[0]), int(r[1])): int(r[2]) for r in rows}
+
+
+def write_checkpoints(
+    conn: Connection, model: str, offsets: Mapping[TopicPartitionKey, int]
+) -> None:
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO projection_checkpoint (projection, topic, partition, next_offset)"
+            " VALUES (%s, %s, %s, %s)"
+            " ON CONFLICT (projection, topic, partition)"
+            " DO UPDATE SET next_offset = EXCLUDED.next_offset, updated_at = now()",
+            [(model, t, p, o) for (t, p), o in sorted(offsets.items())],
+        )
+
+
+def _adapt(column: str, value: Any) -> Any:
+    return Jsonb(value) if column in JSON_COLUMNS and value is not None else value
+
+
+def _upsert(conn: Connection, model: str, table: str, rows: Sequence[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    columns = list(rows[0])
+    key = MODELS[model].key
+    target = sql.Identifier(table)
+    assignments: list[sql.Composable] = [
+        sql.SQL("{c} = EXCLUDED.{c}").format(c=sql.Identifier(c)) for c in columns if c != key
+    ]
+    if model == "diagnosis_run":
+        assignments.append(sql.SQL("updated_at = now()"))
+    when = UPDATE_WHEN[model]
+    query = sql.SQL(
+        "INSERT INTO {t} ({cols}) VALUES ({vals}) ON CONFLICT ({key}) DO UPDATE SET {sets} {when}"
+    ).format(
+        t=target,
+        cols=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
+        vals=sql.SQL(", ").join(sql.Placeholder() for _ in columns),
+        key=sql.Identifier(key),
+        sets=sql.SQL(", ").join(assignments),
+        when=when.format(t=target) if when is not None else sql.SQL(""),
+    )
+    with conn.cursor() as cur:
+        cur.executemany(query, [tuple(_adapt(c, r[c]) for c in columns) for r in rows])
+
+
+def _held_runs(conn: Connection, table: str, run_ids: list[str]) -> dict[str, Any]:
+    rows = conn.execute(
+        sql.SQL("SELECT run_id, merge_state FROM {t} WHERE run_id = ANY(%s)").format(
+            t=sql.Identifier(table)
+        ),
+        (run_ids,),
+    ).fetchall()
+    return {str(r[0]): r[1] for r in rows}
+
+
+def write_events(conn: Connection, model: str, table: str, events: Iterable[Event]) -> int:
+    """Apply decoded events to ``table`` (the live model or a rebuild); returns rows written."""
+    events = list(events)
+    if model == "diagnosis_run":
+        run_ids = sorted({e.run_id for e in events})
+        if not run_ids:
+            return 0
+        changes = reducers.reduce_runs(_held_runs(conn, table, run_ids), events)
+        rows = changes.rows()
+    else:
+        rows = list(reducers.keyed_rows(model, events).values())
+    _upsert(conn, model, table, rows)
+    return len(rows)
+
+
+def commit_batch(
+    conn: Connection,
+    model: str,
+    events: Sequence[Event],
+    expected: Mapping[TopicPartitionKey, int | None],
+    advanced: Mapping[TopicPartitionKey, int],
+) -> Checkpoints | None:
+    """Write a batch and its checkpoints atomically.
+
+    ``expected`` holds, for every partition in ``advanced``, the checkpoint the batch
+    started from (None: none stored yet). Returns None when committed, or the stored
+    checkpoints when they no longer match (nothing is written then).
+    """
+    with conn.transaction():
+        lock_model(conn, model)
+        stored = read_checkpoints(conn, model)
+        if any(stored.get(tp) != expected.get(tp) for tp in advanced):
+            return stored
+        write_events(conn, model, model, events)
+        write_checkpoints(conn, model, advanced)
+    return None

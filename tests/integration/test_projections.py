@@ -1,0 +1,366 @@
+"""Read models on the real broker and database: contents, SIGKILL mid-stream, rebuild.
+
+Every test projects into a schema of its own (``search_path`` through the DSN) with
+consumer groups of its own, so it never shares rows or partitions with another
+test or with the stack's projection process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from projections.migrate import migrate
+from projections.rebuild import status
+from tests.support.pipeline import running_pipeline
+from tests.support.stack import StackHandle
+from tracebound.client import AnswerReader, new_request, publish
+from tracebound.errors import ConfigError
+from tracebound.events import AgentStep, Alert, DiagnosisRequest, DiagnosisRequested, Event
+from tracebound.events import Producer as ProducerRef
+from tracebound.events.base import utcnow
+from tracebound.settings import PostgresSettings
+
+pytestmark = [pytest.mark.integration]
+
+QUESTIONS = (
+    "payment-service 当前是否有 HighCPUUsage 告警？",
+    "Are there HikariCP pool exhaustion logs for inventory-service?",
+    "Why is order-service using so much memory? Please analyse it.",
+    "user-service 是否有 SlowResponse 告警？",
+)
+KEYS = {"diagnosis_run": "run_id", "tool_invocation": "id", "agent_step": "event_id"}
+VERIFIER_FIELDS = (
+    "verdict",
+    "groundedness_score",
+    "critical_fact_count",
+    "claim_checks",
+    "facts_checked",
+    "rationale",
+    "round",
+    "traceability_version",
+    "executor_output_parse_status",
+    "executor_structured_output",
+    "gatekeeper_result",
+    "composer_output",
+    "tool_trace_summary",
+    "prompt_audit",
+)
+
+
+class Projection:
+    """A ``python -m projections`` process writing into one private schema."""
+
+    def __init__(self, stack: StackHandle, log_dir: Path) -> None:
+        self.stack = stack
+        self.schema = f"proj_{uuid.uuid4().hex[:10]}"
+        sep = "&" if "?" in stack.pg_dsn else "?"
+        self.dsn = f"{stack.pg_dsn}{sep}options=-csearch_path%3D{self.schema}"
+        self.groups = f"test-{self.schema}."
+        self.log = log_dir / f"{self.schema}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        with psycopg.connect(stack.pg_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
+
+    def env(self) -> dict[str, str]:
+        env = self.stack.env()
+        env["TRACEBOUND_PG_DSN"] = self.dsn
+        env["TRACEBOUND_PROJECTIONS_GROUP_PREFIX"] = self.groups
+        return env
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "projections"], env=self.env(), stdout=out, stderr=out
+            )
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def terminate(self) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+                return -9
+        return int(self.proc.returncode)
+
+    @contextlib.contextmanager
+    def conn(self) -> Iterator[psycopg.Connection[Any]]:
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            yield conn
+
+    def answered(self, run_ids: list[str]) -> int:
+        with self.conn() as conn:
+            try:
+                row = conn.execute(
+                    "SELECT count(*) FROM diagnosis_run"
+                    " WHERE run_id = ANY(%s) AND status = 'answered'",
+                    (run_ids,),
+                ).fetchone()
+            except psycopg.errors.UndefinedTable:
+                return 0
+        return int(row[0]) if row else 0
+
+    def wait_caught_up(self, timeout_s: float = 180) -> None:
+        deadline = time.monotonic() + timeout_s
+        lag = -1
+        while time.monotonic() < deadline:
+            with contextlib.suppress(psycopg.errors.UndefinedTable), self.conn() as conn:
+                lag = sum(m["lag"] for m in status(conn, self.stack.kafka))
+                if lag == 0:
+                    return
+            time.sleep(0.5)
+        raise AssertionError(f"projection in {self.schema} still {lag} events behind")
+
+    def snapshot(self) -> dict[str, list[dict[str, Any]]]:
+        """Every row of every model ordered by key, without write timestamps."""
+        tables: dict[str, list[dict[str, Any]]] = {}
+        with self.conn() as conn, conn.cursor(row_factory=dict_row) as cur:
+            for table, key in KEYS.items():
+                cur.execute(
+                    sql.SQL("SELECT * FROM {} ORDER BY {}").format(
+                        sql.Identifier(table), sql.Identifier(key)
+                    )
+                )
+                tables[table] = [
+                    {k: v for k, v in row.items() if k not in ("created_at", "updated_at")}
+                    if table == "diagnosis_run"
+                    else row
+                    for row in cur.fetchall()
+                ]
+        return tables
+
+
+@pytest.fixture
+def projection(stack: StackHandle, tmp_path: Path) -> Iterator[Callable[[], Projection]]:
+    """Makes projections into private schemas; stops them and drops the schemas afterwards."""
+    made: list[Projection] = []
+
+    def make() -> Projection:
+        made.append(Projection(stack, tmp_path))
+        return made[-1]
+
+    yield make
+    for p in made:
+        if p.proc is not None and p.proc.poll() is None:
+            p.proc.kill()
+            p.proc.wait(10)
+        with psycopg.connect(stack.pg_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(p.schema)))
+
+
+def aiops_request() -> DiagnosisRequested:
+    alert = Alert(
+        status="firing",
+        labels={"alertname": "HighCPUUsage", "service": "payment-service", "severity": "warning"},
+        annotations={"summary": "CPU usage above 80%"},
+        startsAt="2026-07-08T22:40:00Z",
+        fingerprint="f1",
+    )
+    return DiagnosisRequested(
+        run_id=str(uuid.uuid4()),
+        producer=ProducerRef(service="test"),
+        request=DiagnosisRequest(
+            mode="AIOPS",
+            query="Diagnose firing alerts: HighCPUUsage on payment-service",
+            alerts=(alert,),
+            requested_by="alertmanager:test",
+            requested_at=utcnow(),
+        ),
+    )
+
+
+def test_projected_runs_carry_the_whole_trace(
+    stack: StackHandle, tmp_path: Path, projection: Callable[[], Projection]
+) -> None:
+    asked: list[Event] = [new_request(q, session_id="sess-1") for q in QUESTIONS]
+    asked.append(aiops_request())
+    run_ids = [e.run_id for e in asked]
+    model = projection()
+    reader = AnswerReader(stack.kafka)
+    with running_pipeline(stack, tmp_path / "pipeline"):
+        model.start()
+        publish(stack.kafka, asked)
+        answers = reader.wait_for(set(run_ids), timeout_s=180)
+    reader.close()
+    assert set(answers) == set(run_ids)
+    # rules mode makes no model calls: one recorded step shows how steps are projected
+    step = AgentStep(
+        run_id=run_ids[0],
+        session_id="sess-1",
+        producer=ProducerRef(service="test"),
+        agent_name="chat_executor",
+        step_index=0,
+        model_input="summary of the input",
+        model_output="summary of the output",
+        has_tool_call=True,
+        duration_ms=12,
+        token_count=42,
+        prompt_tokens=30,
+        completion_tokens=12,
+        model="test-model",
+        prompt_version="chat-executor-v2",
+    )
+    publish(stack.kafka, [step])
+    model.wait_caught_up()
+    assert model.terminate() == 0, model.log.read_text()
+    with model.conn() as conn, conn.cursor(row_factory=dict_row) as cur:
+        cur.execute("SELECT * FROM diagnosis_run WHERE run_id = ANY(%s)", (run_ids,))
+        rows = {r["run_id"]: r for r in cur.fetchall()}
+        cur.execute("SELECT * FROM tool_invocation WHERE run_id = ANY(%s)", (run_ids,))
+        invocations = cur.fetchall()
+        cur.execute("SELECT * FROM agent_step WHERE run_id = ANY(%s)", (run_ids,))
+        steps = cur.fetchall()
+    assert set(rows) == set(run_ids)
+    for run_id, row in rows.items():
+        answer = answers[run_id]
+        assert row["status"] == "answered" and row["final_status"] == answer.final_status
+        assert row["verdict"] == answer.verdict and row["latency_ms"] == answer.latency_ms
+        assert row["final_answer"]["user_facing_answer"] == answer.user_facing_answer
+        assert row["last_event_id"] == answer.event_id
+        assert row["plan"]["selection_reason"] and row["requested_at"] is not None
+        assert {"request", "plan", "tools", "evidence", "gatekeeper", "verdict", "answer"} <= set(
+            row["timings"]
+        )
+        evaluation = row["self_evaluation"]["verifier_evaluation"]
+        missing = [f for f in VERIFIER_FIELDS if f not in evaluation]
+        assert not missing, missing
+        assert evaluation["traceability_version"] == "v1"
+        assert evaluation["gatekeeper_result"]["rule_set_version"]
+        assert evaluation["composer_output"]["user_facing_answer"] == answer.user_facing_answer
+        assert evaluation["prompt_audit"]["version"]
+        assert evaluation["tool_trace_summary"]
+    aiops = rows[asked[-1].run_id]
+    assert aiops["mode"] == "AIOPS" and "aiops_rule_evaluation" in aiops["self_evaluation"]
+    assert rows[run_ids[0]]["session_id"] == "sess-1"
+    assert invocations and {r["run_id"] for r in invocations} == set(run_ids)
+    for inv in invocations:
+        refs = inv["retrieval_details"]["evidence_refs"]
+        assert refs and all(ref["raw_path"] and ref["text"] for ref in refs)
+        assert inv["event_id"] and inv["tool_name"] and inv["output"] is not None
+    negative = rows[run_ids[1]]["self_evaluation"]["verifier_evaluation"]
+    claims = negative["executor_structured_output"]["claims"]
+    assert claims[0]["evidence_bindings"][0]["raw_path"] == "$.no_evidence"
+    [step_row] = steps
+    assert step_row["event_id"] == step.event_id and step_row["token_count"] == 42
+    assert step_row["agent_name"] == "chat_executor" and step_row["has_tool_call"] is True
+    first = rows[run_ids[0]]
+    assert (first["token_count"], first["prompt_tokens"], first["completion_tokens"]) == (
+        42,
+        30,
+        12,
+    )
+    assert first["status"] == "answered", "a late step does not reopen an answered run"
+
+
+def test_sigkill_mid_stream_equals_an_uninterrupted_run_and_a_rebuild(
+    stack: StackHandle, tmp_path: Path, projection: Callable[[], Projection]
+) -> None:
+    asked = [new_request(QUESTIONS[i % len(QUESTIONS)]) for i in range(200)]
+    run_ids = [e.run_id for e in asked]
+    live = projection()
+    reader = AnswerReader(stack.kafka)
+    kills: list[int] = []
+    live.start()
+    live.wait_caught_up()  # past the history of earlier runs: the kills hit our stream
+    with running_pipeline(stack, tmp_path / "pipeline"):
+
+        def trickle() -> None:  # a stream, not one burst: the kills land mid-stream
+            for i in range(0, len(asked), 10):
+                publish(stack.kafka, list(asked[i : i + 10]))
+                time.sleep(0.4)
+
+        feeder = threading.Thread(target=trickle)
+        feeder.start()
+        for target in (20, 90):
+            target = max(target, live.answered(run_ids) + 10)
+            deadline = time.monotonic() + 180
+            while live.answered(run_ids) < target and time.monotonic() < deadline:
+                time.sleep(0.05)
+            done = live.answered(run_ids)
+            live.kill()
+            kills.append(done)
+            live.start()
+        feeder.join()
+        answers = reader.wait_for(set(run_ids), timeout_s=300)
+    reader.close()
+    assert set(answers) == set(run_ids)
+    print(f"answered runs in the projection at each SIGKILL: {kills}")
+    assert max(kills) < len(run_ids), f"a kill came after the stream ended: {kills}"
+    live.wait_caught_up()
+    assert live.terminate() == 0, live.log.read_text()
+    after_kills = live.snapshot()
+
+    calm = projection()
+    calm.start()
+    calm.wait_caught_up()
+    assert calm.terminate() == 0, calm.log.read_text()
+    uninterrupted = calm.snapshot()
+
+    ours = [r for r in after_kills["diagnosis_run"] if r["run_id"] in set(run_ids)]
+    assert len(ours) == len(run_ids) and {r["status"] for r in ours} == {"answered"}
+    assert after_kills == uninterrupted
+
+    with live.conn() as conn:
+        oid_before = conn.execute("SELECT 'diagnosis_run'::regclass::oid").fetchone()
+    rebuilt = subprocess.run(
+        [sys.executable, "-m", "tracebound.cli", "projections", "rebuild", "--json"],
+        env=live.env(),
+        capture_output=True,
+        check=False,
+        timeout=600,
+    )
+    assert rebuilt.returncode == 0, rebuilt.stderr.decode()
+    assert b"events/s" in rebuilt.stderr
+    with live.conn() as conn:
+        oid_after = conn.execute("SELECT 'diagnosis_run'::regclass::oid").fetchone()
+        lag = sum(m["lag"] for m in status(conn, stack.kafka))
+        indexes = {
+            r[0]
+            for r in conn.execute(
+                "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()"
+            ).fetchall()
+        }
+    assert oid_before != oid_after, "the model was rebuilt into a new table"
+    assert lag == 0, "checkpoints are the rebuild's end offsets"
+    assert "diagnosis_run_status_idx" in indexes and "diagnosis_run_pkey" in indexes
+    assert not any("__rebuild" in name for name in indexes)
+    assert live.snapshot() == uninterrupted
+
+
+def test_an_edited_applied_migration_is_refused(
+    tmp_path: Path, projection: Callable[[], Projection]
+) -> None:
+    schema = projection()
+    folder = tmp_path / "migrations"
+    folder.mkdir()
+    (folder / "0001_first.sql").write_text("CREATE TABLE t_one (id integer PRIMARY KEY);")
+    settings = PostgresSettings.model_validate({"dsn": schema.dsn})
+    with psycopg.connect(settings.dsn.get_secret_value(), autocommit=True) as conn:
+        assert migrate(conn, folder) == ["0001_first"]
+        assert migrate(conn, folder) == []
+        (folder / "0002_second.sql").write_text("CREATE TABLE t_two (id integer);")
+        assert migrate(conn, folder) == ["0002_second"]
+        (folder / "0001_first.sql").write_text("CREATE TABLE t_one (id bigint PRIMARY KEY);")
+        with pytest.raises(ConfigError, match="changed after it was applied"):
+            migrate(conn, folder)

@@ -1,0 +1,91 @@
+"""tool_invocation and agent_step rows, model selection and migration files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from projections.migrate import load_migrations
+from projections.reducers import invocation_row, keyed_rows, step_row
+from projections.settings import ALL_TOPICS, MODELS, select_models
+from tests.support.samples import sample
+from tracebound import topics
+from tracebound.errors import ConfigError, InvalidInputError
+from tracebound.events import AgentStep, EvidenceRef, RetrievalDetails, ToolInvoked
+from tracebound.stack.services import CHECKPOINTED_ROLES, ROLE_INPUTS, role_module
+
+
+def _invoked(event_id: str, invocation_id: int = 517) -> ToolInvoked:
+    base = sample(ToolInvoked)
+    details = RetrievalDetails(
+        evidence_status="hit",
+        evidence_refs=(EvidenceRef(raw_path="$.logs[0]", text="HikariPool-1 timeout"),),
+        relevance_level="PRECISE",
+    )
+    invocation = base.tool_invocation.model_copy(
+        update={"source_invocation_id": invocation_id, "retrieval_details": details}
+    )
+    return base.model_copy(update={"event_id": event_id, "tool_invocation": invocation})
+
+
+def test_an_invocation_row_keeps_the_evidence_refs() -> None:
+    event = _invoked("e-1")
+    row = invocation_row(event)
+    assert row["id"] == 517 and row["event_id"] == "e-1" and row["run_id"] == event.run_id
+    assert row["retrieval_details"]["evidence_refs"] == [
+        {"raw_path": "$.logs[0]", "text": "HikariPool-1 timeout"}
+    ]
+    assert row["relevance_level"] == "PRECISE"
+    assert row["created_at"] == event.occurred_at
+    assert row["output"] == event.tool_invocation.output
+
+
+def test_one_invocation_id_twice_keeps_the_larger_event_id_in_any_order() -> None:
+    a, b = _invoked("e-1"), _invoked("e-2")
+    assert keyed_rows("tool_invocation", [a, b]) == keyed_rows("tool_invocation", [b, a])
+    assert keyed_rows("tool_invocation", [a, b, a])[517]["event_id"] == "e-2"
+
+
+def test_a_step_row_and_its_duplicate() -> None:
+    step = sample(AgentStep)
+    row = step_row(step)
+    assert row["event_id"] == step.event_id and row["agent_name"] == step.agent_name
+    assert row["token_count"] == step.token_count
+    assert list(keyed_rows("agent_step", [step, step])) == [step.event_id]
+    assert keyed_rows("agent_step", [_invoked("e-1")]) == {}
+
+
+def test_models_and_their_topics() -> None:
+    assert [m.name for m in select_models(None)] == [
+        "diagnosis_run",
+        "tool_invocation",
+        "agent_step",
+    ]
+    assert select_models("agent_step") == [MODELS["agent_step"]]
+    with pytest.raises(InvalidInputError):
+        select_models("nope")
+    assert topics.DEAD_LETTERS not in ALL_TOPICS
+    assert set(ROLE_INPUTS["projections"]) == set(ALL_TOPICS)
+
+
+def test_the_stack_runs_projections_as_its_own_module() -> None:
+    assert role_module("projections") == "projections"
+    assert role_module("planner") == "services.planner"
+    assert "projections" in CHECKPOINTED_ROLES and "planner" not in CHECKPOINTED_ROLES
+
+
+def test_migration_files_are_numbered_and_checksummed(tmp_path: Path) -> None:
+    shipped = load_migrations()
+    assert [m.version for m in shipped] == sorted(m.version for m in shipped)
+    assert shipped[0].name == "read_models" and len(shipped[0].checksum) == 64
+    (tmp_path / "0001_a.sql").write_text("SELECT 1;")
+    (tmp_path / "0002_b.sql").write_text("SELECT 2;")
+    assert [m.name for m in load_migrations(tmp_path)] == ["a", "b"]
+    (tmp_path / "0002_c.sql").write_text("SELECT 3;")
+    with pytest.raises(ConfigError):
+        load_migrations(tmp_path)
+    (tmp_path / "0002_c.sql").unlink()
+    (tmp_path / "bad name.sql").write_text("SELECT 4;")
+    with pytest.raises(ConfigError):
+        load_migrations(tmp_path)
