@@ -42,7 +42,8 @@ def _alert_calls(focus: Focus, request: DiagnosisRequest) -> list[PlannedCall]:
     for alert in request.alerts:
         if alert.status == "firing":
             pairs.append((alert.labels.get("alertname"), alert.labels.get("service")))
-    pairs += [(name, focus.service) for name in focus.alert_names]
+    named = {name for name, _service in pairs}
+    pairs += [(name, focus.service) for name in focus.alert_names if name not in named]
     if not pairs:
         pairs.append((None, focus.service))
     calls = []

@@ -42,6 +42,9 @@ LOG_DDL: tuple[LiteralString, ...] = (
         metrics jsonb NOT NULL DEFAULT '{}'::jsonb,
         search tsvector GENERATED ALWAYS AS (
             to_tsvector('simple', message || ' ' || service || ' ' || instance || ' ' || level)
+            -- dotted identifiers (java.lang.OutOfMemoryError) are one token to the parser;
+            -- index their parts too, so a search for OutOfMemoryError finds them
+            || to_tsvector('simple', regexp_replace(message, '[.:=/]+', ' ', 'g'))
             || jsonb_to_tsvector('simple', metrics, '["string"]')
         ) STORED
     )
