@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from projections import trace_page
 from services.ingest import alertmanager
 from services.ingest.alertmanager import AlertGroup
 from services.ingest.dedup import Claimed, DedupStore
@@ -230,6 +231,7 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
             Route("/api/v1/runs/{run_id}/events", events, methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/openapi.json", openapi, methods=["GET"]),
+            *trace_page.routes(settings.token),
         ],
         middleware=[Middleware(BearerAuth, token=settings.token)],
         exception_handlers={ApiError: api_error_handler, HTTPException: http_error_handler},

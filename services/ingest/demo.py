@@ -151,7 +151,7 @@ def _wait(client: IngestClient, items: list[Item], wait_s: float) -> None:
     print(file=sys.stderr)
 
 
-def _show(item: Item) -> None:
+def _show(item: Item, settings: IngestSettings) -> None:
     print(f"── {item.label}")
     print(f"   run {item.run_id}{item.note}")
     if item.answer is None:
@@ -160,6 +160,8 @@ def _show(item: Item) -> None:
         print(f"   verdict {item.answer['verdict']} ({item.answer['final_status']})")
         for line in str(item.answer["user_facing_answer"]).splitlines():
             print(f"   {line}")
+        page = f"http://{settings.host}:{settings.port}/runs/{item.run_id}"
+        print(f"   trace: tracebound trace {item.run_id}  (or {page})")
     print()
 
 
@@ -197,7 +199,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
         print(json.dumps(out, ensure_ascii=False, default=str))
     else:
         for item in items:
-            _show(item)
+            _show(item, settings)
     missing = [i.run_id for i in items if i.answer is None]
     if missing:
         print(f"tracebound: no answer for {len(missing)} run(s)", file=sys.stderr)

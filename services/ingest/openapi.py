@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from projections import trace
 from services.ingest.models import (
     AlertmanagerWebhook,
     ChatAccepted,
@@ -42,6 +43,11 @@ def _ref(model: type[BaseModel]) -> dict[str, str]:
 
 def _json(model: type[BaseModel], description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": _ref(model)}}}
+
+
+def _json_ref(name: str, description: str) -> dict[str, Any]:
+    schema = {"$ref": REF.format(model=name)}
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
 def _errors(*codes: int) -> dict[str, Any]:
@@ -75,7 +81,7 @@ def build_document(max_wait_s: float = 120.0) -> dict[str, Any]:
     _, defs = models_json_schema(
         [(m, "validation") for m in _MODELS] + [(Answer, "serialization")], ref_template=REF
     )
-    schemas: dict[str, Any] = defs.get("$defs", {})
+    schemas: dict[str, Any] = defs.get("$defs", {}) | trace.SCHEMAS
     secured: list[dict[str, list[str]]] = [{"bearerAuth": []}]
     paths: dict[str, Any] = {
         "/api/v1/alerts": {
@@ -135,6 +141,53 @@ def build_document(max_wait_s: float = 120.0) -> dict[str, Any]:
                         "content": {"text/event-stream": {"schema": {"type": "string"}}},
                     },
                     **_errors(401, 422),
+                },
+            }
+        },
+        "/api/v1/runs": {
+            "get": {
+                "summary": "Runs from the read model, newest request first (keyset pages)",
+                "security": secured,
+                "parameters": trace.openapi_parameters(),
+                "responses": {
+                    "200": _json_ref("RunList", "one page of runs"),
+                    "400": _json(ErrorBody, "a query parameter is invalid; `detail` names it"),
+                    **_errors(401),
+                    "503": _json(ErrorBody, "the read models are unavailable; retry later"),
+                },
+            }
+        },
+        "/api/v1/runs/{run_id}/trace": {
+            "get": {
+                "summary": "The run's trace: claims, bindings, gatekeeper, verifier, answer",
+                "description": "Answers the replay questions: which claims the executor made, "
+                "which source_invocation_id + raw_path + evidence_excerpt each cites next to the "
+                "ref text the invocation recorded, whether the gatekeeper passed or back-filled, "
+                "how the verifier judged, what the composer said, with timings.",
+                "security": secured,
+                "parameters": [_run_id_param()],
+                "responses": {
+                    "200": _json_ref("Trace", "the trace"),
+                    **_errors(401),
+                    "404": _json(ErrorBody, "no such run in the read model"),
+                    "422": _json(ErrorBody, "the run id is malformed"),
+                    "503": _json(ErrorBody, "the read models are unavailable; retry later"),
+                },
+            }
+        },
+        "/runs/{run_id}": {
+            "get": {
+                "summary": "The trace page of a run (HTML; needs the token when one is set)",
+                "security": secured,
+                "parameters": [_run_id_param()],
+                "responses": {
+                    "200": {
+                        "description": "the trace page",
+                        "content": {"text/html": {"schema": {"type": "string"}}},
+                    },
+                    "401": {"description": "missing or wrong bearer token"},
+                    "404": {"description": "no such run in the read model"},
+                    "503": {"description": "the read models are unavailable; retry later"},
                 },
             }
         },

@@ -1,0 +1,416 @@
+"""The Trace API, the trace page in headless Chromium and ``tracebound trace``, end to end.
+
+The five roles answer two questions, a projection process writes the read models
+into a private schema, and a real ``python -m services.ingest`` server reads
+them back. The page is checked the way a person sees it: Debian's Chromium
+renders it headless, its DOM must carry the evidence, and its screenshot must be
+a real picture. Chromium is installed by ``scripts/ensure-chromium.sh`` when it
+is missing; if it still cannot be had the test fails with the reason rather than
+being skipped, because an unchecked page is how a broken page ships.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import socket
+import struct
+import subprocess
+import sys
+import time
+import uuid
+import zlib
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg.types.json import Jsonb
+
+from projections import trace
+from projections.migrate import migrate
+from tests.integration.test_projections import Projection
+from tests.support.pipeline import running_pipeline
+from tests.support.stack import StackHandle
+from tests.unit.test_trace_assemble import sample_rows
+from tracebound.client import AnswerReader, new_request, publish
+
+pytestmark = [pytest.mark.integration]
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+HIGH_CPU = "payment-service 当前是否有 HighCPUUsage 告警？"
+HIKARI = "inventory-service 是否有 HikariCP 连接池耗尽日志？"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's chromium, installed once per session if missing (as root, with apt-get)."""
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts/ensure-chromium.sh")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=900,
+    )
+    print(done.stdout, done.stderr, sep="\n")
+    if done.returncode != 0 or not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(
+            f"chromium is needed for the trace page test and could not be had "
+            f"(ensure-chromium.sh exit {done.returncode}): {done.stderr.strip() or done.stdout}"
+        )
+    return CHROMIUM
+
+
+@pytest.fixture
+def projection(stack: StackHandle, tmp_path: Path) -> Iterator[Callable[[], Projection]]:
+    """Projections into private schemas, stopped and dropped afterwards."""
+    made: list[Projection] = []
+
+    def make() -> Projection:
+        made.append(Projection(stack, tmp_path))
+        return made[-1]
+
+    yield make
+    for p in made:
+        if p.proc is not None and p.proc.poll() is None:
+            p.proc.kill()
+            p.proc.wait(10)
+        with psycopg.connect(stack.pg_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(p.schema)))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextlib.contextmanager
+def ingest_server(env: dict[str, str], log: Path) -> Iterator[str]:
+    """``python -m services.ingest`` on a free loopback port; yields its base URL."""
+    port = _free_port()
+    env = {k: v for k, v in env.items() if k != "TRACEBOUND_INGEST_TOKEN"}
+    env.update(TRACEBOUND_INGEST_HOST="127.0.0.1", TRACEBOUND_INGEST_PORT=str(port))
+    url = f"http://127.0.0.1:{port}"
+    with log.open("ab") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "services.ingest"], env=env, stdout=out, stderr=out
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{url}/healthz", timeout=2, trust_env=False).status_code == 200:
+                    break
+            time.sleep(0.2)
+        else:
+            raise AssertionError(f"ingest did not come up: {log.read_text()}")
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+def chromium_args(binary: str, profile: Path) -> list[str]:
+    return [
+        binary,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--window-size=1280,2000",
+    ]
+
+
+def png_facts(data: bytes) -> tuple[int, int, int]:
+    """(width, height, distinct colours among the first rows) of an 8-bit RGB(A) PNG.
+
+    Rows are unfiltered one by one (filters 0-4 of the PNG spec) and decoding stops
+    as soon as a few colours are seen, so a real page costs a handful of rows.
+    """
+    assert data[:8] == PNG_SIGNATURE, "not a PNG"
+    pos, idat, header = 8, bytearray(), b""
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind, body = data[pos + 4 : pos + 8], data[pos + 8 : pos + 8 + length]
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + length
+    width, height, depth, colour = struct.unpack(">IIBB", header[:10])
+    assert depth == 8 and colour in (2, 6), f"unexpected PNG format depth={depth} type={colour}"
+    bpp = 4 if colour == 6 else 3
+    raw = zlib.decompress(bytes(idat))
+    stride = width * bpp
+    previous = bytearray(stride)
+    colours: set[bytes] = set()
+    for y in range(height):
+        start = y * (stride + 1)
+        kind, line = raw[start], bytearray(raw[start + 1 : start + 1 + stride])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b = previous[i]
+            c = previous[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + a) & 0xFF
+            elif kind == 2:
+                line[i] = (line[i] + b) & 0xFF
+            elif kind == 3:
+                line[i] = (line[i] + (a + b) // 2) & 0xFF
+            elif kind == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                pred = a if pa <= pb and pa <= pc else b if pb <= pc else c
+                line[i] = (line[i] + pred) & 0xFF
+        colours.update(bytes(line[i : i + 3]) for i in range(0, stride, bpp))
+        if len(colours) >= 8:
+            break
+        previous = line
+    return width, height, len(colours)
+
+
+def wait_answered(model: Projection, run_ids: list[str], timeout_s: float = 120) -> None:
+    deadline = time.monotonic() + timeout_s
+    while model.answered(run_ids) < len(run_ids):
+        assert time.monotonic() < deadline, "the projection never showed the runs answered"
+        time.sleep(0.3)
+
+
+def test_trace_api_page_and_cli_replay_a_real_run(
+    stack: StackHandle,
+    tmp_path: Path,
+    projection: Callable[[], Projection],
+    chromium: str,
+) -> None:
+    asked = [new_request(HIGH_CPU), new_request(HIKARI)]
+    run_ids = [e.run_id for e in asked]
+    model = projection()
+    reader = AnswerReader(stack.kafka)
+    with running_pipeline(stack, tmp_path / "pipeline"):
+        model.start()
+        publish(stack.kafka, asked)
+        answers = reader.wait_for(set(run_ids), timeout_s=180)
+    reader.close()
+    assert set(answers) == set(run_ids)
+    wait_answered(model, run_ids)
+    high_cpu, hikari = run_ids
+
+    with (
+        ingest_server(model.env(), tmp_path / "ingest.log") as url,
+        httpx.Client(base_url=url, timeout=30, trust_env=False) as client,
+    ):
+        reply = client.get(f"/api/v1/runs/{high_cpu}/trace")
+        assert reply.status_code == 200, reply.text
+        found = reply.json()
+        assert found["run"]["query"] == HIGH_CPU and found["run"]["status"] == "answered"
+        [claim] = found["claims"]
+        assert claim["claim_text"] and claim["claim_type"] == "observation"
+        [binding] = claim["bindings"]
+        assert re.fullmatch(r"\$\.alerts\[\d+\]", binding["raw_path"])
+        assert isinstance(binding["source_invocation_id"], int)
+        invocation = next(
+            i
+            for i in found["tool_invocations"]
+            if i["source_invocation_id"] == binding["source_invocation_id"]
+        )
+        recorded = {r["raw_path"]: r["text"] for r in invocation["evidence_refs"]}
+        assert binding["recorded_ref_text"] == recorded[binding["raw_path"]]
+        assert binding["evidence_excerpt"] in binding["recorded_ref_text"]
+        assert binding["gatekeeper"]["status"] == "pass"
+        assert claim["gatekeeper"]["status"] == "pass"
+        assert claim["verifier"]["status"] == "SUPPORTED" and claim["verifier"]["facts"]
+        assert found["gatekeeper"]["status"] == "pass"
+        assert found["gatekeeper"]["rule_set_version"]
+        assert found["verifier"]["verdict"] == "PASS"
+        answer = answers[high_cpu]
+        assert found["answer"]["user_facing_answer"] == answer.user_facing_answer
+        assert found["answer"]["guard"]["ok"] is True
+        stages = [s["stage"] for s in found["timeline"]]
+        assert stages[0] == "request" and stages[-1] == "answer"
+        assert {"plan", "tools", "evidence", "gatekeeper", "verdict"} <= set(stages)
+
+        negative = client.get(f"/api/v1/runs/{hikari}/trace").json()
+        [neg_binding] = negative["claims"][0]["bindings"]
+        assert neg_binding["raw_path"] == "$.no_evidence"
+        assert neg_binding["recorded_ref_text"]
+
+        assert client.get(f"/api/v1/runs/{uuid.uuid4()}/trace").status_code == 404
+        assert client.get("/api/v1/runs", params={"verdict": "maybe"}).status_code == 400
+
+        listed: set[str] = set()
+        cursor: str | None = None
+        while True:  # walk every page: both runs are listed exactly once
+            params = {"verdict": "PASS", "limit": "1"} | ({"cursor": cursor} if cursor else {})
+            page = client.get("/api/v1/runs", params=params).json()
+            ids = [r["run_id"] for r in page["runs"]]
+            assert not listed & set(ids)
+            listed.update(ids)
+            assert {r["verdict"] for r in page["runs"]} <= {"PASS"}
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        assert set(run_ids) <= listed
+        by_service = client.get("/api/v1/runs", params={"service": "payment-service"}).json()
+        assert high_cpu in {r["run_id"] for r in by_service["runs"]}
+        assert hikari not in {r["run_id"] for r in by_service["runs"]}
+
+        profile = tmp_path / "chromium-profile"
+        shot = tmp_path / "trace.png"
+        page_url = f"{url}/runs/{high_cpu}"
+        dom = subprocess.run(
+            [*chromium_args(chromium, profile), "--dump-dom", page_url],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert dom.returncode == 0, dom.stderr[-2000:]
+        shot_run = subprocess.run(
+            [*chromium_args(chromium, profile), f"--screenshot={shot}", page_url],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+        assert shot_run.returncode == 0, shot_run.stderr[-2000:]
+    html = dom.stdout
+    assert claim["claim_text"] in html
+    assert binding["raw_path"] in html
+    assert binding["recorded_ref_text"] in html
+    assert ">PASS<" in html and ">SUPPORTED<" in html
+    assert "<script" not in html
+    width, height, colours = png_facts(shot.read_bytes())
+    assert width == 1280 and height > 0
+    assert colours > 1, "the screenshot is a single colour"
+    print(f"screenshot: {shot} ({width}x{height})")
+
+    cli = subprocess.run(
+        [sys.executable, "-m", "tracebound.cli", "trace", high_cpu, "--json"],
+        env=model.env(),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert cli.returncode == 0, cli.stderr
+    assert json.loads(cli.stdout) == found
+    text = subprocess.run(
+        [sys.executable, "-m", "tracebound.cli", "trace", high_cpu],
+        env=model.env(),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert text.returncode == 0 and "[SUPPORTED] claim-1" in text.stdout
+    unknown = subprocess.run(
+        [sys.executable, "-m", "tracebound.cli", "trace", "no-such-run"],
+        env=model.env(),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert unknown.returncode == 1
+    assert unknown.stderr == "tracebound: no run no-such-run in the read model\n"
+
+
+def _insert(conn: psycopg.Connection[Any], table: str, row: dict[str, Any]) -> None:
+    columns = list(row)
+    values = [Jsonb(v) if isinstance(v, dict | list) else v for v in row.values()]
+    conn.execute(
+        sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+            sql.Identifier(table),
+            sql.SQL(", ").join(map(sql.Identifier, columns)),
+            sql.SQL(", ").join(sql.Placeholder() for _ in columns),
+        ),
+        values,
+    )
+
+
+def test_trace_and_listing_from_inserted_rows(projection: Callable[[], Projection]) -> None:
+    schema = projection()
+    with schema.conn() as conn:
+        migrate(conn)
+        run, invocations, steps = sample_rows()
+        _insert(conn, "diagnosis_run", run)
+        for inv in invocations:
+            _insert(conn, "tool_invocation", inv | {"event_id": f"ev-{inv['id']}"})
+        for step in steps:
+            _insert(
+                conn,
+                "agent_step",
+                step | {"run_id": "run-1", "model_input": "i", "model_output": "o"},
+            )
+        base = run["requested_at"]
+        alert = {"labels": {"service": "billing-service", "alertname": "HighCPUUsage"}}
+        for i in range(5):
+            _insert(
+                conn,
+                "diagnosis_run",
+                {
+                    "run_id": f"other-{i}",
+                    "status": "answered" if i % 2 else "verifying",
+                    "verdict": "PASS" if i % 2 else None,
+                    "query": "Diagnose firing alerts",
+                    "request": {"mode": "AIOPS", "alerts": [alert] if i == 3 else []},
+                    "requested_at": base + timedelta(minutes=i + 1),
+                    "merge_state": {},
+                },
+            )
+        _insert(
+            conn, "diagnosis_run", {"run_id": "no-request", "status": "planned", "merge_state": {}}
+        )
+
+        assert trace.build_trace(conn, "run-1") == trace.assemble_trace(run, invocations, steps)
+        assert trace.build_trace(conn, "missing") is None
+
+        seen: list[str] = []
+        cursor = None
+        while True:
+            page = trace.list_runs(conn, limit=2, cursor=cursor)
+            seen += [r["run_id"] for r in page["runs"]]
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        assert seen == [*(f"other-{i}" for i in range(4, -1, -1)), "run-1", "no-request"]
+        assert [r["run_id"] for r in trace.list_runs(conn, verdict="PASS")["runs"]] == [
+            "other-3",
+            "other-1",
+        ]
+        assert [r["run_id"] for r in trace.list_runs(conn, status="verifying")["runs"]] == [
+            "other-4",
+            "other-2",
+            "other-0",
+        ]
+        window = trace.list_runs(
+            conn, since=base + timedelta(minutes=2), until=base + timedelta(minutes=4)
+        )
+        assert [r["run_id"] for r in window["runs"]] == ["other-2", "other-1"]
+        by_label = trace.list_runs(conn, service="billing-service")["runs"]
+        assert [r["run_id"] for r in by_label] == ["other-3"]
+        by_query = trace.list_runs(conn, service="PAYMENT-SERVICE")["runs"]
+        assert [r["run_id"] for r in by_query] == ["run-1"]
+        assert trace.list_runs(conn, service="payment")["runs"] == []
+        later = datetime.now(UTC) + timedelta(days=1)
+        assert trace.list_runs(conn, since=later) == {"runs": [], "next_cursor": None}

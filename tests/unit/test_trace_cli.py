@@ -1,0 +1,66 @@
+"""The terminal view of a trace and the ``tracebound trace`` command."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from projections import trace, trace_cli
+from tests.unit.test_trace_assemble import HOSTILE, sample_trace
+from tracebound.cli import build_parser
+
+
+def test_sections_in_reading_order() -> None:
+    text = trace_cli.render_text(sample_trace())
+    heads = [line.split()[0] for line in text.splitlines() if line and not line[0].isspace()]
+    assert heads[:6] == ["RUN", "CLAIMS", "GATEKEEPER", "VERIFIER", "ANSWER", "TIMINGS"]
+    assert "[SUPPORTED] claim-1 (observation)   gatekeeper PASS" in text
+    assert "[NOT_ENOUGH_INFO] claim-2 (observation)   gatekeeper BACK-FILLED" in text
+    assert "[REFUTED] claim-3 (observation)   gatekeeper FAIL" in text
+    assert "binding 0: query_metrics invocation 11 $.alerts[0]   gatekeeper PASS" in text
+    assert "executor cited invocation - -" in text
+    assert "recorded: none (no_ref)" in text
+    assert "HikariPool-1 - pool exhausted" in text
+    assert "guard VIOLATED   (answer replaced)" in text
+    assert "tokens     42 (prompt 30, completion 12)" in text
+
+
+def test_control_characters_cannot_reach_the_terminal() -> None:
+    text = trace_cli.render_text(sample_trace())
+    assert "\x1b" not in text and "\\x1b[31mred" in text
+    assert trace_cli.clean("a\x07b\x9bc\nd\te") == "a\\x07b\\x9bc\nd\te"
+    assert trace_cli.clean(None) == "-" and trace_cli.clean({"b": 1}) == '{"b": 1}'
+    assert HOSTILE.split("\x1b")[0] in text  # the rest of the text is shown as it is
+
+
+def _run(monkeypatch: pytest.MonkeyPatch, argv: list[str], found: dict[str, Any] | None) -> int:
+    class Conn:
+        def __enter__(self) -> Conn:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            return None
+
+    monkeypatch.setattr(trace_cli, "connect", lambda _settings: Conn())
+    monkeypatch.setattr(trace, "build_trace", lambda _conn, _run_id: found)
+    args = build_parser().parse_args(argv)
+    result: int = args.handler(args)
+    return result
+
+
+def test_json_is_the_trace_document(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    t = sample_trace()
+    assert _run(monkeypatch, ["trace", "run-1", "--json"], t) == 0
+    assert json.loads(capsys.readouterr().out) == t
+
+
+def test_unknown_run_is_one_line_and_exit_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run(monkeypatch, ["trace", "run-404"], None) == 1
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == "tracebound: no run run-404 in the read model\n"
