@@ -30,6 +30,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "services.composer.cli",
     "services.ingest.cli",
     "projections.cli",
+    "projections.trace_cli",
+    "replay.cli",
 )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 
 import psycopg
@@ -12,6 +13,8 @@ from services.executor.tools.log_store import PostgresLogStore
 from services.executor.tools.logs import QueryLogsTool
 from tests.support.stack import StackHandle
 from tracebound.errors import TransientError
+
+DEMO_RECORDS = len(json.loads((ToolSettings().demo_data_dir / "logs.json").read_text())["logs"])
 
 pytestmark = [pytest.mark.integration]
 
@@ -129,7 +132,7 @@ def test_loading_is_idempotent_and_follows_the_content_hash(stack: StackHandle) 
         assert store(stack).ensure_ready(conn) in (True, False)
         assert store(stack).ensure_ready(conn) is False  # a fresh process: same hash, no reload
         count = conn.execute("SELECT count(*) FROM tb_log_record WHERE origin = 'demo'").fetchone()
-        assert count is not None and count[0] == 54
+        assert count is not None and count[0] == DEMO_RECORDS
     moved = NOW + timedelta(days=1)
     later = store(stack, moved)
     try:
@@ -142,7 +145,7 @@ def test_loading_is_idempotent_and_follows_the_content_hash(stack: StackHandle) 
             assert store(stack).ensure_ready(conn) is True
     with psycopg.connect(dsn) as conn:
         count = conn.execute("SELECT count(*) FROM tb_log_record WHERE origin = 'demo'").fetchone()
-        assert count is not None and count[0] == 54
+        assert count is not None and count[0] == DEMO_RECORDS
 
 
 def test_records_of_other_origins_survive_a_reload(stack: StackHandle) -> None:

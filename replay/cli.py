@@ -1,0 +1,250 @@
+"""``tracebound replay …`` and ``tracebound eval run …``.
+
+``replay --stage gatekeeper|verifier|pipeline`` reads recorded events (all, a
+``--since/--until`` window of stage inputs, or ``--run`` ids; or a ``--from-file``
+export), re-runs that stage in this process with the candidate rules
+(``--rules``), mode/model (``--mode``, ``--model``) or prompts
+(``--prompt-version DIR``: a folder of prompt files, used exactly as
+``TRACEBOUND_PROMPTS_DIR`` would be), and reports old vs new. ``--export FILE``
+writes the selected recorded events as JSON Lines instead — the recording an
+eval suite can run against with ``--frozen``. Progress goes to stderr; the
+report goes to stdout (readable, or JSON with ``--json``) and ``--out FILE``,
+and into the eval tables unless ``--no-store``. Exit 0 whenever the replay ran:
+changes are its result, not an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from replay.chain import Chain
+from replay.compare import gatekeeper_report, pipeline_report, verifier_report
+from replay.evals import load_suite, run_suite
+from replay.frozen import FrozenTools
+from replay.recorded import (
+    Recording,
+    Selection,
+    export_jsonl,
+    load_jsonl,
+    read_topics,
+    stderr_progress,
+)
+from replay.report import Report, render_text
+from replay.store import store_report
+from services.common.mode import Mode
+from services.gatekeeper.handler import GatekeeperHandler
+from services.gatekeeper.ruleset import default_ruleset, load_ruleset
+from services.verifier.handler import VerifierHandler
+from tracebound import topics
+from tracebound.errors import InvalidInputError
+from tracebound.events import ToolInvoked
+from tracebound.llm import ChatModel, LLMSettings, chat_model_from_settings
+from tracebound.prompts import PROMPTS_ENV, clear_cache, load_prompts, prompts_dir
+from tracebound.settings import KafkaSettings
+
+STAGE_TOPICS: dict[str, tuple[str, ...]] = {
+    "gatekeeper": (topics.EVIDENCE, topics.GATEKEEPER_RESULTS),
+    "verifier": (topics.GATEKEEPER_RESULTS, topics.VERDICTS, topics.RETRIES),
+    "pipeline": (topics.REQUESTS, topics.TOOL_INVOCATIONS, topics.EVIDENCE, topics.ANSWERS),
+}
+EXPORT_TOPICS = (
+    topics.REQUESTS,
+    topics.PLANS,
+    topics.RETRIES,
+    topics.TOOL_INVOCATIONS,
+    topics.EVIDENCE,
+    topics.GATEKEEPER_RESULTS,
+    topics.VERDICTS,
+    topics.ANSWERS,
+)
+
+
+def _time(value: str) -> datetime:
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not an ISO-8601 time: {value!r}") from exc
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _candidate_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rules", type=Path, help="candidate gatekeeper rules file")
+    parser.add_argument(
+        "--mode", choices=("rules", "llm"), default="rules", help="role implementations"
+    )
+    parser.add_argument("--model", help="model name for --mode llm (TRACEBOUND_LLM_MODEL)")
+    parser.add_argument(
+        "--prompt-version",
+        metavar="DIR",
+        help="candidate prompts folder (as TRACEBOUND_PROMPTS_DIR); default the active one",
+    )
+
+
+def _output_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument("--out", type=Path, help="also write the JSON report to FILE")
+    parser.add_argument("--no-store", action="store_true", help="do not store the report")
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``replay`` and ``eval`` to the main parser."""
+    rp = subparsers.add_parser(
+        "replay",
+        help="re-run a stage over recorded events and compare",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    rp.add_argument("--stage", choices=sorted(STAGE_TOPICS), help="the stage to re-run")
+    rp.add_argument("--since", type=_time, help="first stage input time (ISO-8601)")
+    rp.add_argument("--until", type=_time, help="last stage input time (ISO-8601)")
+    rp.add_argument("--run", action="append", default=[], metavar="RUN_ID", help="repeatable")
+    rp.add_argument("--from-file", type=Path, help="read a --export file instead of Kafka")
+    rp.add_argument("--export", type=Path, metavar="FILE", help="write events as JSON Lines")
+    _candidate_options(rp)
+    _output_options(rp)
+    rp.set_defaults(handler=run_replay)
+
+    ev = subparsers.add_parser("eval", help="run eval suites through the in-process pipeline")
+    commands = ev.add_subparsers(dest="eval_command", metavar="SUBCOMMAND")
+    commands.required = True
+    run = commands.add_parser(
+        "run",
+        help="run every case of a suite folder and score it",
+        description="Run every case (*.json) of DIR with live demo tools, or --frozen outputs.",
+    )
+    run.add_argument("dir", type=Path, metavar="DIR")
+    run.add_argument("--frozen", type=Path, metavar="RECORDING.jsonl", help="a --export file")
+    _candidate_options(run)
+    _output_options(run)
+    run.set_defaults(handler=run_eval)
+
+
+def _use_prompts(folder: str | None) -> None:
+    if folder:
+        path = Path(folder).expanduser().resolve()
+        if not path.is_dir():
+            raise InvalidInputError(f"--prompt-version {folder}: not a folder of prompts")
+        os.environ[PROMPTS_ENV] = str(path)
+        clear_cache()
+
+
+def _model(args: argparse.Namespace) -> ChatModel | None:
+    mode: Mode = args.mode
+    if mode == "rules":
+        return None
+    settings = LLMSettings()
+    if args.model:
+        settings = settings.model_copy(update={"model": args.model})
+    model = chat_model_from_settings(settings)
+    if model is None:
+        raise InvalidInputError("--mode llm needs TRACEBOUND_LLM_BASE_URL")
+    return model
+
+
+def _candidate(args: argparse.Namespace) -> dict[str, Any]:
+    ruleset = load_ruleset(args.rules) if args.rules else default_ruleset()
+    candidate: dict[str, Any] = {
+        "mode": args.mode,
+        "rule_set_version": ruleset.version,
+        "rules": ruleset.source,
+        "prompts_dir": str(prompts_dir()),
+    }
+    if args.mode == "llm":
+        candidate["model"] = args.model or LLMSettings().model
+        candidate["prompt_versions"] = {p.name: p.version for p in load_prompts()}
+    return candidate
+
+
+def _recording(args: argparse.Namespace, names: tuple[str, ...], sel: Selection) -> Recording:
+    if args.from_file:
+        return load_jsonl(args.from_file, sel)
+    return read_topics(KafkaSettings(), names, sel, stderr_progress)
+
+
+def _finish(report: Report, args: argparse.Namespace) -> int:
+    if not args.no_store:
+        report_id = store_report(report)
+        stderr_progress(f"stored as eval_report {report_id}")
+    if args.out:
+        report.write_json(args.out)
+    if args.json:
+        print(json.dumps(report.to_json(), ensure_ascii=False, indent=2, default=str))
+    else:
+        print(render_text(report))
+    return 0
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    selection = Selection(args.since, args.until, frozenset(args.run))
+    if args.export:
+        recording = _recording(args, EXPORT_TOPICS, Selection(run_ids=selection.run_ids))
+        count = export_jsonl((e for e in recording.events if _in_window(e, selection)), args.export)
+        stderr_progress(f"exported {count} event(s) to {args.export}")
+        return 0
+    if not args.stage:
+        raise InvalidInputError("replay needs --stage (or --export FILE)")
+    _use_prompts(args.prompt_version)
+    candidate = _candidate(args)
+    candidate["selection"] = selection.describe()
+    recording = _recording(args, STAGE_TOPICS[args.stage], selection)
+    if args.stage == "gatekeeper":
+        ruleset = load_ruleset(args.rules) if args.rules else default_ruleset()
+        report = gatekeeper_report(
+            recording, GatekeeperHandler(ruleset), selection, stderr_progress
+        )
+        report.candidate.update(candidate)
+    elif args.stage == "verifier":
+        handler = VerifierHandler(model=_model(args))
+        report = verifier_report(recording, handler, candidate, selection, stderr_progress)
+    else:
+        candidate_rules = load_ruleset(args.rules) if args.rules else None
+        chain = Chain.build({}, ruleset=candidate_rules, model=_model(args))
+        report = pipeline_report(recording, chain, candidate, selection, stderr_progress)
+    return _finish(report, args)
+
+
+def _in_window(event: Any, selection: Selection) -> bool:
+    if selection.since is not None and event.occurred_at < selection.since:
+        return False
+    return selection.until is None or event.occurred_at <= selection.until
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    cases = load_suite(args.dir)
+    _use_prompts(args.prompt_version)
+    candidate = _candidate(args)
+    frozen = None
+    if args.frozen:
+        recording = load_jsonl(args.frozen)
+        frozen = FrozenTools.of(e.tool_invocation for e in recording.of(ToolInvoked))
+        tools = frozen.tools()
+        candidate["tools"] = f"frozen:{args.frozen}"
+    else:
+        from services.executor.tools import build_tools  # noqa: PLC0415 - live tools only here
+
+        tools = build_tools()
+        candidate["tools"] = "live demo environment"
+    ruleset = load_ruleset(args.rules) if args.rules else None
+    chain = Chain.build(tools, ruleset=ruleset, model=_model(args))
+    report = run_suite(
+        cases,
+        chain,
+        tools,
+        suite=str(args.dir),
+        candidate=candidate,
+        frozen=frozen,
+        progress=stderr_progress,
+    )
+    return _finish(report, args)
+
+
+def main() -> int:  # pragma: no cover - convenience for `python -m replay.cli`
+    from tracebound.cli import main as cli_main  # noqa: PLC0415
+
+    return cli_main(sys.argv[1:])

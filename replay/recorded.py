@@ -1,0 +1,223 @@
+"""Reading recorded events: from the topics, or from a JSON Lines export of them.
+
+Why an assign-only consumer: a replay must not join (or create offsets for) any
+consumer group the services use, and must see a fixed slice of history. Every
+partition is assigned explicitly from its first offset (or the offset of
+``--since`` via ``offsets_for_times``) and read, ``read_committed``, up to the end
+offsets taken when the read started; events published meanwhile are left for
+the next replay. The Python client insists on a ``group.id``, so a throw-away one
+is set, but it is never joined and nothing is ever committed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+from tracebound.codec import make_codec
+from tracebound.errors import InvalidInputError, PoisonInput, TransientError
+from tracebound.events import EVENT_TYPES, Event
+from tracebound.settings import KafkaSettings
+
+E = TypeVar("E", bound=Event)
+Progress = Callable[[str], None]
+READ_TIMEOUT_S = 120.0
+
+
+def stderr_progress(message: str) -> None:
+    """Progress for long work goes to stderr, so stdout stays the report."""
+    print(f"replay: {message}", file=sys.stderr, flush=True)
+
+
+def quiet(_message: str) -> None:
+    """Progress sink for tests and library callers that want silence."""
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Which recorded history a replay looks at: all, a time window, or chosen runs."""
+
+    since: datetime | None = None
+    until: datetime | None = None
+    run_ids: frozenset[str] = frozenset()
+
+    def keeps_run(self, event: Event) -> bool:
+        return not self.run_ids or event.run_id in self.run_ids
+
+    def keeps(self, event: Event) -> bool:
+        """Whether a stage *input* is selected; outputs are matched wherever they fall."""
+        if self.run_ids and event.run_id not in self.run_ids:
+            return False
+        if self.since is not None and event.occurred_at < self.since:
+            return False
+        return self.until is None or event.occurred_at <= self.until
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "since": self.since.isoformat() if self.since else None,
+            "until": self.until.isoformat() if self.until else None,
+            "run_ids": sorted(self.run_ids),
+        }
+
+
+@dataclass
+class Recording:
+    """Recorded events in topic order per partition, plus what could not be decoded."""
+
+    events: list[Event] = field(default_factory=list)
+    undecodable: int = 0
+
+    def of(self, kind: type[E]) -> list[E]:
+        return [e for e in self.events if isinstance(e, kind)]
+
+    def caused_by(self, event_id: str) -> list[Event]:
+        """Events whose ``causation_id`` names ``event_id``: what reacted to it."""
+        return [e for e in self.events if e.causation_id == event_id]
+
+    def for_run(self, run_id: str) -> list[Event]:
+        return [e for e in self.events if e.run_id == run_id]
+
+
+def _start_offsets(
+    consumer: Consumer, topic: str, partitions: Sequence[int], since: datetime | None
+) -> dict[int, int]:
+    starts: dict[int, int] = {}
+    for p in partitions:
+        low, _high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+        starts[p] = low
+    if since is not None:
+        millis = int(since.timestamp() * 1000)
+        asked = [TopicPartition(topic, p, millis) for p in partitions]
+        for tp in consumer.offsets_for_times(asked, timeout=10):
+            if tp.offset >= 0:
+                starts[tp.partition] = max(starts[tp.partition], tp.offset)
+            else:  # nothing at or after `since` in this partition
+                starts[tp.partition] = -1
+    return starts
+
+
+def read_topics(
+    kafka: KafkaSettings,
+    topic_names: Iterable[str],
+    selection: Selection,
+    progress: Progress = quiet,
+    timeout_s: float = READ_TIMEOUT_S,
+) -> Recording:
+    """Every committed event of ``topic_names`` inside ``selection``, up to today's end."""
+    codec = make_codec(kafka)
+    consumer = Consumer(
+        {
+            **kafka.client_config(),
+            "group.id": f"tracebound-replay-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": "false",
+            "enable.auto.offset.store": "false",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": "true",
+        }
+    )
+    recording = Recording()
+    try:
+        assignment: list[TopicPartition] = []
+        ends: dict[tuple[str, int], int] = {}
+        for topic in topic_names:
+            meta = consumer.list_topics(topic, timeout=10)
+            if topic not in meta.topics or meta.topics[topic].error is not None:
+                raise TransientError(f"topic {topic} is not available")
+            partitions = sorted(meta.topics[topic].partitions)
+            starts = _start_offsets(consumer, topic, partitions, selection.since)
+            for p in partitions:
+                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                if starts[p] >= 0 and starts[p] < high:
+                    assignment.append(TopicPartition(topic, p, starts[p]))
+                    ends[(topic, p)] = high
+        progress(f"reading {len(assignment)} partition(s) of {len(list(topic_names))} topic(s)")
+        if assignment:
+            consumer.assign(assignment)
+        _drain(consumer, codec, ends, selection, recording, progress, timeout_s)
+    except KafkaException as exc:
+        raise TransientError(f"cannot read the recorded events: {exc}") from exc
+    finally:
+        consumer.close()
+    progress(f"read {len(recording.events)} event(s)")
+    return recording
+
+
+def _drain(  # noqa: PLR0917 - one private loop, its state passed in
+    consumer: Consumer,
+    codec: Any,
+    ends: dict[tuple[str, int], int],
+    selection: Selection,
+    recording: Recording,
+    progress: Progress,
+    timeout_s: float,
+) -> None:
+    pending = dict(ends)
+    deadline = time.monotonic() + timeout_s
+    last_report = time.monotonic()
+    while pending:
+        if time.monotonic() > deadline:
+            raise TransientError(f"reading the recorded events timed out ({len(pending)} left)")
+        for msg in consumer.consume(500, 0.5):
+            key = (str(msg.topic()), int(msg.partition() or 0))
+            offset = int(msg.offset() or 0)
+            err = msg.error()
+            if err is not None:
+                if err.code() == KafkaError._PARTITION_EOF:
+                    pending.pop(key, None)
+                continue
+            if key not in pending or offset >= pending[key]:
+                pending.pop(key, None)
+                continue
+            if offset + 1 >= pending[key]:
+                pending.pop(key, None)
+            try:
+                event = codec.decode(msg.value(), msg.topic())
+            except PoisonInput:
+                recording.undecodable += 1
+                continue
+            if selection.keeps_run(event):
+                recording.events.append(event)
+        if time.monotonic() - last_report > 5:
+            progress(f"… {len(recording.events)} event(s) so far")
+            last_report = time.monotonic()
+
+
+def export_jsonl(events: Iterable[Event], path: Path) -> int:
+    """Write events as JSON Lines (``event_type`` + the event's JSON form)."""
+    count = 0
+    with path.open("w", encoding="utf-8") as out:
+        for event in events:
+            line = {"event_type": event.schema_name, **event.to_json()}
+            out.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
+            count += 1
+    return count
+
+
+def load_jsonl(path: Path, selection: Selection | None = None) -> Recording:
+    """A recording exported by :func:`export_jsonl` (``replay --export``)."""
+    recording = Recording()
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InvalidInputError(f"cannot read recording {path}: {exc}") from None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            kind = EVENT_TYPES[data.pop("event_type")]
+            event = kind.model_validate(data)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise InvalidInputError(f"{path}:{number}: not a recorded event: {exc}") from None
+        if selection is None or selection.keeps_run(event):
+            recording.events.append(event)
+    return recording

@@ -1,0 +1,131 @@
+"""Replay against the real broker and database: recorded runs, re-run three ways.
+
+The pipeline runs as five processes and answers the demo questions; two
+``EvidenceProduced`` with bad excerpts go through the real gatekeeper, so their
+recorded result is a reject. Then, reading only those runs back from the topics:
+a candidate rule set without the excerpt rule changes exactly the two bad runs,
+a frozen-tools pipeline replay reproduces every recorded verdict, and a rules
+verifier replay changes nothing. Each report is also stored in the eval tables.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from replay.store import load_report
+from services.gatekeeper.ruleset import DEFAULT_RULES_PATH
+from tests.support import demo_evidence
+from tests.support.evidence_events import evidence_event
+from tests.support.pipeline import running_pipeline
+from tests.support.stack import StackHandle
+from tracebound.cli import main
+from tracebound.client import AnswerReader, new_request, publish
+from tracebound.events import EvidenceProduced
+
+pytestmark = [pytest.mark.integration]
+
+QUESTIONS = (
+    ("payment-service 当前是否有 HighCPUUsage 告警？", "zh"),
+    ("inventory-service 是否有 HikariCP 连接池耗尽日志？", "zh"),
+    ("Are there HikariCP pool exhaustion logs for inventory-service?", "en"),
+    ("Why is order-service using so much memory? Please analyse it.", "en"),
+)
+RULE = "evidence.excerpt_supported"
+
+
+def _bad_excerpt() -> EvidenceProduced:
+    scenario = demo_evidence.scenarios()[0]
+    output = copy.deepcopy(scenario.structured_output)
+    output["claims"][0]["evidence_bindings"][0]["evidence_excerpt"] = "CPU usage is 12%, all fine"
+    return evidence_event(output, scenario.tool_invocations)
+
+
+@pytest.fixture(scope="module")
+def recorded(stack: StackHandle, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    asked = [new_request(q, language=lang) for q, lang in QUESTIONS]
+    bad = [_bad_excerpt(), _bad_excerpt()]
+    reader = AnswerReader(stack.kafka)
+    with running_pipeline(stack, tmp_path_factory.mktemp("services")):
+        publish(stack.kafka, [*asked, *bad])
+        wanted = {e.run_id for e in [*asked, *bad]}
+        answers = reader.wait_for(wanted, timeout_s=180)
+    reader.close()
+    assert set(answers) == wanted
+    return {
+        "asked": [e.run_id for e in asked],
+        "bad": [e.run_id for e in bad],
+        "verdicts": {run_id: a.verdict for run_id, a in answers.items()},
+    }
+
+
+@pytest.fixture
+def env(stack: StackHandle, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRACEBOUND_KAFKA_BOOTSTRAP_SERVERS", stack.bootstrap)
+    monkeypatch.setenv("TRACEBOUND_PG_DSN", stack.pg_dsn)
+
+
+def _replay(tmp_path: Path, run_ids: list[str], *args: str) -> dict[str, Any]:
+    out = tmp_path / "report.json"
+    runs = [a for r in run_ids for a in ("--run", r)]
+    assert main(["replay", *args, *runs, "--out", str(out)]) == 0
+    report: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return report
+
+
+def _without_rule(tmp_path: Path) -> Path:
+    rules = json.loads(DEFAULT_RULES_PATH.read_text(encoding="utf-8"))
+    rules["rule_set_version"] = "candidate-no-excerpt"
+    for rule in rules["rules"]:
+        if rule["id"] == RULE:
+            rule["enabled"] = False
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps(rules), encoding="utf-8")
+    return path
+
+
+@pytest.mark.usefixtures("env")
+def test_gatekeeper_replay_lists_exactly_the_runs_a_disabled_rule_decided(
+    recorded: dict[str, Any], tmp_path: Path
+) -> None:
+    assert all(recorded["verdicts"][r] == "REJECT" for r in recorded["bad"])
+    runs = recorded["asked"] + recorded["bad"]
+    rules = _without_rule(tmp_path)
+    report = _replay(tmp_path, runs, "--stage", "gatekeeper", "--rules", str(rules))
+    summary = report["summary"]
+    assert summary["without_recorded_result"] == 0
+    assert summary["runs_changed"] == sorted(recorded["bad"])
+    assert summary["rule_fires"][RULE] == {"old": 2, "new": 0}
+    assert summary["severity_transitions"]["reject→none"] == 2
+    stored = load_report(report["id"])
+    assert stored["kind"] == "replay.gatekeeper"
+    assert stored["summary"]["runs_changed"] == sorted(recorded["bad"])
+
+
+@pytest.mark.usefixtures("env")
+def test_pipeline_replay_with_frozen_tools_reproduces_the_recorded_verdicts(
+    recorded: dict[str, Any], tmp_path: Path
+) -> None:
+    report = _replay(tmp_path, recorded["asked"], "--stage", "pipeline", "--mode", "rules")
+    summary = report["summary"]
+    assert summary["runs"] == len(recorded["asked"])
+    assert summary["verdict_changed"] == 0, report["per_run"]
+    assert summary["unrecorded_tool_calls"] == 0
+    assert summary["errors"] == 0
+    for row in report["per_run"]:
+        assert row["new"]["verdict"] == recorded["verdicts"][row["run_id"]]
+
+
+@pytest.mark.usefixtures("env")
+def test_verifier_replay_in_rules_mode_reports_no_changes(
+    recorded: dict[str, Any], tmp_path: Path
+) -> None:
+    runs = recorded["asked"] + recorded["bad"]
+    report = _replay(tmp_path, runs, "--stage", "verifier", "--mode", "rules")
+    assert report["summary"]["inputs"] >= len(runs)
+    assert report["summary"]["changed"] == 0, report["per_run"]
+    assert report["summary"]["runs_changed"] == []

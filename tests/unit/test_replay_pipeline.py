@@ -1,0 +1,133 @@
+"""Verifier and pipeline replay, frozen tools, exports and eval scoring — all in memory.
+
+The recordings are made by the in-process chain itself over the demo alerts
+(query_metrics answers from memory), so no broker or database is needed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from replay.chain import Chain, ChainResult
+from replay.compare import pipeline_report, verifier_report
+from replay.evals import EVALS_DIR, Expect, load_suite, score
+from replay.frozen import FrozenTools, with_faults
+from replay.recorded import Recording, export_jsonl, load_jsonl
+from replay.report import render_text
+from services.executor.tools import build_tools
+from services.verifier.handler import VerifierHandler
+from tracebound.client import new_request
+from tracebound.events import Event, ToolInvoked
+
+CPU_ZH = "payment-service 当前是否有 HighCPUUsage 告警？"
+SLOW_EN = "Is there a SlowResponse alert on user-service?"
+
+
+def _metrics_only() -> dict[str, object]:
+    return {name: tool for name, tool in build_tools().items() if name == "query_metrics"}
+
+
+def _record(*questions: str) -> tuple[Recording, list[ChainResult]]:
+    """Run questions through the chain and keep what the topics would have held."""
+    chain = Chain.build(_metrics_only())  # type: ignore[arg-type]
+    results = [chain.run(new_request(q, language="zh" if "告警" in q else "en")) for q in questions]
+    events: list[Event] = []
+    for result in results:
+        events += result.events
+        events += [
+            result.evidence[0].reply(ToolInvoked, "executor", tool_invocation=inv)
+            for inv in result.invocations
+        ]
+    return Recording(events), results
+
+
+def test_verifier_replay_in_rules_mode_changes_nothing() -> None:
+    recording, _ = _record(CPU_ZH, SLOW_EN)
+    report = verifier_report(recording, VerifierHandler(), {"mode": "rules"})
+    assert report.summary["inputs"] == 2
+    assert report.summary["changed"] == 0
+    assert report.summary["verdict_transitions"] == {"PASS→PASS": 2}
+    assert report.summary["groundedness_delta_mean"] == 0
+
+
+def test_pipeline_replay_with_frozen_tools_reproduces_the_verdicts() -> None:
+    recording, _ = _record(CPU_ZH, SLOW_EN)
+    report = pipeline_report(recording, Chain.build({}), {"mode": "rules"})
+    assert report.summary["runs"] == 2
+    assert report.summary["verdict_changed"] == 0 and report.summary["answer_changed"] == 0
+    assert report.summary["unrecorded_tool_calls"] == 0
+    assert all(r["tool_calls_answered"] >= 1 for r in report.per_run)
+
+
+def test_an_unrecorded_call_is_reported_and_answered_as_failed() -> None:
+    recording, results = _record(CPU_ZH)
+    recording.events = [e for e in recording.events if not isinstance(e, ToolInvoked)]
+    report = pipeline_report(recording, Chain.build({}), {"mode": "rules"})
+    [row] = report.per_run
+    assert row["unrecorded_tool_calls"][0]["tool_name"] == "query_metrics"
+    assert row["new"]["verdict"] != "PASS" and row["verdict_changed"]
+    assert "92%" not in (row["new"]["answer"] or "")
+    assert report.summary["runs_changed"] == [results[0].run_id]
+    assert "unrecorded tool call" in render_text(report)
+
+
+def test_frozen_tools_match_on_normalised_parameters() -> None:
+    _, [result] = _record(CPU_ZH)
+    frozen = FrozenTools.of(result.invocations)
+    tool = frozen.tools()["query_metrics"]
+    recorded = result.invocations[0]
+    params = tool.params_model.model_validate(recorded.input_params)
+    outcome = tool.run(params, None)  # type: ignore[arg-type]
+    assert outcome.retrieval_details == recorded.retrieval_details
+    assert frozen.hits == 1 and not frozen.misses
+    other = tool.params_model.model_validate({"service": "checkout-service"})
+    assert not tool.run(other, None).success  # type: ignore[arg-type]
+    assert frozen.misses[0].params["service"] == "checkout-service"
+
+
+def test_export_round_trips(tmp_path: Path) -> None:
+    recording, _ = _record(CPU_ZH)
+    path = tmp_path / "recording.jsonl"
+    assert export_jsonl(recording.events, path) == len(recording.events)
+    assert load_jsonl(path).events == recording.events
+
+
+def test_a_failing_tool_is_recorded_as_a_failed_invocation() -> None:
+    chain = Chain.build(with_faults(_metrics_only(), ["query_metrics"]))  # type: ignore[arg-type]
+    result = chain.run(new_request(CPU_ZH, language="zh"))
+    assert result.invocations and not any(i.success for i in result.invocations)
+    reasons = score(Expect(verdict="PASS", must_not_contain=("92%",)), result)
+    assert [r["passed"] for r in reasons] == [False, True]
+
+
+def test_scoring_names_each_expectation() -> None:
+    _, [result] = _record(CPU_ZH)
+    expect = Expect(
+        verdict=("PASS",),
+        claim_types=("observation",),
+        max_claims=2,
+        must_contain=("92%",),
+        must_not_contain=("已排除",),
+        required_tools=("query_metrics", "query_logs"),
+        citations_valid=True,
+    )
+    reasons = score(expect, result)
+    failed = [r for r in reasons if not r["passed"]]
+    assert [r["check"] for r in failed] == ["required_tools"]
+    assert "query_logs never called" in failed[0]["detail"]
+
+
+def test_the_shipped_suite_is_valid_and_covers_the_narrative() -> None:
+    cases = load_suite(EVALS_DIR / "demo")
+    assert len(cases) >= 12
+    assert any(c.faults.failing_tools for c in cases)
+    assert any(c.request.mode == "AIOPS" and len(c.request.alerts) == 3 for c in cases)
+    assert {c.request.language for c in cases} == {"en", "zh"}
+
+
+def test_a_broken_case_file_names_itself(tmp_path: Path) -> None:
+    (tmp_path / "bad.json").write_text('{"id": "x", "request": {}}', encoding="utf-8")
+    with pytest.raises(Exception, match=r"bad\.json"):
+        load_suite(tmp_path)
