@@ -63,6 +63,14 @@ def _default_calls(focus: Focus) -> list[PlannedCall]:
     return calls
 
 
+def _skill_service(skill: Skill, focus: Focus, request: DiagnosisRequest) -> str | None:
+    """The service a skill is about: that of the input alert which triggered it, if any."""
+    for alert in request.alerts:
+        if alert.status == "firing" and alert.labels.get("alertname") in skill.triggers.alerts:
+            return alert.labels.get("service") or focus.service
+    return focus.service
+
+
 def _dedupe(calls: Iterable[PlannedCall]) -> list[PlannedCall]:
     seen: set[str] = set()
     unique = []
@@ -78,7 +86,11 @@ def planned_calls(
     focus: Focus, skill: Skill | None, request: DiagnosisRequest, narrow: bool
 ) -> list[PlannedCall]:
     """The calls a plan stands for, in order."""
-    full = _skill_calls(skill, focus.service) if skill else _default_calls(focus)
+    full = (
+        _skill_calls(skill, _skill_service(skill, focus, request))
+        if skill
+        else _default_calls(focus)
+    )
     if not narrow:
         if request.mode == "AIOPS":
             full = _alert_calls(focus, request) + full
