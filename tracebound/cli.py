@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "projections.cli",
     "projections.trace_cli",
     "replay.cli",
+    "bench.cli",
 )
 
 

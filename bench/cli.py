@@ -1,0 +1,441 @@
+"""``tracebound bench`` (and ``python -m bench`` / ``make bench``): the five figures.
+
+Runs on the local stack (started here if it is not running, and stopped again at
+the end if it was started here): the pipeline (a burst of requests and an
+open-loop run at a fixed offered rate, five role processes in rules mode), the
+runtime against a plain Kafka loop, the gatekeeper, the projections (catch-up
+and rebuild into private schemas) and the gatekeeper replay. Each figure is the
+median of repeated runs; the table goes to stdout, progress to stderr, and the
+whole report (every run, the machine, the git commit) to ``bench-results/``.
+
+While the bench runs the pipeline roles, the stack's own role processes (if
+``tracebound up`` started them) are stopped, because they would share consumer
+groups and transactional ids with the bench's; they are started again at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from bench import pipeline_bench, projections_bench, replay_bench, runtime_bench
+from bench.report import REPO, RESULTS, Figure, fmt, git_commit, log, machine, median, save, table
+from tracebound.codec import make_codec
+from tracebound.settings import StackSettings
+from tracebound.stack import stack
+from tracebound.stack.services import start_services, stop_services
+from tracebound.stack.topics import stack_kafka_settings
+
+FIGURES = ("runtime", "gatekeeper", "pipeline", "projections", "replay")
+PROFILE_ENV = "TRACEBOUND_BENCH_PROFILE"
+TARGETS = {
+    "pipeline_rps": 200.0,
+    "open_loop_p99_ms": 1000.0,
+    "runtime_ratio": 0.5,
+    "gatekeeper_cps": 20_000.0,
+    "projections_live_eps": 5_000.0,
+    "projections_rebuild_eps": 10_000.0,
+    "rss_mb": 150.0,
+}
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--requests", type=int, default=2000, help="burst size (default 2000)")
+    parser.add_argument(
+        "--rate", type=float, default=50.0, help="open-loop offered requests/s (default 50)"
+    )
+    parser.add_argument(
+        "--rate-seconds", type=float, default=20.0, help="open-loop duration (default 20)"
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs per cheap figure (default 3; median)"
+    )
+    parser.add_argument(
+        "--pipeline-repeat", type=int, default=1, help="pipeline burst and open-loop runs"
+    )
+    parser.add_argument(
+        "--runtime-messages", type=int, default=20_000, help="messages per runtime loop"
+    )
+    parser.add_argument("--gatekeeper-seconds", type=float, default=2.0)
+    parser.add_argument(
+        "--only", action="append", choices=FIGURES, help="run only these figures (repeatable)"
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help=f"also profile (py-spy on the roles, cProfile in-process); or {PROFILE_ENV}=1",
+    )
+
+
+def register(subparsers: Any) -> None:
+    """Add ``bench`` to the ``tracebound`` parser."""
+    parser = subparsers.add_parser(
+        "bench",
+        help="benchmark the pipeline, runtime, gatekeeper, projections and replay",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_options(parser)
+    parser.set_defaults(handler=run_bench)
+
+
+def _repeat(times: int, what: str, fn: Callable[[int], dict[str, Any]]) -> list[dict[str, Any]]:
+    runs = []
+    for i in range(times):
+        log(f"{what}: run {i + 1}/{times}")
+        runs.append(fn(i))
+    return runs
+
+
+def _med(runs: Sequence[dict[str, Any]], *path: str) -> float:
+    values = []
+    for run in runs:
+        value: Any = run
+        for key in path:
+            value = value[key]
+        values.append(float(value))
+    return median(values)
+
+
+def _runs_note(count: int) -> str:
+    return f"(median of {count})" if count > 1 else "(1 run)"
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.only = set(args.only or FIGURES)
+        self.profile = bool(args.profile) or os.environ.get(PROFILE_ENV, "") not in ("", "0")
+        self.stamp = time.strftime("%Y%m%d-%H%M%S")
+        self.profile_dir = RESULTS / f"profile-{self.stamp}" if self.profile else None
+        self.figures: list[Figure] = []
+        self.report: dict[str, Any] = {}
+        self.pipeline_since: datetime | None = None
+
+    def _profile_path(self, name: str) -> Path | None:
+        return self.profile_dir / f"{name}.pstats" if self.profile_dir is not None else None
+
+    # -- figures ------------------------------------------------------------------------
+
+    def gatekeeper(self) -> None:
+        # Its workload comes from the test support package, importable from the checkout.
+        if str(REPO) not in sys.path:
+            sys.path.insert(0, str(REPO))
+        gatekeeper_bench: Any = importlib.import_module("bench.gatekeeper_bench")
+        runs = _repeat(
+            self.args.repeat,
+            "gatekeeper",
+            lambda _i: gatekeeper_bench.run(seconds=self.args.gatekeeper_seconds),
+        )
+        rate = _med(runs, "claims_per_second")
+        target = TARGETS["gatekeeper_cps"]
+        self.figures.append(
+            Figure(
+                "gatekeeper",
+                f"{fmt(rate)} claims/s (single process)",
+                f">= {target:,.0f} claims/s",
+                rate >= target,
+                _runs_note(len(runs)),
+            )
+        )
+        self.report["gatekeeper"] = {"claims_per_second_median": rate, "runs": runs}
+
+    def runtime(self, kafka: Any) -> None:
+        runs = _repeat(
+            self.args.repeat,
+            "runtime",
+            lambda i: runtime_bench.run(
+                kafka,
+                self.args.runtime_messages,
+                order=i,
+                profile_to=self._profile_path("runtime-loop") if i == 0 else None,
+            ),
+        )
+        ratio = _med(runs, "ratio")
+        tb = _med(runs, "tracebound", "messages_per_second")
+        plain = _med(runs, "plain", "messages_per_second")
+        target = TARGETS["runtime_ratio"]
+        size = _med(runs, "message_bytes_mean")
+        self.figures.append(
+            Figure(
+                "runtime ratio",
+                f"{ratio:.2f} (tracebound {fmt(tb, 0)} msg/s / plain {fmt(plain, 0)} msg/s,"
+                f" {size:.0f}-byte messages)",
+                f">= {target}",
+                ratio >= target,
+                _runs_note(len(runs)),
+            )
+        )
+        self.report["runtime"] = {
+            "ratio_median": ratio,
+            "tracebound_mps_median": tb,
+            "plain_mps_median": plain,
+            "runs": runs,
+        }
+
+    def pipeline(self, kafka: Any, env: dict[str, str]) -> None:
+        codec = make_codec(kafka)
+        self.pipeline_since = datetime.now(UTC)
+        with pipeline_bench.running_roles(env) as roles:
+            warm = pipeline_bench.warm_up(kafka, codec)
+            pids = roles.pids()
+            log(f"pipeline: roles warm after {warm:.1f}s (pids {pids})")
+            bursts = _repeat(
+                self.args.pipeline_repeat,
+                "pipeline burst",
+                lambda _i: pipeline_bench.burst(kafka, codec, self.args.requests, pids),
+            )
+            rss = pipeline_bench.roles_rss(pids)
+            loops = _repeat(
+                self.args.pipeline_repeat,
+                "pipeline open loop",
+                lambda _i: pipeline_bench.open_loop(
+                    kafka, codec, self.args.rate, self.args.rate_seconds
+                ),
+            )
+            profiled = None
+            if self.profile_dir is not None:
+                log("pipeline: extra burst under py-spy (not counted)")
+                profiled = pipeline_bench.burst(
+                    kafka,
+                    codec,
+                    min(self.args.requests, 1000),
+                    pids,
+                    self.profile_dir / "pipeline",
+                )
+            rss_end = pipeline_bench.roles_rss(pids)
+        rps = _med(bursts, "requests_per_second")
+        answered = sum(int(b["answered"]) for b in bursts)
+        asked = sum(int(b["asked"]) for b in bursts)
+        lat = {q: _med(bursts, "latency_ms", q) for q in ("p50", "p95", "p99")}
+        self.figures.append(
+            Figure(
+                "pipeline",
+                f"{fmt(rps)} requests/s ({self.args.requests} requests at once,"
+                f" {answered}/{asked} answered; latency p50/p95/p99"
+                f" {fmt(lat['p50'], 0)}/{fmt(lat['p95'], 0)}/{fmt(lat['p99'], 0)} ms)",
+                f">= {TARGETS['pipeline_rps']:.0f} requests/s",
+                rps >= TARGETS["pipeline_rps"],
+                _runs_note(len(bursts)),
+            )
+        )
+        p99 = _med(loops, "latency_ms", "p99")
+        p50 = _med(loops, "latency_ms", "p50")
+        sent = _med(loops, "achieved_send_rate")
+        lost = sum(int(r["asked"]) - int(r["answered"]) for r in loops)
+        ok = p99 < TARGETS["open_loop_p99_ms"] and lost == 0
+        self.figures.append(
+            Figure(
+                "pipeline open loop",
+                f"p99 {fmt(p99, 0)} ms at {self.args.rate:g} requests/s offered"
+                f" (p50 {fmt(p50, 0)} ms, sent {fmt(sent)}/s for {self.args.rate_seconds:g}s,"
+                f" {lost} unanswered)",
+                f"p99 < {TARGETS['open_loop_p99_ms']:.0f} ms",
+                ok,
+                _runs_note(len(loops)),
+            )
+        )
+        over = _med(loops, "overhead_ms", "p50")
+        tool = _med(loops, "tool_ms_per_request", "mean")
+        step = _med(loops, "agent_step_ms_per_request", "mean")
+        burst_over = _med(bursts, "overhead_ms", "p50")
+        cpu = {role: _med(bursts, "cpu_ms_per_request", role) for role in pipeline_bench.ROLES}
+        cpu_text = ", ".join(f"{r} {v:.1f}" for r, v in cpu.items())
+        self.figures.append(
+            Figure(
+                "pipeline overhead",
+                f"p50 {fmt(over, 0)} ms/request at {self.args.rate:g}/s beyond tool"
+                f" {tool:.1f} ms + agent-step {step:.1f} ms (latency = answer received −"
+                f" requested_at; burst: {fmt(burst_over, 0)} ms); CPU ms/request: {cpu_text}",
+            )
+        )
+        top_role, top_rss = max(rss_end.items(), key=lambda kv: kv[1]) if rss_end else ("-", 0.0)
+        self.figures.append(
+            Figure(
+                "service RSS",
+                f"max {fmt(top_rss)} MB ({top_role}; "
+                + ", ".join(f"{r} {v:.0f}" for r, v in rss_end.items())
+                + " MB, VmRSS after the pipeline runs)",
+                f"< {TARGETS['rss_mb']:.0f} MB each",
+                bool(rss_end) and top_rss < TARGETS["rss_mb"],
+            )
+        )
+        self.report["pipeline"] = {
+            "requests_per_second_median": rps,
+            "open_loop_p99_ms_median": p99,
+            "latency_definition": "answer received by the reader − request requested_at (ms)",
+            "bursts": bursts,
+            "open_loops": loops,
+            "rss_mb_after_bursts": rss,
+            "rss_mb_at_end": rss_end,
+            "warm_up_seconds": round(warm, 2),
+            "profiled_burst": profiled,
+        }
+
+    def projections(self, kafka: Any, dsn: str) -> None:
+        live = _repeat(
+            self.args.repeat,
+            "projections catch-up",
+            lambda i: projections_bench.catch_up(
+                kafka, dsn, self._profile_path("projections-catch-up") if i == 0 else None
+            ),
+        )
+        rebuilt = _repeat(
+            self.args.repeat,
+            "projections rebuild",
+            lambda i: projections_bench.rebuild(
+                kafka, dsn, self._profile_path("projections-rebuild") if i == 0 else None
+            ),
+        )
+        live_eps = _med(live, "events_per_second")
+        rebuild_eps = _med(rebuilt, "events_per_second")
+        events = _med(live, "events")
+        self.figures.append(
+            Figure(
+                "projections live",
+                f"{fmt(live_eps)} events/s (catch-up of {events:,.0f} model events,"
+                f" {fmt(_med(live, 'distinct_events_per_second'))} distinct events/s)",
+                f">= {TARGETS['projections_live_eps']:,.0f} events/s",
+                live_eps >= TARGETS["projections_live_eps"],
+                _runs_note(len(live)),
+            )
+        )
+        self.figures.append(
+            Figure(
+                "projections rebuild",
+                f"{fmt(rebuild_eps)} events/s ({_med(rebuilt, 'events'):,.0f} model events)",
+                f">= {TARGETS['projections_rebuild_eps']:,.0f} events/s",
+                rebuild_eps >= TARGETS["projections_rebuild_eps"],
+                _runs_note(len(rebuilt)),
+            )
+        )
+        self.report["projections"] = {
+            "live_events_per_second_median": live_eps,
+            "rebuild_events_per_second_median": rebuild_eps,
+            "event_definition": "one event applied to one read model",
+            "catch_up_runs": live,
+            "rebuild_runs": rebuilt,
+        }
+
+    def replay(self, kafka: Any) -> None:
+        runs = _repeat(
+            self.args.repeat,
+            "replay",
+            lambda i: replay_bench.run(
+                kafka,
+                self.pipeline_since,
+                self._profile_path("replay-gatekeeper") if i == 0 else None,
+            ),
+        )
+        eps = _med(runs, "events_per_second")
+        since = self.pipeline_since.isoformat() if self.pipeline_since else "the beginning"
+        self.figures.append(
+            Figure(
+                "replay",
+                f"{fmt(eps)} events/s re-judged (--stage gatekeeper --no-store,"
+                f" {_med(runs, 'inputs'):,.0f} evidence events since {since};"
+                f" judging alone {fmt(_med(runs, 'judge_events_per_second'))}/s)",
+                note=_runs_note(len(runs)),
+            )
+        )
+        self.report["replay"] = {"events_per_second_median": eps, "runs": runs}
+
+    # -- the whole run ------------------------------------------------------------------
+
+    def run(self) -> int:
+        info = machine()
+        log(f"{info['cores']} cores, load average {info['load_average']}")
+        self.report["machine_at_start"] = info
+        if "gatekeeper" in self.only:
+            self.gatekeeper()
+        if self.only - {"gatekeeper"}:
+            self._on_stack()
+        return self._finish()
+
+    def _on_stack(self) -> None:
+        settings = StackSettings()
+        status = stack.up(settings)
+        if not status.healthy:
+            raise RuntimeError("the local stack is not healthy: " + "; ".join(status.messages))
+        started = list(status.started)
+        log(f"stack at {status.kafka_bootstrap}" + (f" (started {started})" if started else ""))
+        kafka = stack_kafka_settings(settings)
+        env = {
+            "TRACEBOUND_KAFKA_BOOTSTRAP_SERVERS": status.kafka_bootstrap,
+            "TRACEBOUND_PG_DSN": status.pg_dsn,
+        }
+        paused = tuple(
+            s.name for s in status.services if s.running and s.name in pipeline_bench.ROLES
+        )
+        if paused:
+            log(f"pausing the stack's own {', '.join(paused)} for the bench")
+            for note in stop_services(settings, paused):
+                log(note)
+        others = [s.name for s in status.services if s.running and s.name not in paused]
+        if others:
+            log(f"also running on the stack (load during the bench): {', '.join(others)}")
+        self.report["stack"] = {"started_here": started, "paused": paused, "others": others}
+        try:
+            if "runtime" in self.only:
+                self.runtime(kafka)
+            if "pipeline" in self.only:
+                self.pipeline(kafka, env)
+            if "projections" in self.only:
+                self.projections(kafka, status.pg_dsn)
+            if "replay" in self.only:
+                self.replay(kafka)
+        finally:
+            if paused:
+                for note in start_services(settings, env, paused):
+                    log(note)
+            if started:
+                log("stopping the stack the bench started")
+                stack.down(settings)
+
+    def _finish(self) -> int:
+        info = machine()
+        self.report = {
+            "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "commit": git_commit(),
+            "machine": info,
+            "args": vars(self.args) | {"handler": None},
+            "figures": [
+                {"name": f.name, "text": f.text, "target": f.target, "ok": f.ok, "note": f.note}
+                for f in self.figures
+            ],
+            **self.report,
+        }
+        load = self.report["machine_at_start"]["load_average"]
+        print(
+            f"tracebound bench — {info['cores']} cores, load average {load[0]:.2f} at start,"
+            f" {info['load_average'][0]:.2f} at end; commit {self.report['commit'] or 'unknown'}"
+        )
+        for line in table(self.figures):
+            print(line)
+        path = save(self.report)
+        print(f"saved {path}")
+        if self.profile_dir is not None:
+            print(f"profiles in {self.profile_dir}")
+        return 0
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    """Handler of ``tracebound bench``; the exit code is 0 whenever the bench ran."""
+    return Bench(args).run()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
+    add_options(parser)
+    args = parser.parse_args(argv)
+    return run_bench(args)
+
+
+__all__ = ["add_options", "main", "register", "run_bench"]
