@@ -240,7 +240,7 @@ class ModelWorker:
         self._next_lag = now + LAG_INTERVAL_S
         try:
             for tp in consumer.assignment():
-                _, high = consumer.get_watermark_offsets(tp, timeout=1.0, cached=False)
+                _, high = consumer.get_watermark_offsets(tp, timeout=1.0, cached=True)
                 done = self._positions.get((tp.topic, tp.partition)) or 0
                 labels = (self.group, tp.topic, str(tp.partition))
                 self._lag_labels.add(labels)

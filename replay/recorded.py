@@ -75,16 +75,32 @@ class Recording:
 
     events: list[Event] = field(default_factory=list)
     undecodable: int = 0
+    _indexes: dict[str, tuple[int, dict[str, list[Event]]]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def of(self, kind: type[E]) -> list[E]:
         return [e for e in self.events if isinstance(e, kind)]
 
     def caused_by(self, event_id: str) -> list[Event]:
         """Events whose ``causation_id`` names ``event_id``: what reacted to it."""
-        return [e for e in self.events if e.causation_id == event_id]
+        return self._index("causation_id").get(event_id, [])
 
     def for_run(self, run_id: str) -> list[Event]:
-        return [e for e in self.events if e.run_id == run_id]
+        return self._index("run_id").get(run_id, [])
+
+    def _index(self, attribute: str) -> dict[str, list[Event]]:
+        """Events grouped by ``attribute``, built once (and again if events were added)."""
+        cached = self._indexes.get(attribute)
+        if cached is not None and cached[0] == len(self.events):
+            return cached[1]
+        grouped: dict[str, list[Event]] = {}
+        for event in self.events:
+            key = getattr(event, attribute)
+            if key is not None:
+                grouped.setdefault(key, []).append(event)
+        self._indexes[attribute] = (len(self.events), grouped)
+        return grouped
 
 
 def _start_offsets(

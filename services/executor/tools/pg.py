@@ -11,6 +11,7 @@ connection or operational failure surfaces as :class:`TransientError`.
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator
 from typing import LiteralString
 
@@ -35,18 +36,50 @@ CREATE TABLE IF NOT EXISTS tb_seed (
 """
 
 
+_local = threading.local()
+
+
+def _cached(dsn: str) -> Connection:
+    """This thread's open connection to ``dsn``, made on first use or after a failure."""
+    cache: dict[str, Connection] = getattr(_local, "connections", None) or {}
+    _local.connections = cache
+    conn = cache.get(dsn)
+    if conn is None or conn.closed or conn.broken:
+        try:
+            conn = psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT_S)
+        except psycopg.OperationalError as exc:
+            raise TransientError(f"PostgreSQL unreachable: {exc}".strip()) from exc
+        cache[dsn] = conn
+    return conn
+
+
+def _drop(dsn: str) -> None:
+    conn = getattr(_local, "connections", {}).pop(dsn, None)
+    if conn is not None:
+        with contextlib.suppress(psycopg.Error):
+            conn.close()
+
+
 @contextlib.contextmanager
 def connect(dsn: str) -> Iterator[Connection]:
-    """A connection that commits on success; database failures become transient."""
+    """A connection that commits on success; database failures become transient.
+
+    Each tool thread keeps its connection open between calls (a new connection per
+    query cost more than the query); a failed one is dropped and made anew next time.
+    """
+    conn = _cached(dsn)
     try:
-        conn = psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT_S)
+        yield conn
+        conn.commit()
     except psycopg.OperationalError as exc:
-        raise TransientError(f"PostgreSQL unreachable: {exc}".strip()) from exc
-    try:
-        with conn:
-            yield conn
-    except psycopg.OperationalError as exc:
+        _drop(dsn)
         raise TransientError(f"PostgreSQL failed: {exc}".strip()) from exc
+    except BaseException:
+        try:
+            conn.rollback()
+        except psycopg.Error:
+            _drop(dsn)
+        raise
 
 
 def ensure_seeded(
