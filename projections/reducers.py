@@ -8,6 +8,7 @@ merges many events per run (:mod:`projections.runs`).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -125,12 +126,19 @@ class RunChanges:
 def reduce_runs(held: Mapping[str, runs.State], events: Iterable[Event]) -> RunChanges:
     """Fold a batch into the held states; a run whose state did not change is not rewritten."""
     changes = RunChanges(states=dict(held))
+    originals: dict[str, runs.State | None] = {}
     for event in events:
         if not isinstance(event, RUN_EVENTS):
             continue
-        before = changes.states.get(event.run_id)
-        after = runs.apply(before, event)
-        if after != before:
-            changes.states[event.run_id] = after
-            changes.changed.add(event.run_id)
+        run_id = event.run_id
+        if run_id not in originals:  # one copy per run per batch, then merge in place
+            original = changes.states.get(run_id)
+            originals[run_id] = original
+            changes.states[run_id] = copy.deepcopy(original) if original is not None else {}
+        runs.merge(changes.states[run_id], event)
+    for run_id, original in originals.items():
+        if changes.states[run_id] != original:
+            changes.changed.add(run_id)
+        elif original is not None:
+            changes.states[run_id] = original
     return changes

@@ -184,6 +184,12 @@ def _payload(state: State, event: Event, round_no: int) -> None:
 def apply(state: State | None, event: Event) -> State:
     """The merge state after ``event``; ``state`` is not modified."""
     new: State = copy.deepcopy(state) if state is not None else {}
+    merge(new, event)
+    return new
+
+
+def merge(new: State, event: Event) -> None:
+    """Fold ``event`` into ``new`` in place (callers copy once per batch, not per event)."""
     round_no = _round_of(event)
     new["max_round"] = max(int(new.get("max_round", 0)), round_no)
     stage = STAGES.get(type(event))
@@ -199,7 +205,6 @@ def apply(state: State | None, event: Event) -> State:
         span["first"], span["last"] = min(span["first"], at), max(span["last"], at)
     _carried(new, event)
     _payload(new, event, round_no)
-    return new
 
 
 def _value(state: State, slot: str) -> dict[str, Any] | None:
