@@ -36,19 +36,17 @@ def overclaims(
         for c in allowed
         if not _negative(c, rules) and c.claim_text.strip()
     ]
-    any_negative = any(_negative(c, rules) for c in allowed)
     verbatim = [
         m.span() for text in positive for m in re.finditer(re.escape(text), answer, re.IGNORECASE)
     ]
-    folded_positive = [text.casefold() for text in positive]
     violations = []
     for match in phrases.pattern.finditer(answer):
         start, end = match.span()
         if any(s <= start and end <= e for s, e in verbatim):
             continue
-        phrase = match.group().casefold()
-        if not any_negative and any(phrase in text for text in folded_positive):
-            continue
+        # A phrase inside a verified claim is tolerated only where the answer repeats that
+        # claim word for word (above): a claim that merely contains it — e.g. quoting a log
+        # line that says "the service is healthy" — must not license the answer to say it.
         violations.append(f"over-claim phrase {match.group()!r}")
     return list(dict.fromkeys(violations))
 

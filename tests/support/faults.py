@@ -1,0 +1,571 @@
+"""Helpers for the fault-injection scenarios: role processes, tails, read models, poison.
+
+A :class:`FaultPipeline` runs the five roles and a projection process the way
+``tracebound up`` does (``start_services``, pid files in ``<state>/services``), so
+a scenario can SIGKILL any of them and start it again. The projection writes
+into a schema of its own (``search_path`` through the DSN) with consumer groups
+of its own, so the read-model checks see one scenario's projection only.
+
+The scenario's projection starts from checkpoints at the topics' end offsets
+when the scenario begins (its *window*), and the rebuild it is compared with
+reads the same window from the topics with the code ``projections rebuild``
+uses (``write_events``) into a second fresh schema. Every request of the
+scenario is published inside the window, so its runs are complete in both. A
+full-history ``projections rebuild`` per scenario would make the suite's time
+grow with whatever the topics hold already; ``test_projections`` covers it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from projections.migrate import migrate
+from projections.rebuild import end_offsets, status
+from projections.settings import MODELS
+from projections.store import Checkpoints, read_checkpoints, write_checkpoints, write_events
+from tests.support.kafka_io import CODEC
+from tests.support.samples import sample
+from tests.support.stack import StackHandle
+from tracebound import topics
+from tracebound.client import new_request
+from tracebound.errors import PoisonInput
+from tracebound.events import (
+    Answer,
+    DeadLetter,
+    DiagnosisRequest,
+    DiagnosisRequested,
+    Event,
+    EvidenceProduced,
+    GatekeeperResult,
+    PlanProduced,
+    RetryRequested,
+    Verdict,
+)
+from tracebound.settings import KafkaSettings, StackSettings
+from tracebound.stack.process import wait_exit
+from tracebound.stack.services import start_services, stop_services
+
+QUESTIONS = (
+    "payment-service 当前是否有 HighCPUUsage 告警？",
+    "inventory-service 是否有 HikariCP 连接池耗尽日志？",
+    "Why is order-service using so much memory?",
+    "user-service 是否有 SlowResponse 告警？",
+)
+ROLES = ("planner", "executor", "gatekeeper", "verifier", "composer")
+PROJECTION = "projections"
+# The read models and their keys; write timestamps differ between a live run and a rebuild.
+KEYS = {"diagnosis_run": "run_id", "tool_invocation": "id", "agent_step": "event_id"}
+VOLATILE = ("created_at", "updated_at")
+# Which role consumes each input topic (and so dead-letters its poison).
+CONSUMER_OF = {
+    topics.REQUESTS: "planner",
+    topics.PLANS: "executor",
+    topics.RETRIES: "executor",
+    topics.EVIDENCE: "gatekeeper",
+    topics.GATEKEEPER_RESULTS: "verifier",
+    topics.VERDICTS: "composer",
+}
+EVENT_OF: dict[str, type[Event]] = {
+    topics.REQUESTS: DiagnosisRequested,
+    topics.PLANS: PlanProduced,
+    topics.RETRIES: RetryRequested,
+    topics.EVIDENCE: EvidenceProduced,
+    topics.GATEKEEPER_RESULTS: GatekeeperResult,
+    topics.VERDICTS: Verdict,
+}
+POISON_REASONS = {
+    "random-bytes": "DecodeError",
+    "unknown-fingerprint": "UnknownSchemaError",
+    "invalid-model": "EventValidationError",
+}
+
+
+def requests(count: int, seed: int) -> list[DiagnosisRequested]:
+    """``count`` chat requests over the demo questions, in a seeded order."""
+    rng = random.Random(seed)
+    return [new_request(rng.choice(QUESTIONS), language="en") for _ in range(count)]
+
+
+def publish_in_bursts(
+    kafka: KafkaSettings,
+    events: Sequence[Event],
+    *,
+    burst: int,
+    pause_s: float,
+    stop: threading.Event | None = None,
+) -> int:
+    """Publish ``events`` ``burst`` at a time with a pause between bursts; return how many."""
+    producer = Producer(
+        {**kafka.client_config(), "enable.idempotence": "true", "message.timeout.ms": "180000"}
+    )
+    failures: list[str] = []
+
+    def delivered(err: object, _msg: object) -> None:
+        if err is not None:
+            failures.append(str(err))
+
+    sent = 0
+    for start in range(0, len(events), burst):
+        if stop is not None and stop.is_set():
+            break
+        for event in events[start : start + burst]:
+            producer.produce(
+                event.topic,
+                key=event.run_id.encode(),
+                value=CODEC.encode(event),
+                on_delivery=delivered,
+            )
+            sent += 1
+        producer.poll(0)
+        if pause_s:
+            time.sleep(pause_s)
+    left = producer.flush(180)
+    assert left == 0 and not failures, f"requests not acknowledged: {left} left, {failures[:3]}"
+    return sent
+
+
+class Feeder(threading.Thread):
+    """Publishes the requests in bursts in the background (the stream the faults hit)."""
+
+    def __init__(
+        self, kafka: KafkaSettings, events: Sequence[Event], burst: int, pause_s: float
+    ) -> None:
+        super().__init__(name="fault-feeder", daemon=True)
+        self.kafka, self.events, self.burst, self.pause_s = kafka, events, burst, pause_s
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            publish_in_bursts(self.kafka, self.events, burst=self.burst, pause_s=self.pause_s)
+        except BaseException as exc:  # reported by finish()
+            self.error = exc
+
+    def finish(self, timeout_s: float) -> None:
+        self.join(timeout_s)
+        assert not self.is_alive(), f"publishing the requests took over {timeout_s:.0f}s"
+        if self.error is not None:
+            raise AssertionError(f"publishing the requests failed: {self.error}")
+
+
+class TopicTail:
+    """Reads one topic ``read_committed`` from the end offsets at construction."""
+
+    def __init__(self, kafka: KafkaSettings, topic: str) -> None:
+        self.topic = topic
+        self.events: list[Event] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._consumer = Consumer(
+            {
+                **kafka.client_config(),
+                "group.id": f"test-faults-{uuid.uuid4().hex[:8]}",
+                "enable.auto.commit": "false",
+                "isolation.level": "read_committed",
+            }
+        )
+        meta = self._consumer.list_topics(topic, timeout=10)
+        parts = []
+        for p in meta.topics[topic].partitions:
+            _, high = self._consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            parts.append(TopicPartition(topic, p, high))
+        self._consumer.assign(parts)
+        self._thread = threading.Thread(target=self._run, name=f"tail-{topic}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                batch = self._consumer.consume(500, 0.2)
+            except KafkaException:
+                time.sleep(0.2)
+                continue
+            for msg in batch:
+                if msg.error() is not None or msg.value() is None:
+                    continue
+                try:
+                    event = CODEC.decode(msg.value())
+                except PoisonInput:
+                    continue
+                with self._lock:
+                    self.events.append(event)
+
+    def snapshot(self) -> list[Event]:
+        with self._lock:
+            return list(self.events)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        self._consumer.close()
+
+
+class AnswerCounter(TopicTail):
+    """Counts the answers on ``tracebound.answers`` per run id of one scenario."""
+
+    def __init__(self, kafka: KafkaSettings, run_ids: set[str]) -> None:
+        self.run_ids = run_ids
+        super().__init__(kafka, topics.ANSWERS)
+
+    def counts(self) -> Counter[str]:
+        return Counter(
+            e.run_id for e in self.snapshot() if isinstance(e, Answer) and e.run_id in self.run_ids
+        )
+
+    def answered(self) -> int:
+        return len(self.counts())
+
+    def wait_answered(self, count: int, timeout_s: float) -> int:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.answered() >= count:
+                break
+            time.sleep(0.1)
+        return self.answered()
+
+    def wait_all(self, timeout_s: float, what: str) -> None:
+        done = self.wait_answered(len(self.run_ids), timeout_s)
+        assert done == len(self.run_ids), (
+            f"{what}: only {done} of {len(self.run_ids)} requests answered within {timeout_s:.0f}s"
+        )
+
+
+@dataclass
+class FaultPipeline:
+    """The roles and a private-schema projection as detached processes of one scenario."""
+
+    stack: StackHandle
+    state_dir: Path
+    env: Mapping[str, str] = field(default_factory=dict)
+    schema: str = field(default_factory=lambda: f"faults_{uuid.uuid4().hex[:10]}")
+
+    def __post_init__(self) -> None:
+        self.settings = StackSettings(state_dir=self.state_dir)
+        self.dsn = self._schema_dsn(self.schema)
+        self.window_start: dict[str, Checkpoints] = {}
+        with psycopg.connect(self.stack.pg_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
+        with self.conn() as conn:
+            migrate(conn)
+            for model in MODELS.values():
+                start = end_offsets(self.stack.kafka, model.topics)
+                self.window_start[model.name] = start
+                with conn.transaction():
+                    write_checkpoints(conn, model.name, start)
+
+    def _schema_dsn(self, schema: str) -> str:
+        sep = "&" if "?" in self.stack.pg_dsn else "?"
+        return f"{self.stack.pg_dsn}{sep}options=-csearch_path%3D{schema}"
+
+    def role_env(self) -> dict[str, str]:
+        env = {k: v for k, v in self.stack.env().items() if k.startswith("TRACEBOUND_")}
+        env.update(self.env)
+        return env
+
+    def projection_env(self) -> dict[str, str]:
+        env = self.role_env()
+        env["TRACEBOUND_PG_DSN"] = self.dsn
+        env["TRACEBOUND_PROJECTIONS_GROUP_PREFIX"] = f"test-{self.schema}."
+        return env
+
+    def start(self, roles: Sequence[str] = (*ROLES, PROJECTION)) -> None:
+        """Start every role (and the projection) of ``roles`` that is not running."""
+        pipeline = tuple(r for r in roles if r != PROJECTION)
+        if pipeline:
+            start_services(self.settings, self.role_env(), pipeline)
+        if PROJECTION in roles:
+            start_services(self.settings, self.projection_env(), (PROJECTION,))
+
+    def pid(self, role: str) -> int:
+        path = self.state_dir / "services" / f"{role}.pid"
+        return int(path.read_text().split()[0])
+
+    def alive(self, role: str) -> bool:
+        try:
+            os.kill(self.pid(role), 0)
+        except (ProcessLookupError, FileNotFoundError):
+            return False
+        with contextlib.suppress(ChildProcessError):
+            reaped, _ = os.waitpid(self.pid(role), os.WNOHANG)
+            return reaped == 0
+        return True
+
+    def kill(self, role: str) -> None:
+        """SIGKILL ``role``'s process and wait until it is gone (reaped if ours)."""
+        pid = self.pid(role)
+        os.kill(pid, signal.SIGKILL)
+        assert wait_exit(pid, 10), f"{role} (pid {pid}) outlived SIGKILL"
+
+    def stop(self, roles: Sequence[str] = (*ROLES, PROJECTION)) -> None:
+        """SIGTERM the processes of ``roles`` all at once (each may take its stop timeout)."""
+        threads = [
+            threading.Thread(target=stop_services, args=(self.settings, (role,)), daemon=True)
+            for role in roles
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+
+    def log_tail(self, role: str, lines: int = 30) -> str:
+        path = self.state_dir / "services" / f"{role}.log"
+        if not path.exists():
+            return ""
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+    @contextlib.contextmanager
+    def conn(self) -> Iterator[psycopg.Connection[Any]]:
+        with psycopg.connect(self.dsn, autocommit=True, connect_timeout=10) as conn:
+            yield conn
+
+    def wait_projected(self, timeout_s: float) -> None:
+        """Until the projection's checkpoints reach the end of every topic it reads."""
+        deadline = time.monotonic() + timeout_s
+        lag: int | str = "unknown"
+        while time.monotonic() < deadline:
+            try:
+                with self.conn() as conn:
+                    lag = sum(m["lag"] for m in status(conn, self.stack.kafka))
+            except (psycopg.Error, KafkaException) as exc:
+                lag = f"unknown ({exc})"
+            if lag == 0:
+                return
+            time.sleep(0.5)
+        raise AssertionError(
+            f"projection in {self.schema} still {lag} events behind after {timeout_s:.0f}s;"
+            f" log:\n{self.log_tail(PROJECTION)}"
+        )
+
+    def snapshot(self, dsn: str | None = None) -> dict[str, list[dict[str, Any]]]:
+        """Every row of every read model ordered by key, without write timestamps."""
+        tables: dict[str, list[dict[str, Any]]] = {}
+        with (
+            psycopg.connect(dsn or self.dsn, autocommit=True, connect_timeout=10) as conn,
+            conn.cursor(row_factory=dict_row) as cur,
+        ):
+            for table, key in KEYS.items():
+                cur.execute(
+                    sql.SQL("SELECT * FROM {} ORDER BY {}").format(
+                        sql.Identifier(table), sql.Identifier(key)
+                    )
+                )
+                tables[table] = [
+                    {k: v for k, v in row.items() if k not in VOLATILE} for row in cur.fetchall()
+                ]
+        return tables
+
+    def rebuild_window(self, timeout_s: float = 180) -> dict[str, list[dict[str, Any]]]:
+        """Rebuild every model from the scenario's window into a fresh schema; its rows.
+
+        The window ends where the (stopped) live projection's checkpoints are.
+        """
+        schema = f"{self.schema}_rebuilt"
+        with psycopg.connect(self.stack.pg_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        dsn = self._schema_dsn(schema)
+        deadline = time.monotonic() + timeout_s
+        with self.conn() as live, psycopg.connect(dsn, autocommit=True) as conn:
+            migrate(conn)
+            for model in MODELS.values():
+                ends = read_checkpoints(live, model.name)
+                start = self.window_start[model.name]
+                for batch in read_window(self.stack.kafka, start, ends, deadline):
+                    with conn.transaction():
+                        write_events(conn, model.name, model.name, batch)
+                with conn.transaction():
+                    write_checkpoints(conn, model.name, ends)
+        return self.snapshot(dsn)
+
+    def drop_schema(self) -> None:
+        with psycopg.connect(self.stack.pg_dsn, autocommit=True, connect_timeout=10) as conn:
+            for schema in (self.schema, f"{self.schema}_rebuilt"):
+                conn.execute(
+                    sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+                )
+
+
+def read_window(
+    kafka: KafkaSettings, start: Checkpoints, ends: Checkpoints, deadline: float
+) -> Iterator[list[Event]]:
+    """The committed events between ``start`` and ``ends`` per partition, in batches."""
+    pending = {tp for tp, end in ends.items() if end > start.get(tp, 0)}
+    if not pending:
+        return
+    consumer = Consumer(
+        {
+            **kafka.client_config(),
+            "group.id": f"test-faults-window-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": "false",
+            "isolation.level": "read_committed",
+            "enable.partition.eof": "true",
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(t, p, start.get((t, p), 0)) for t, p in sorted(pending)])
+        while pending:
+            assert time.monotonic() < deadline, f"window not read in time: {sorted(pending)}"
+            events: list[Event] = []
+            for msg in consumer.consume(1000, 0.5):
+                key = (str(msg.topic()), int(msg.partition() or 0))
+                offset = int(msg.offset() or 0)
+                err = msg.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF and offset >= ends[key]:
+                        pending.discard(key)
+                    continue
+                if key not in pending or offset >= ends[key]:
+                    pending.discard(key)
+                    continue
+                with contextlib.suppress(PoisonInput):  # the roles dead-lettered it
+                    events.append(CODEC.decode(msg.value() or b""))
+                if offset + 1 >= ends[key]:
+                    pending.discard(key)
+            if events:
+                yield events
+    finally:
+        consumer.close()
+
+
+def check_read_models(
+    pipeline: FaultPipeline, run_ids: set[str], timeout_s: float
+) -> dict[str, float]:
+    """No lost or duplicated rows for our runs, and live rows equal a rebuild; phase times."""
+    phases: dict[str, float] = {}
+    began = time.monotonic()
+    pipeline.wait_projected(timeout_s)
+    phases["caught up"] = time.monotonic() - began
+    with pipeline.conn() as conn:
+        rows = conn.execute(
+            "SELECT run_id, count(*), min(status) FROM diagnosis_run"
+            " WHERE run_id = ANY(%s) GROUP BY run_id",
+            (list(run_ids),),
+        ).fetchall()
+        dup_inv = conn.execute(
+            "SELECT count(*) - count(DISTINCT id) FROM tool_invocation WHERE run_id = ANY(%s)",
+            (list(run_ids),),
+        ).fetchone()
+        invocations = conn.execute(
+            "SELECT count(*) FROM tool_invocation WHERE run_id = ANY(%s)", (list(run_ids),)
+        ).fetchone()
+    projected = {r[0] for r in rows}
+    assert projected == run_ids, (
+        f"diagnosis_run: {len(run_ids - projected)} requests have no row,"
+        f" {len(projected - run_ids)} rows are not ours"
+    )
+    assert all(r[1] == 1 for r in rows), "a run has more than one diagnosis_run row"
+    not_done = [r for r in rows if r[2] != "answered"]
+    assert not not_done, f"{len(not_done)} answered runs are not answered in diagnosis_run"
+    assert dup_inv is not None and dup_inv[0] == 0, "duplicate tool_invocation ids"
+    assert invocations is not None and invocations[0] > 0, "no tool invocations projected"
+    began = time.monotonic()
+    pipeline.stop((PROJECTION,))  # the window ends at the stopped projection's checkpoints
+    phases["stopped"] = time.monotonic() - began
+    live = pipeline.snapshot()
+    began = time.monotonic()
+    rebuilt = pipeline.rebuild_window()
+    phases["rebuilt"] = time.monotonic() - began
+    for table in KEYS:
+        assert len(live[table]) == len(rebuilt[table]), (
+            f"{table}: {len(live[table])} live rows, {len(rebuilt[table])} after a rebuild"
+        )
+        differ = [a for a, b in zip(live[table], rebuilt[table], strict=True) if a != b]
+        assert not differ, f"{table}: {len(differ)} rows differ from a rebuild, e.g. {differ[0]}"
+    return phases
+
+
+def assert_one_answer_each(counter: AnswerCounter, what: str) -> tuple[int, int, int]:
+    """Exactly one answer per request: (answered, duplicates, lost)."""
+    counts = counter.counts()
+    duplicates = sum(n - 1 for n in counts.values() if n > 1)
+    lost = len(counter.run_ids - set(counts))
+    assert not lost, f"{what}: {lost} requests never answered"
+    assert not duplicates, f"{what}: {duplicates} duplicate answers"
+    return len(counts), duplicates, lost
+
+
+# --- poison ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PoisonRecord:
+    kind: str
+    topic: str
+    partition: int
+    offset: int
+
+
+def poison_values(topic: str, rng: random.Random) -> dict[str, bytes]:
+    """The three kinds of poison for ``topic``: random bytes, unknown fingerprint, bad model."""
+    cls = EVENT_OF[topic]
+    valid = sample(cls).model_copy(update={"run_id": f"poison-{uuid.uuid4().hex[:8]}"})
+    body = CODEC.encode(valid)
+    bad_request = DiagnosisRequest.model_construct(
+        mode="NOT-A-MODE",  # type: ignore[arg-type]
+        query="poison",
+        alerts=(),
+        language="en",
+        requested_by="",
+    )
+    invalid = valid.model_copy(update={"request": bad_request})
+    return {
+        "random-bytes": b"\x00\x07" + rng.randbytes(61),
+        "unknown-fingerprint": b"\xc3\x01" + bytes(8) + body[10:],
+        "invalid-model": CODEC.encode(invalid),
+    }
+
+
+def inject_poison(kafka: KafkaSettings, seed: int) -> list[PoisonRecord]:
+    """Three poison records into every input topic; where each one landed."""
+    rng = random.Random(seed)
+    producer = Producer({**kafka.client_config(), "enable.idempotence": "true"})
+    landed: list[PoisonRecord] = []
+    failures: list[str] = []
+    for topic in CONSUMER_OF:
+        for kind, value in poison_values(topic, rng).items():
+
+            def delivered(err: Any, msg: Any, kind: str = kind) -> None:
+                if err is not None:
+                    failures.append(str(err))
+                else:
+                    landed.append(PoisonRecord(kind, msg.topic(), msg.partition(), msg.offset()))
+
+            producer.produce(
+                topic, key=f"poison-{kind}".encode(), value=value, on_delivery=delivered
+            )
+    assert producer.flush(60) == 0 and not failures, f"poison not acknowledged: {failures}"
+    return landed
+
+
+def missing_dead_letters(poison: Sequence[PoisonRecord], letters: Sequence[Event]) -> list[str]:
+    """Each poison record as a dead letter of its consumer with the expected reason."""
+    found = {
+        (e.source_topic, e.source_partition, e.source_offset): e
+        for e in letters
+        if isinstance(e, DeadLetter) and e.service == CONSUMER_OF.get(e.source_topic)
+    }
+    problems = []
+    for p in poison:
+        letter = found.get((p.topic, p.partition, p.offset))
+        if letter is None:
+            problems.append(f"{p.kind} on {p.topic}[{p.partition}]@{p.offset}: no dead letter")
+        elif letter.error_type != POISON_REASONS[p.kind] or not letter.error_message:
+            problems.append(
+                f"{p.kind} on {p.topic}: dead-lettered as {letter.error_type}"
+                f" ({letter.error_message!r}), expected {POISON_REASONS[p.kind]}"
+            )
+    return problems
