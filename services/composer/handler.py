@@ -17,12 +17,12 @@ from services.composer.llm_composer import (
     LlmComposition,
     compose_llm,
     compose_rules,
-    new_recorder,
+    composer_prompt,
 )
 from services.verifier.handler import merged_audit
 from tracebound.events import Answer, Event, Verdict
 from tracebound.events.records import EPOCH as EPOCH_START
-from tracebound.llm import ChatModel
+from tracebound.llm import ChatModel, StepRecorder
 
 SERVICE = "composer"
 FINAL_STATUS = {"PASS": "answered", "LOW_CONFID": "degraded", "REJECT": "degraded"}
@@ -44,13 +44,7 @@ class ComposerHandler:
         rejected = tuple(c.claim_text for c in event.claim_checks if c.status == "REFUTED")
         if self.model is None:
             return compose_rules(event.composer_input, language, rejected)
-        recorder = new_recorder(
-            self.model,
-            service=SERVICE,
-            run_id=event.run_id,
-            session_id=event.session_id,
-            causation_id=event.event_id,
-        )
+        recorder = StepRecorder.for_event(self.model, composer_prompt(), event, SERVICE)
         return compose_llm(event.composer_input, language, recorder, rejected_claims=rejected)
 
     def __call__(self, event: Event) -> list[Event]:

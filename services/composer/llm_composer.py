@@ -75,21 +75,12 @@ def composer_prompt() -> Prompt:
     return load_prompt(PROMPT_NAME)
 
 
-def new_recorder(
-    model: ChatModel,
-    *,
-    service: str,
-    run_id: str,
-    session_id: str | None = None,
-    causation_id: str | None = None,
-) -> StepRecorder:
-    """A step recorder named after the composer prompt, for one composer call."""
+def new_recorder(model: ChatModel, *, service: str, run_id: str) -> StepRecorder:
+    """A step recorder for one call outside the pipeline (the CLI), named after the prompt."""
     prompt = composer_prompt()
     return StepRecorder(
         model,
         run_id=run_id,
-        session_id=session_id,
-        causation_id=causation_id,
         agent_name=prompt.name,
         prompt_version=prompt.version,
         service=service,

@@ -133,15 +133,7 @@ class ExecutorHandler:
     def _llm_round(self, event: Event, job: Job, gate: ToolGate) -> RoundResult:
         assert self.model is not None
         prompt = load_prompt("chat-executor")
-        recorder = StepRecorder(
-            self.model,
-            run_id=event.run_id,
-            session_id=event.session_id,
-            causation_id=event.event_id,
-            agent_name=prompt.name,
-            prompt_version=prompt.version,
-            service=SERVICE,
-        )
+        recorder = StepRecorder.for_event(self.model, prompt, event, SERVICE)
         try:
             raw, outcome = run_llm_round(
                 prompt,

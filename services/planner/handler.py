@@ -27,15 +27,7 @@ class PlannerHandler:
         steps: list[Event] = []
         if self.model is not None:
             prompt = planner_prompt(request)
-            recorder = StepRecorder(
-                self.model,
-                run_id=event.run_id,
-                session_id=event.session_id,
-                causation_id=event.event_id,
-                agent_name=prompt.name,
-                prompt_version=prompt.version,
-                service=SERVICE,
-            )
+            recorder = StepRecorder.for_event(self.model, prompt, event, SERVICE)
             try:
                 snapshot, skill = plan_llm(request, self.skills, recorder)
                 audit = prompt_audit([prompt], [skill] if skill else [])

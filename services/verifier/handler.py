@@ -20,7 +20,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from services.verifier.input import input_from_event
 from services.verifier.judge import LOW_CONFID, verify
-from services.verifier.llm_verifier import RULES, LlmVerification, new_recorder, verify_llm
+from services.verifier.llm_verifier import RULES, LlmVerification, verifier_prompt, verify_llm
 from tracebound.events import (
     Event,
     GatekeeperResult,
@@ -29,7 +29,7 @@ from tracebound.events import (
     RetryRequested,
     Verdict,
 )
-from tracebound.llm import ChatModel
+from tracebound.llm import ChatModel, StepRecorder
 from tracebound.prompts import Prompt
 
 SERVICE = "verifier"
@@ -59,13 +59,7 @@ class VerifierHandler:
         inp = input_from_event(event)
         if self.model is None:
             return LlmVerification(verify(inp), RULES)
-        recorder = new_recorder(
-            self.model,
-            service=SERVICE,
-            run_id=event.run_id,
-            session_id=event.session_id,
-            causation_id=event.event_id,
-        )
+        recorder = StepRecorder.for_event(self.model, verifier_prompt(), event, SERVICE)
         return verify_llm(inp, recorder, language=event.request.language)
 
     def __call__(self, event: Event) -> list[Event]:

@@ -44,6 +44,10 @@ def sleeper(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
     """A live process whose command line carries a unique marker."""
     marker = str(tmp_path / f"marker-{uuid.uuid4().hex}")
     proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", marker])
+    # Until the child has exec'd, /proc shows the forked parent's command line.
+    deadline = time.monotonic() + 10
+    while marker not in process.cmdline(proc.pid) and time.monotonic() < deadline:
+        time.sleep(0.01)
     try:
         yield proc, marker
     finally:

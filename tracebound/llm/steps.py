@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tracebound.events import AgentStep, Producer
+from tracebound.events import AgentStep, Event, Producer
 from tracebound.llm.port import ChatModel, ModelError, ModelReply
+
+if TYPE_CHECKING:
+    from tracebound.prompts import Prompt
 
 INPUT_LIMIT = 300
 OUTPUT_LIMIT = 500
@@ -103,6 +106,21 @@ class StepRecorder:
         self.service = service
         self.next_index = first_index
         self.steps: list[AgentStep] = []
+
+    @classmethod
+    def for_event(
+        cls, model: ChatModel, prompt: Prompt, event: Event, service: str
+    ) -> StepRecorder:
+        """The recorder of a role reacting to ``event`` with ``prompt``: same run, caused by it."""
+        return cls(
+            model,
+            run_id=event.run_id,
+            session_id=event.session_id,
+            causation_id=event.event_id,
+            agent_name=prompt.name,
+            prompt_version=prompt.version,
+            service=service,
+        )
 
     def _step(self, **payload: Any) -> AgentStep:
         step = AgentStep(
