@@ -51,6 +51,8 @@ from tracebound.settings import KafkaSettings, PostgresSettings
 log = logging.getLogger(__name__)
 RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 KEEPALIVE_S = 15.0
+# How long the event stream waits for events that were read late from another topic.
+SETTLE_S = 1.5
 MAX_WAIT_S = 120.0
 M = TypeVar("M", bound=BaseModel)
 
@@ -172,14 +174,25 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
         wait = query_seconds(request, max_wait, max_wait)
 
         async def stream() -> AsyncIterator[str]:
+            # One reader follows every stage topic, and topics are not read in lockstep:
+            # an event of a later stage can be buffered before an earlier one. So the
+            # stream starts once the request itself is buffered, sends what is buffered
+            # in time order, and holds the Answer back briefly for late earlier events.
             sub = ports.runs.subscribe(run_id)
             try:
-                past, done = ports.runs.snapshot(run_id)
-                sent = {e.event_id for e in past}
-                for event in past:
-                    yield _sse(event)
                 deadline = time.monotonic() + wait
-                while done is None:
+                past, answer = ports.runs.snapshot(run_id)
+                settle = time.monotonic() + SETTLE_S
+                while not any(isinstance(e, DiagnosisRequested) for e in past):
+                    if time.monotonic() > min(settle, deadline):
+                        break
+                    await asyncio.sleep(0.05)
+                    past, answer = ports.runs.snapshot(run_id)
+                sent = {e.event_id for e in past}
+                for event in sorted(past, key=lambda e: e.occurred_at):
+                    if not isinstance(event, Answer):
+                        yield _sse(event)
+                while answer is None:
                     left = deadline - time.monotonic()
                     if left <= 0:
                         yield "event: timeout\ndata: {}\n\n"
@@ -189,10 +202,23 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
                     except TimeoutError:
                         yield ": keep-alive\n\n"
                         continue
-                    if event.event_id not in sent:
+                    if event.event_id in sent:
+                        continue
+                    sent.add(event.event_id)
+                    if isinstance(event, Answer):
+                        answer = event
+                    else:
+                        yield _sse(event)
+                settle = time.monotonic() + SETTLE_S
+                while (left := settle - time.monotonic()) > 0:
+                    try:
+                        event = await asyncio.wait_for(sub[1].get(), left)
+                    except TimeoutError:
+                        break
+                    if event.event_id not in sent and not isinstance(event, Answer):
                         sent.add(event.event_id)
                         yield _sse(event)
-                        done = event if isinstance(event, Answer) else None
+                yield _sse(answer)
             finally:
                 ports.runs.unsubscribe(run_id, sub)
 
