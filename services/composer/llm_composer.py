@@ -32,7 +32,7 @@ from services.composer.templates import language_of
 from services.verifier.material import is_evidence_action
 from services.verifier.rules_file import default_verifier_rules
 from tracebound.events import AgentStep, ComposerInput, GuardResult, RecommendedAction
-from tracebound.llm import ChatModel, ModelCallFailed, StepRecorder, parse_model
+from tracebound.llm import ModelCallFailed, StepRecorder, parse_model
 from tracebound.prompts import Prompt, load_prompt
 
 PROMPT_NAME = "chat-composer"
@@ -73,18 +73,6 @@ class LlmComposition:
 
 def composer_prompt() -> Prompt:
     return load_prompt(PROMPT_NAME)
-
-
-def new_recorder(model: ChatModel, *, service: str, run_id: str) -> StepRecorder:
-    """A step recorder for one call outside the pipeline (the CLI), named after the prompt."""
-    prompt = composer_prompt()
-    return StepRecorder(
-        model,
-        run_id=run_id,
-        agent_name=prompt.name,
-        prompt_version=prompt.version,
-        service=service,
-    )
 
 
 def compose_rules(
