@@ -30,6 +30,7 @@ from starlette.routing import Route
 from projections import trace_page
 from services.ingest import alertmanager
 from services.ingest.alertmanager import AlertGroup
+from services.ingest.causal import CausalOrder
 from services.ingest.dedup import Claimed, DedupStore
 from services.ingest.http import (
     ApiError,
@@ -51,7 +52,9 @@ from tracebound.settings import KafkaSettings, PostgresSettings
 log = logging.getLogger(__name__)
 RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 KEEPALIVE_S = 15.0
-# How long the event stream waits for events that were read late from another topic.
+# How long the event stream holds an event whose cause it has not seen yet, and
+# holds the Answer back while other events of the run are still held.
+CAUSE_WAIT_S = 10.0
 SETTLE_S = 1.5
 MAX_WAIT_S = 120.0
 M = TypeVar("M", bound=BaseModel)
@@ -119,11 +122,18 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
     max_wait = min(MAX_WAIT_S, max(settings.answer_wait_s, 1.0) * 4)
     document = build_document(max_wait)
 
+    def publish(events: list[Event]) -> None:
+        # Acknowledged means readable: buffer it now, so a run's stream starts with its
+        # request even when the reader reaches the requests topic after later stages.
+        ports.publisher.publish(events)
+        for event in events:
+            ports.runs.add(event)
+
     def accept_groups(payload: AlertmanagerWebhook) -> dict[str, Any]:
         runs = []
         for group in alertmanager.firing_groups(payload, settings.group_by):
             request = alertmanager.build_request(group, settings.language)
-            claimed = ports.dedup.claim(group, request, lambda e: ports.publisher.publish([e]))
+            claimed = ports.dedup.claim(group, request, lambda e: publish([e]))
             log.info(
                 "alert group %s from %s: run %s%s",
                 group.dedup_key[:12],
@@ -148,7 +158,7 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
         body = _validate(ChatRequest, await read_json(request, settings.max_body_bytes))
         event = alertmanager.build_chat_request(body.question, body.session_id, body.language)
         try:
-            await run_in_threadpool(ports.publisher.publish, [event])
+            await run_in_threadpool(publish, [event])
         except TransientError as exc:
             raise _unavailable(exc) from None
         log.info(
@@ -174,51 +184,46 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
         wait = query_seconds(request, max_wait, max_wait)
 
         async def stream() -> AsyncIterator[str]:
-            # One reader follows every stage topic, and topics are not read in lockstep:
-            # an event of a later stage can be buffered before an earlier one. So the
-            # stream starts once the request itself is buffered, sends what is buffered
-            # in time order, and holds the Answer back briefly for late earlier events.
+            # Events go out in causal order (see causal.py); the Answer goes last, once
+            # nothing else of the run is held or SETTLE_S has passed since it arrived.
             sub = ports.runs.subscribe(run_id)
             try:
+                order = CausalOrder(CAUSE_WAIT_S)
                 deadline = time.monotonic() + wait
-                past, answer = ports.runs.snapshot(run_id)
-                settle = time.monotonic() + SETTLE_S
-                while not any(isinstance(e, DiagnosisRequested) for e in past):
-                    if time.monotonic() > min(settle, deadline):
-                        break
-                    await asyncio.sleep(0.05)
-                    past, answer = ports.runs.snapshot(run_id)
-                sent = {e.event_id for e in past}
-                for event in sorted(past, key=lambda e: e.occurred_at):
-                    if not isinstance(event, Answer):
-                        yield _sse(event)
-                while answer is None:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
+                past, _ = ports.runs.snapshot(run_id)
+                ready = [
+                    out
+                    for event in sorted(past, key=lambda e: e.occurred_at)
+                    for out in order.offer(event, time.monotonic())
+                ]
+                answer: Answer | None = None
+                settle = deadline
+                while True:
+                    for event in ready:
+                        if isinstance(event, Answer):
+                            answer = answer or event
+                            settle = min(deadline, time.monotonic() + SETTLE_S)
+                        else:
+                            yield _sse(event)
+                    now = time.monotonic()
+                    if answer is not None and (not order.holding() or now >= settle):
+                        yield _sse(answer)
+                        return
+                    if now >= deadline:
                         yield "event: timeout\ndata: {}\n\n"
                         return
+                    expiry = order.next_expiry()
+                    left = min(deadline, settle, expiry or deadline) - now
                     try:
-                        event = await asyncio.wait_for(sub[1].get(), min(left, KEEPALIVE_S))
+                        event = await asyncio.wait_for(
+                            sub[1].get(), max(0.0, min(left, KEEPALIVE_S))
+                        )
                     except TimeoutError:
-                        yield ": keep-alive\n\n"
+                        ready = order.expired(time.monotonic())
+                        if not ready and answer is None and left > KEEPALIVE_S:
+                            yield ": keep-alive\n\n"
                         continue
-                    if event.event_id in sent:
-                        continue
-                    sent.add(event.event_id)
-                    if isinstance(event, Answer):
-                        answer = event
-                    else:
-                        yield _sse(event)
-                settle = time.monotonic() + SETTLE_S
-                while (left := settle - time.monotonic()) > 0:
-                    try:
-                        event = await asyncio.wait_for(sub[1].get(), left)
-                    except TimeoutError:
-                        break
-                    if event.event_id not in sent and not isinstance(event, Answer):
-                        sent.add(event.event_id)
-                        yield _sse(event)
-                yield _sse(answer)
+                    ready = order.offer(event, time.monotonic())
             finally:
                 ports.runs.unsubscribe(run_id, sub)
 

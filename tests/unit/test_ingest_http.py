@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator, Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -181,9 +182,13 @@ def test_unknown_routes_answer_json(client: TestClient) -> None:
     assert client.get("/api/v1/chat", headers=AUTH).status_code == 405
 
 
-def _events(run_id: str) -> tuple[PlanProduced, Answer]:
-    plan = sample(PlanProduced).model_copy(update={"run_id": run_id, "event_id": "e-plan"})
-    answer = sample(Answer).model_copy(update={"run_id": run_id, "event_id": "e-answer"})
+def _events(run_id: str, cause: str | None = None) -> tuple[PlanProduced, Answer]:
+    plan = sample(PlanProduced).model_copy(
+        update={"run_id": run_id, "event_id": "e-plan", "causation_id": cause}
+    )
+    answer = sample(Answer).model_copy(
+        update={"run_id": run_id, "event_id": "e-answer", "causation_id": "e-plan"}
+    )
     return plan, answer
 
 
@@ -226,3 +231,27 @@ def test_run_buffer_is_bounded() -> None:
         runs.add(_events(f"run-{i}")[0])
     assert runs.snapshot("run-0") == ([], None)
     assert len(runs.snapshot("run-24")[0]) == 1
+
+
+def test_a_run_accepted_here_streams_its_request_first() -> None:
+    # The reader may reach a later stage's topic before the requests topic; what this
+    # process published and the broker acknowledged is buffered at once.
+    publisher = Publishing()
+    ports = Ports(publisher=publisher, dedup=NoDedup(), runs=RunBuffer(100))
+    app = create_app(IngestSettings(token=SecretStr(TOKEN)), ports)
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        body = {"session_id": "s", "question": "payment-service 当前是否有 HighCPUUsage 告警？"}
+        run_id = client.post("/api/v1/chat", json=body, headers=AUTH).json()["run_id"]
+        (request,) = publisher.published
+        plan, answer = _events(run_id, cause=request.event_id)
+        later = request.occurred_at + timedelta(seconds=1)
+        for event in (plan, answer):
+            ports.runs.add(event.model_copy(update={"occurred_at": later}))
+        with client.stream("GET", f"/api/v1/runs/{run_id}/events", headers=AUTH) as reply:
+            text = "".join(reply.iter_text())
+    kinds = [line.split(": ", 1)[1] for line in text.splitlines() if line.startswith("event:")]
+    assert kinds == ["DiagnosisRequested", "PlanProduced", "Answer"]
+
+
+class Publishing(NoPublisher):
+    """Acknowledges everything, like a healthy broker."""
