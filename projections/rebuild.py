@@ -28,6 +28,7 @@ from projections.settings import MODELS, ReadModel
 from projections.store import (
     Checkpoints,
     Connection,
+    RunStateCache,
     lock_model,
     read_checkpoints,
     write_checkpoints,
@@ -169,10 +170,16 @@ def rebuild_model(
     totals = {"events": 0, "skipped": 0, "rows": 0}
     last_report = started
 
+    cache = RunStateCache()  # this rebuild is the new table's only writer
+
     def sink(events: list[Event], skipped: int) -> None:
         nonlocal last_report
-        with conn.transaction():
-            totals["rows"] += write_events(conn, model.name, target, events)
+        try:
+            with conn.transaction():
+                totals["rows"] += write_events(conn, model.name, target, events, cache)
+        except BaseException:
+            cache.clear()
+            raise
         totals["events"] += len(events) + skipped
         totals["skipped"] += skipped
         now = time.monotonic()

@@ -8,7 +8,6 @@ merges many events per run (:mod:`projections.runs`).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -124,21 +123,16 @@ class RunChanges:
 
 
 def reduce_runs(held: Mapping[str, runs.State], events: Iterable[Event]) -> RunChanges:
-    """Fold a batch into the held states; a run whose state did not change is not rewritten."""
+    """Fold a batch into the held states, in place; a run that did not change is not rewritten.
+
+    The held states are taken over (merged into, not copied): pass states the caller
+    owns, as read from the database or kept by a :class:`RunStateCache`.
+    """
     changes = RunChanges(states=dict(held))
-    originals: dict[str, runs.State | None] = {}
     for event in events:
         if not isinstance(event, RUN_EVENTS):
             continue
-        run_id = event.run_id
-        if run_id not in originals:  # one copy per run per batch, then merge in place
-            original = changes.states.get(run_id)
-            originals[run_id] = original
-            changes.states[run_id] = copy.deepcopy(original) if original is not None else {}
-        runs.merge(changes.states[run_id], event)
-    for run_id, original in originals.items():
-        if changes.states[run_id] != original:
-            changes.changed.add(run_id)
-        elif original is not None:
-            changes.states[run_id] = original
+        state = changes.states.setdefault(event.run_id, {})
+        if runs.merge(state, event):
+            changes.changed.add(event.run_id)
     return changes

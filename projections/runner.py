@@ -28,7 +28,14 @@ import psycopg
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
 from projections.settings import ProjectionSettings, ReadModel
-from projections.store import Checkpoints, Connection, TopicPartitionKey, commit_batch, connect
+from projections.store import (
+    Checkpoints,
+    Connection,
+    RunStateCache,
+    TopicPartitionKey,
+    commit_batch,
+    connect,
+)
 from projections.store import read_checkpoints as stored_checkpoints
 from tracebound.codec import Codec, make_codec
 from tracebound.errors import PoisonInput
@@ -75,6 +82,9 @@ class ModelWorker:
         self._positions: dict[TopicPartitionKey, int | None] = {}
         self._next_lag = 0.0
         self._lag_labels: set[tuple[str, str, str]] = set()
+        # Run states this worker wrote last; emptied on every rebalance, since another
+        # instance may write the runs of partitions it held meanwhile.
+        self._cache = RunStateCache() if model.name == "diagnosis_run" else None
 
     # -- database ----------------------------------------------------------------------
 
@@ -101,6 +111,8 @@ class ModelWorker:
     # -- assignment --------------------------------------------------------------------
 
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        if self._cache is not None:
+            self._cache.clear()
         fenced = False
         try:
             stored: Checkpoints = self._with_db(
@@ -118,6 +130,8 @@ class ModelWorker:
         log.info("%s assigned %d partition(s) from its checkpoints", self.group, len(partitions))
 
     def _on_revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        if self._cache is not None:
+            self._cache.clear()
         for tp in partitions:
             self._positions.pop((tp.topic, tp.partition), None)
             if (self.group, tp.topic, str(tp.partition)) in self._lag_labels:
@@ -212,7 +226,9 @@ class ModelWorker:
         expected = {key: self._positions.get(key) for key in advanced}
         refused: Checkpoints | None = self._with_db(
             "batch",
-            lambda conn: commit_batch(conn, self.model.name, events, expected, advanced),
+            lambda conn: commit_batch(
+                conn, self.model.name, events, expected, advanced, cache=self._cache
+            ),
         )
         if refused is not None:
             self._rewind(consumer, refused)

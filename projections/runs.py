@@ -27,6 +27,7 @@ asked for) and ``answered``.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -82,11 +83,16 @@ def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
 
 
-def _offer(state: State, slot: str, rank: list[Any], value: dict[str, Any]) -> None:
-    """Keep ``value`` in ``slot`` if its rank beats the one held (the semilattice join)."""
+def _offer(state: State, slot: str, rank: list[Any], value: Callable[[], Any]) -> bool:
+    """Keep ``value()`` in ``slot`` if its rank beats the one held (the semilattice join).
+
+    The value is built only when it wins; returns whether the slot changed.
+    """
     held = state.get(slot)
     if held is None or rank > held["rank"]:
-        state[slot] = {"rank": rank, "value": value}
+        state[slot] = {"rank": rank, "value": value()}
+        return True
+    return False
 
 
 def _round_of(event: Event) -> int:
@@ -101,26 +107,76 @@ def _round_of(event: Event) -> int:
     return 0
 
 
-def _carried(state: State, event: Event) -> None:
+def _carried(state: State, event: Event) -> bool:
+    changed = False
     request = getattr(event, "request", None)
     if request is not None:
         prio = ORIGINAL if isinstance(event, DiagnosisRequested) else CARRIED
-        value = {"session_id": event.session_id, **request.model_dump(mode="json")}
-        _offer(state, "request", [prio, event.event_id], value)
+        changed |= _offer(
+            state,
+            "request",
+            [prio, event.event_id],
+            lambda: {"session_id": event.session_id, **request.model_dump(mode="json")},
+        )
     plan = getattr(event, "plan", None)
     if plan is not None:
         prio = ORIGINAL if isinstance(event, PlanProduced) else CARRIED
-        _offer(state, "plan", [prio, event.event_id], plan.model_dump(mode="json"))
+        changed |= _offer(
+            state, "plan", [prio, event.event_id], lambda: plan.model_dump(mode="json")
+        )
+    return changed
 
 
-def _payload(state: State, event: Event, round_no: int) -> None:
+def _kept(event: Event, keys: tuple[str, ...]) -> Callable[[], dict[str, Any]]:
+    def build() -> dict[str, Any]:
+        data = event.to_json()
+        return {key: data[key] for key in keys}
+
+    return build
+
+
+GATEKEEPER_KEEP = (
+    "gatekeeper_result",
+    "executor_structured_output",
+    "executor_output_parse_status",
+    "tool_trace_summary",
+    "prompt_audit",
+    "round",
+)
+VERDICT_KEEP = (
+    "verdict",
+    "groundedness_score",
+    "critical_fact_count",
+    "claim_checks",
+    "facts_checked",
+    "rationale",
+    "round",
+    "verifier_mode",
+    "prompt_audit",
+    "aiops_rule_evaluation",
+)
+ANSWER_KEEP = (
+    "answer_summary",
+    "recommended_actions",
+    "user_facing_answer",
+    "guard",
+    "verdict",
+    "language",
+    "latency_ms",
+    "final_status",
+    "round",
+    "prompt_audit",
+)
+
+
+def _payload(state: State, event: Event, round_no: int) -> bool:
     rank = [round_no, event.event_id]
     if isinstance(event, EvidenceProduced):
-        _offer(
+        return _offer(
             state,
             "evidence",
             rank,
-            {
+            lambda: {
                 "executor_structured_output": event.executor_structured_output,
                 "executor_output_parse_status": event.executor_output_parse_status.model_dump(
                     mode="json"
@@ -128,57 +184,19 @@ def _payload(state: State, event: Event, round_no: int) -> None:
                 "prompt_audit": event.prompt_audit.model_dump(mode="json"),
             },
         )
-    elif isinstance(event, GatekeeperResult):
-        data = event.to_json()
-        _offer(
-            state,
-            "gatekeeper",
-            rank,
-            {
-                key: data[key]
-                for key in (
-                    "gatekeeper_result",
-                    "executor_structured_output",
-                    "executor_output_parse_status",
-                    "tool_trace_summary",
-                    "prompt_audit",
-                    "round",
-                )
-            },
-        )
-    elif isinstance(event, Verdict):
-        data = event.to_json()
-        keep = (
-            "verdict",
-            "groundedness_score",
-            "critical_fact_count",
-            "claim_checks",
-            "facts_checked",
-            "rationale",
-            "round",
-            "verifier_mode",
-            "prompt_audit",
-            "aiops_rule_evaluation",
-        )
-        _offer(state, "verdict", rank, {key: data[key] for key in keep})
-    elif isinstance(event, Answer):
-        data = event.to_json()
-        keep = (
-            "answer_summary",
-            "recommended_actions",
-            "user_facing_answer",
-            "guard",
-            "verdict",
-            "language",
-            "latency_ms",
-            "final_status",
-            "round",
-            "prompt_audit",
-        )
-        _offer(state, "answer", [event.event_id], {key: data[key] for key in keep})
-    elif isinstance(event, AgentStep):
+    if isinstance(event, GatekeeperResult):
+        return _offer(state, "gatekeeper", rank, _kept(event, GATEKEEPER_KEEP))
+    if isinstance(event, Verdict):
+        return _offer(state, "verdict", rank, _kept(event, VERDICT_KEEP))
+    if isinstance(event, Answer):
+        return _offer(state, "answer", [event.event_id], _kept(event, ANSWER_KEEP))
+    if isinstance(event, AgentStep):
         steps = state.setdefault("steps", {})
-        steps[event.event_id] = [event.token_count, event.prompt_tokens, event.completion_tokens]
+        counts = [event.token_count, event.prompt_tokens, event.completion_tokens]
+        if steps.get(event.event_id) != counts:
+            steps[event.event_id] = counts
+            return True
+    return False
 
 
 def apply(state: State | None, event: Event) -> State:
@@ -188,23 +206,40 @@ def apply(state: State | None, event: Event) -> State:
     return new
 
 
-def merge(new: State, event: Event) -> None:
-    """Fold ``event`` into ``new`` in place (callers copy once per batch, not per event)."""
+def merge(new: State, event: Event) -> bool:
+    """Fold ``event`` into ``new`` in place; returns whether the state changed.
+
+    Callers need no copy to tell a changed run from an unchanged one.
+    """
+    changed = False
     round_no = _round_of(event)
-    new["max_round"] = max(int(new.get("max_round", 0)), round_no)
+    if round_no > int(new.get("max_round", 0)) or "max_round" not in new:
+        new["max_round"] = max(int(new.get("max_round", 0)), round_no)
+        changed = True
     stage = STAGES.get(type(event))
     if stage is not None:
         order, status = stage
         status_round = ANSWERED_ROUND if isinstance(event, Answer) else round_no
-        value = {"status": status, "event_id": event.event_id}
-        _offer(new, "status", [status_round, order, event.event_id], value)
+        changed |= _offer(
+            new,
+            "status",
+            [status_round, order, event.event_id],
+            lambda: {"status": status, "event_id": event.event_id},
+        )
     timing = TIMING_STAGES.get(type(event))
     if timing is not None:
         at = _ms(event.occurred_at)
-        span = new.setdefault("timings", {}).setdefault(timing, {"first": at, "last": at})
-        span["first"], span["last"] = min(span["first"], at), max(span["last"], at)
-    _carried(new, event)
-    _payload(new, event, round_no)
+        timings = new.setdefault("timings", {})
+        span = timings.get(timing)
+        if span is None:
+            timings[timing] = {"first": at, "last": at}
+            changed = True
+        elif at < span["first"] or at > span["last"]:
+            span["first"], span["last"] = min(span["first"], at), max(span["last"], at)
+            changed = True
+    changed |= _carried(new, event)
+    changed |= _payload(new, event, round_no)
+    return changed
 
 
 def _value(state: State, slot: str) -> dict[str, Any] | None:

@@ -12,6 +12,7 @@ names are composed as identifiers.
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 
 from projections import reducers
+from projections.runs import State
 from projections.settings import MODELS
 from tracebound.events import Event
 from tracebound.settings import PostgresSettings
@@ -121,17 +123,56 @@ def _held_runs(conn: Connection, table: str, run_ids: list[str]) -> dict[str, An
     return {str(r[0]): r[1] for r in rows}
 
 
-def write_events(conn: Connection, model: str, table: str, events: Iterable[Event]) -> int:
+class RunStateCache:
+    """The merge states of the most recently written runs, so a batch need not read them back.
+
+    Valid only while its owner is the table's one writer and every write it saw was
+    committed: call :meth:`clear` whenever a transaction fails or the checkpoints moved
+    under it. Bounded by run count (least recently written dropped first).
+    """
+
+    def __init__(self, max_runs: int = 1000) -> None:
+        self._max_runs = max_runs
+        self._states: OrderedDict[str, State] = OrderedDict()
+
+    def take(self, run_ids: Iterable[str]) -> dict[str, State]:
+        return {r: self._states.pop(r) for r in run_ids if r in self._states}
+
+    def keep(self, states: Mapping[str, State]) -> None:
+        for run_id, state in states.items():
+            self._states[run_id] = state
+            self._states.move_to_end(run_id)
+        while len(self._states) > self._max_runs:
+            self._states.popitem(last=False)
+
+    def clear(self) -> None:
+        self._states.clear()
+
+
+def write_events(
+    conn: Connection,
+    model: str,
+    table: str,
+    events: Iterable[Event],
+    cache: RunStateCache | None = None,
+) -> int:
     """Apply decoded events to ``table`` (the live model or a rebuild); returns rows written."""
     events = list(events)
     if model == "diagnosis_run":
         run_ids = sorted({e.run_id for e in events})
         if not run_ids:
             return 0
-        changes = reducers.reduce_runs(_held_runs(conn, table, run_ids), events)
+        held = cache.take(run_ids) if cache is not None else {}
+        missing = [r for r in run_ids if r not in held]
+        if missing:
+            held.update(_held_runs(conn, table, missing))
+        changes = reducers.reduce_runs(held, events)
         rows = changes.rows()
-    else:
-        rows = list(reducers.keyed_rows(model, events).values())
+        _upsert(conn, model, table, rows)
+        if cache is not None:
+            cache.keep(changes.states)
+        return len(rows)
+    rows = list(reducers.keyed_rows(model, events).values())
     _upsert(conn, model, table, rows)
     return len(rows)
 
@@ -142,18 +183,28 @@ def commit_batch(
     events: Sequence[Event],
     expected: Mapping[TopicPartitionKey, int | None],
     advanced: Mapping[TopicPartitionKey, int],
+    *,
+    cache: RunStateCache | None = None,
 ) -> Checkpoints | None:
     """Write a batch and its checkpoints atomically.
 
     ``expected`` holds, for every partition in ``advanced``, the checkpoint the batch
     started from (None: none stored yet). Returns None when committed, or the stored
-    checkpoints when they no longer match (nothing is written then).
+    checkpoints when they no longer match (nothing is written then, and ``cache`` is
+    emptied: whoever moved them may have rewritten the rows).
     """
-    with conn.transaction():
-        lock_model(conn, model)
-        stored = read_checkpoints(conn, model)
-        if any(stored.get(tp) != expected.get(tp) for tp in advanced):
-            return stored
-        write_events(conn, model, model, events)
-        write_checkpoints(conn, model, advanced)
+    try:
+        with conn.transaction():
+            lock_model(conn, model)
+            stored = read_checkpoints(conn, model)
+            if any(stored.get(tp) != expected.get(tp) for tp in advanced):
+                if cache is not None:
+                    cache.clear()
+                return stored
+            write_events(conn, model, model, events, cache)
+            write_checkpoints(conn, model, advanced)
+    except BaseException:
+        if cache is not None:
+            cache.clear()  # it may hold states this rolled-back batch never wrote
+        raise
     return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import random
 from datetime import timedelta
 from typing import Any
@@ -211,3 +212,15 @@ def test_a_run_without_verdict_has_no_self_evaluation_yet() -> None:
     row = runs.row(RUN, fold(events))
     assert row["self_evaluation"] is None and row["verdict"] is None
     assert row["status"] == "executing"
+
+
+def test_merge_reports_exactly_when_the_state_changed() -> None:
+    events = two_round_run()
+    rng = random.Random(11)
+    for _ in range(50):
+        noisy = [e for e in events for _ in range(rng.randint(1, 2))]
+        rng.shuffle(noisy)
+        state: runs.State = {}
+        for event in noisy:
+            before = copy.deepcopy(state)
+            assert runs.merge(state, event) == (state != before)
