@@ -36,10 +36,16 @@ from bench.report import dump_profiles
 from projections.migrate import migrate
 from projections.rebuild import end_offsets, rebuild_model
 from projections.runner import ModelWorker
-from projections.settings import ALL_TOPICS, MODELS, SERVICE, ProjectionSettings
+from projections.settings import (
+    ALL_TOPICS,
+    MODELS,
+    SERVICE,
+    ProjectionRuntimeSettings,
+    ProjectionSettings,
+)
 from projections.store import connect, read_checkpoints
 from tracebound.runtime.metrics import ServiceMetrics
-from tracebound.settings import KafkaSettings, PostgresSettings, RuntimeSettings
+from tracebound.settings import KafkaSettings, PostgresSettings
 
 CATCH_UP_TIMEOUT_S = 300.0
 
@@ -78,7 +84,7 @@ def catch_up(kafka: KafkaSettings, dsn: str, profile_to: Path | None = None) -> 
             migrate(conn)
         stop = threading.Event()
         settings = ProjectionSettings(group_prefix=f"bench-{uuid.uuid4().hex[:8]}.")
-        runtime = RuntimeSettings.for_service(SERVICE)
+        runtime = ProjectionRuntimeSettings.for_service(SERVICE)
         metrics = ServiceMetrics(SERVICE)
         workers = [
             ModelWorker(

@@ -18,7 +18,7 @@ import threading
 
 from projections.migrate import migrate
 from projections.runner import DB_ERRORS, ModelWorker
-from projections.settings import MODELS, SERVICE, ProjectionSettings
+from projections.settings import MODELS, SERVICE, ProjectionRuntimeSettings, ProjectionSettings
 from projections.store import connect
 from tracebound import logs
 from tracebound.runtime.metrics import ServiceMetrics, serve_metrics
@@ -49,7 +49,7 @@ def main() -> int:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    runtime = RuntimeSettings.for_service(SERVICE)
+    runtime = ProjectionRuntimeSettings.for_service(SERVICE)
     settings = ProjectionSettings()
     kafka, postgres = KafkaSettings(), PostgresSettings()
     metrics = ServiceMetrics(SERVICE)

@@ -28,13 +28,14 @@ from projections.settings import MODELS, ReadModel
 from projections.store import (
     Checkpoints,
     Connection,
-    RunStateCache,
+    DeferredRunWriter,
     lock_model,
     read_checkpoints,
     write_checkpoints,
     write_events,
 )
-from tracebound.codec import make_codec
+from projections.timemerge import TimeMerge
+from tracebound.codec import Codec, make_codec
 from tracebound.errors import PoisonInput, TransientError
 from tracebound.events import Event
 from tracebound.settings import KafkaSettings
@@ -93,40 +94,59 @@ def _read_until(
     ends: Checkpoints,
     sink: Callable[[list[Event], int], None],
 ) -> None:
-    """Feed every committed event before ``ends`` to ``sink`` in batches (per-partition order)."""
+    """Feed every committed event before ``ends`` to ``sink`` in batches.
+
+    Each partition's order is kept; across partitions events come merged by time
+    (:mod:`projections.timemerge`), so the events of a run are written together.
+    """
     codec = make_codec(kafka)
     pending = {tp for tp, end in ends.items() if end > 0}
     if not pending:
         return
+    merge = TimeMerge()
+    merge.track(pending)
     consumer = _consumer(kafka, {"enable.partition.eof": "true"})
     try:
         consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in sorted(pending)])
-        while pending:
-            events: list[Event] = []
-            seen = 0
-            for message in consumer.consume(BATCH, 0.5):
+        ready: list[Any] = []
+        while pending or merge.queued() or ready:
+            messages = consumer.consume(BATCH, 0.5) if pending else []
+            for message in messages:
                 key = (message.topic(), message.partition())
                 err = message.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF and message.offset() >= ends[key]:
                         pending.discard(key)
+                        merge.done(key)
                     continue
                 if key not in pending or message.offset() >= ends[key]:
                     pending.discard(key)
+                    merge.done(key)
                     continue
-                seen += 1
-                try:
-                    events.append(codec.decode(message.value(), message.topic()))
-                except PoisonInput as exc:  # the roles dead-lettered it already
-                    log.warning("rebuild skipped an undecodable event: %s", exc)
+                merge.add([message])
                 if message.offset() + 1 >= ends[key]:
                     pending.discard(key)
-            if seen:
-                sink(events, seen - len(events))
+                    merge.done(key)
+            ready += merge.take(BATCH - len(ready))
+            merge.pace(consumer)
+            if ready and (len(ready) >= BATCH or not messages or not pending):
+                sink(*_decoded(codec, ready))
+                ready = []
     except KafkaException as exc:
         raise TransientError(f"reading topics for a rebuild failed: {exc}") from exc
     finally:
         consumer.close()
+
+
+def _decoded(codec: Codec, messages: list[Any]) -> tuple[list[Event], int]:
+    """The events of ``messages``, and how many could not be decoded."""
+    events: list[Event] = []
+    for message in messages:
+        try:
+            events.append(codec.decode(message.value(), message.topic()))
+        except PoisonInput as exc:  # the roles dead-lettered it already
+            log.warning("rebuild skipped an undecodable event: %s", exc)
+    return events, len(messages) - len(events)
 
 
 def _swap(conn: Connection, model: str, ends: Checkpoints) -> None:
@@ -170,16 +190,15 @@ def rebuild_model(
     totals = {"events": 0, "skipped": 0, "rows": 0}
     last_report = started
 
-    cache = RunStateCache()  # this rebuild is the new table's only writer
+    deferred = DeferredRunWriter(conn, target) if model.name == "diagnosis_run" else None
 
     def sink(events: list[Event], skipped: int) -> None:
         nonlocal last_report
-        try:
-            with conn.transaction():
-                totals["rows"] += write_events(conn, model.name, target, events, cache)
-        except BaseException:
-            cache.clear()
-            raise
+        with conn.transaction():
+            if deferred is not None:
+                totals["rows"] += deferred.apply(events)
+            else:
+                totals["rows"] += write_events(conn, model.name, target, events)
         totals["events"] += len(events) + skipped
         totals["skipped"] += skipped
         now = time.monotonic()
@@ -193,6 +212,9 @@ def rebuild_model(
             )
 
     _read_until(kafka, ends, sink)
+    if deferred is not None:
+        with conn.transaction():
+            totals["rows"] += deferred.flush()
     _swap(conn, model.name, ends)
     seconds = time.monotonic() - started
     if progress is not None:

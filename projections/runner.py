@@ -37,6 +37,7 @@ from projections.store import (
     connect,
 )
 from projections.store import read_checkpoints as stored_checkpoints
+from projections.timemerge import TimeMerge
 from tracebound.codec import Codec, make_codec
 from tracebound.errors import PoisonInput
 from tracebound.events import Event
@@ -85,6 +86,7 @@ class ModelWorker:
         # Run states this worker wrote last; emptied on every rebalance, since another
         # instance may write the runs of partitions it held meanwhile.
         self._cache = RunStateCache() if model.name == "diagnosis_run" else None
+        self._merge = TimeMerge()
 
     # -- database ----------------------------------------------------------------------
 
@@ -127,11 +129,14 @@ class ModelWorker:
             self._positions[key] = UNKNOWN if fenced else stored.get(key)
             tp.offset = stored.get(key, OFFSET_BEGINNING)
         consumer.assign(partitions)
+        consumer.resume(partitions)  # nothing carries a pause over from an earlier assignment
+        self._merge.track((tp.topic, tp.partition) for tp in partitions)
         log.info("%s assigned %d partition(s) from its checkpoints", self.group, len(partitions))
 
     def _on_revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         if self._cache is not None:
             self._cache.clear()
+        self._merge.forget((tp.topic, tp.partition) for tp in partitions)
         for tp in partitions:
             self._positions.pop((tp.topic, tp.partition), None)
             if (self.group, tp.topic, str(tp.partition)) in self._lag_labels:
@@ -149,6 +154,7 @@ class ModelWorker:
                 "enable.auto.offset.store": "false",
                 "isolation.level": "read_committed",
                 "auto.offset.reset": "earliest",
+                "enable.partition.eof": "true",  # a caught-up partition stops pacing the others
                 "fetch.wait.max.ms": "50",
                 "session.timeout.ms": "10000",
                 "heartbeat.interval.ms": "2000",
@@ -172,12 +178,12 @@ class ModelWorker:
                     num_messages=self.runtime.batch_size,
                     timeout=self.settings.idle_poll_ms / 1000,
                 )
-                # A message of a partition revoked inside consume() is left to its new owner.
-                batch = [
-                    m
-                    for m in messages
-                    if not _is_error(m) and (m.topic(), m.partition()) in self._positions
-                ]
+                for message in messages:
+                    _is_error(message)  # logs what is not an end-of-partition event
+                # Messages of a partition revoked inside consume() are left to its new owner.
+                self._merge.add(messages)
+                batch = self._merge.take(self.runtime.batch_size)
+                self._merge.pace(consumer)
                 advanced = self._advanced(consumer)
                 if batch or advanced:
                     self._commit(consumer, batch, advanced)
@@ -190,13 +196,16 @@ class ModelWorker:
                 self._conn.close()
 
     def _advanced(self, consumer: Any) -> dict[TopicPartitionKey, int]:
-        """Partitions whose position moved past their checkpoint (invalid positions: none)."""
+        """Partitions whose checkpoint can move: to the position, or to the first message
+        still queued in the time merge (invalid positions: none)."""
         moved: dict[TopicPartitionKey, int] = {}
         for tp in consumer.position(consumer.assignment()):
             key = (tp.topic, tp.partition)
             held = self._positions.get(key)
-            if tp.offset >= 0 and (held is None or tp.offset > held):
-                moved[key] = tp.offset
+            queued = self._merge.first_queued(key)
+            offset = tp.offset if queued is None else queued
+            if offset >= 0 and (held is None or offset > held):
+                moved[key] = offset
         return moved
 
     def _decode(self, batch: list[Any]) -> list[Event]:
@@ -240,6 +249,11 @@ class ModelWorker:
     def _rewind(self, consumer: Any, stored: Checkpoints) -> None:
         """Checkpoints were moved under us (a rebuild swap): resume from the stored ones."""
         log.warning("%s checkpoints changed outside this process; seeking to them", self.group)
+        assigned = consumer.assignment()
+        keys = [(tp.topic, tp.partition) for tp in assigned]
+        self._merge.forget(keys)  # what it queued is re-read from the checkpoints
+        self._merge.track(keys)
+        consumer.resume(assigned)
         for tp in consumer.assignment():
             key = (tp.topic, tp.partition)
             offset = stored.get(key, OFFSET_BEGINNING)

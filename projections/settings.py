@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tracebound import topics
 from tracebound.errors import InvalidInputError
+from tracebound.settings import RuntimeSettings
 
 SERVICE = "projections"
 
@@ -24,6 +26,13 @@ class ProjectionSettings(BaseSettings):
 
     group_prefix: str = "projection."
     idle_poll_ms: int = 200
+
+
+class ProjectionRuntimeSettings(RuntimeSettings):
+    """The runtime knobs with a larger batch: a run's row is written once per batch it is
+    in, so when catching up a bigger batch means fewer rewrites of the same row."""
+
+    batch_size: int = Field(default=2000, ge=1, le=100_000)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,6 +22,7 @@ from psycopg.types.json import Jsonb
 
 from projections import reducers
 from projections.runs import State
+from projections.runs import row as runs_row
 from projections.settings import MODELS
 from tracebound.events import Event
 from tracebound.settings import PostgresSettings
@@ -147,6 +148,52 @@ class RunStateCache:
 
     def clear(self) -> None:
         self._states.clear()
+
+
+class DeferredRunWriter:
+    """``diagnosis_run`` rows for a rebuild: written when their run leaves memory, or at flush.
+
+    A rebuild is its table's only writer and starts over if it dies, so a row need
+    not be written after every batch: each run's state is kept (up to ``max_runs``,
+    least recently touched written out first) and its row written about once.
+    """
+
+    def __init__(self, conn: Connection, table: str, max_runs: int = 2000) -> None:
+        self._conn = conn
+        self._table = table
+        self._max_runs = max_runs
+        self._states: OrderedDict[str, State] = OrderedDict()
+        self._dirty: set[str] = set()
+
+    def apply(self, events: Sequence[Event]) -> int:
+        """Fold ``events`` in; returns the rows written to make room."""
+        run_ids = sorted({e.run_id for e in events if isinstance(e, reducers.RUN_EVENTS)})
+        missing = [r for r in run_ids if r not in self._states]
+        held = _held_runs(self._conn, self._table, missing) if missing else {}
+        held.update({r: self._states[r] for r in run_ids if r in self._states})
+        changes = reducers.reduce_runs(held, events)
+        for run_id in run_ids:
+            self._states[run_id] = changes.states[run_id]
+            self._states.move_to_end(run_id)
+        self._dirty |= changes.changed
+        leaving: dict[str, State] = {}
+        while len(self._states) > self._max_runs:
+            run_id, state = self._states.popitem(last=False)
+            if run_id in self._dirty:
+                self._dirty.discard(run_id)
+                leaving[run_id] = state
+        return self._write(leaving)
+
+    def flush(self) -> int:
+        """Write every row not written yet; returns how many."""
+        rows = {r: self._states[r] for r in self._dirty}
+        self._dirty.clear()
+        return self._write(rows)
+
+    def _write(self, states: Mapping[str, State]) -> int:
+        rows = [runs_row(run_id, states[run_id]) for run_id in sorted(states)]
+        _upsert(self._conn, "diagnosis_run", self._table, rows)
+        return len(rows)
 
 
 def write_events(
