@@ -18,12 +18,13 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.types.json import Jsonb
+from psycopg.types.json import Jsonb, set_json_dumps
 
 from projections import reducers
 from projections.runs import State
 from projections.runs import row as runs_row
 from projections.settings import MODELS
+from tracebound import fastjson
 from tracebound.events import Event
 from tracebound.settings import PostgresSettings
 
@@ -52,7 +53,9 @@ UPDATE_WHEN = {
 def connect(settings: PostgresSettings | None = None) -> Connection:
     settings = settings or PostgresSettings()
     # Autocommit: every unit of work is an explicit `conn.transaction()` block.
-    return psycopg.connect(settings.dsn.get_secret_value(), autocommit=True)
+    conn = psycopg.connect(settings.dsn.get_secret_value(), autocommit=True)
+    set_json_dumps(fastjson.dumps_bytes, context=conn)
+    return conn
 
 
 def lock_model(conn: Connection, model: str) -> None:

@@ -23,7 +23,7 @@ from pydantic import (
     ValidationInfo,
 )
 
-from tracebound import __version__
+from tracebound import __version__, fastjson
 
 AVRO_CONTEXT: dict[str, bool] = {"avro": True}
 EventT = TypeVar("EventT", bound="Event")
@@ -42,7 +42,7 @@ def _load_json(value: Any, info: ValidationInfo) -> Any:
 
 def _dump_json(value: Any, info: SerializationInfo) -> Any:
     if _avro(info) and value is not None:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+        return fastjson.dumps(value)
     return value
 
 

@@ -1,0 +1,35 @@
+"""JSON text for the hot paths: orjson, with the standard library as the fallback.
+
+Events carry parsed JSON fields as text on the wire, and the read models store
+JSONB; both are written for every event, and orjson writes several times faster.
+It refuses what it cannot write exactly (integers beyond 64 bits, unusual
+types); those values take the standard library's path with the same result:
+compact separators, keys sorted, non-ASCII kept. NaN and infinities become
+null (JSON has no such numbers; PostgreSQL refuses them). Reading stays with the standard
+library, which keeps integers of any size exact (orjson reads big ones as floats).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import orjson
+
+_OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text, keys sorted."""
+    try:
+        return orjson.dumps(value, option=_OPTIONS).decode()
+    except TypeError:  # orjson.JSONEncodeError: a 65-bit integer, an unusual type
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+def dumps_bytes(value: Any) -> bytes:
+    """As :func:`dumps`, UTF-8 encoded (what psycopg sends for JSONB)."""
+    try:
+        return orjson.dumps(value, option=_OPTIONS)
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
