@@ -38,6 +38,7 @@ from projections.timemerge import TimeMerge
 from tracebound.codec import Codec, make_codec
 from tracebound.errors import PoisonInput, TransientError
 from tracebound.events import Event
+from tracebound.runtime.fetch import next_batch
 from tracebound.settings import KafkaSettings
 
 BATCH = 2000
@@ -110,7 +111,7 @@ def _read_until(
         consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in sorted(pending)])
         ready: list[Any] = []
         while pending or merge.queued() or ready:
-            messages = consumer.consume(BATCH, 0.5) if pending else []
+            messages = next_batch(consumer, BATCH, 0.5) if pending else []
             for message in messages:
                 key = (message.topic(), message.partition())
                 err = message.error()

@@ -41,6 +41,7 @@ from projections.timemerge import TimeMerge
 from tracebound.codec import Codec, make_codec
 from tracebound.errors import PoisonInput
 from tracebound.events import Event
+from tracebound.runtime.fetch import next_batch
 from tracebound.runtime.metrics import ServiceMetrics
 from tracebound.settings import KafkaSettings, PostgresSettings, RuntimeSettings
 
@@ -174,9 +175,8 @@ class ModelWorker:
         try:
             while not self.stop.is_set():
                 self.metrics.beat()
-                messages = consumer.consume(
-                    num_messages=self.runtime.batch_size,
-                    timeout=self.settings.idle_poll_ms / 1000,
+                messages = next_batch(
+                    consumer, self.runtime.batch_size, self.settings.idle_poll_ms / 1000
                 )
                 for message in messages:
                     _is_error(message)  # logs what is not an end-of-partition event

@@ -34,6 +34,7 @@ from tracebound.codec import Codec, make_codec
 from tracebound.errors import PoisonInput, TransientError
 from tracebound.events import DeadLetter
 from tracebound.events import Producer as ProducerRef
+from tracebound.runtime.fetch import next_batch
 from tracebound.runtime.metrics import ServiceMetrics
 from tracebound.runtime.service import ServiceSpec
 from tracebound.settings import KafkaSettings, RuntimeSettings
@@ -192,19 +193,9 @@ class ServiceLoop:
             log.info("service stopped", extra={"service": self.spec.name})
 
     def _next_batch(self) -> list[Message]:
-        """Wait for the first message, then take what is already fetched, up to the batch size.
-
-        ``consume(n, timeout)`` waits the whole timeout unless n messages are ready, which
-        would add the batch timeout to every stage of a lightly loaded pipeline; under
-        load the drain still fills whole batches, so a transaction covers many messages.
-        """
-        first = self._consumer.poll(self.runtime.batch_timeout_ms / 1000)
-        if first is None:
-            return []
-        if self.runtime.batch_size == 1:
-            return [first]
-        rest = self._consumer.consume(num_messages=self.runtime.batch_size - 1, timeout=0)
-        return [first, *rest]
+        return next_batch(
+            self._consumer, self.runtime.batch_size, self.runtime.batch_timeout_ms / 1000
+        )
 
     def _is_error(self, message: Message) -> bool:
         err = message.error()
