@@ -49,6 +49,7 @@ log = logging.getLogger("projections.runner")
 LAG_INTERVAL_S = 10.0
 DB_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
 UNKNOWN = -1
+MERGE_BYTES = 16 << 20  # per read model; only a catch-up ever queues much
 T = TypeVar("T")
 
 
@@ -87,7 +88,7 @@ class ModelWorker:
         # Run states this worker wrote last; emptied on every rebalance, since another
         # instance may write the runs of partitions it held meanwhile.
         self._cache = RunStateCache() if model.name == "diagnosis_run" else None
-        self._merge = TimeMerge()
+        self._merge = TimeMerge(max_bytes=MERGE_BYTES)
 
     # -- database ----------------------------------------------------------------------
 

@@ -11,8 +11,8 @@ written about once.
 Messages are queued per partition and let out in time order up to the
 *watermark*, the latest time seen on the slowest partition still being read
 (plus ``lead_ms``). A partition at its end (end-of-partition event, or a rebuild's
-end offset) stops holding the watermark back. Past ``max_bytes`` queued, every
-partition but the slowest is paused until the queues drain to half. Each
+end offset) stops holding the watermark back. Past ``max_bytes`` queued, the
+partitions read ahead of the watermark are paused until the queues drain to half. Each
 partition's own order is kept, and :meth:`TimeMerge.first_queued` tells the
 caller which offsets it has not been handed yet, so a checkpoint never skips a
 queued message.
@@ -100,7 +100,8 @@ class TimeMerge:
         return sum(len(q) for q in self._queues.values())
 
     def pace(self, consumer: Any) -> None:
-        """Past ``max_bytes`` queued, pause every partition but the slowest; resume at half.
+        """Past ``max_bytes`` queued, pause the partitions read ahead of the watermark;
+        resume them once the queues are down to half.
 
         The slowest partition holds the watermark, so it is never left paused.
         """
@@ -108,8 +109,10 @@ class TimeMerge:
         if slowest in self._paused:
             consumer.resume([TopicPartition(*slowest)])
             self._paused.discard(slowest)
-        if self._bytes > self._max_bytes:
-            stop = {k for k, q in self._queues.items() if q and k != slowest} - self._paused
+        if self._bytes > self._max_bytes and slowest is not None:
+            bound = self._last[slowest] + self._lead_ms
+            stop = {k for k, t in self._last.items() if t > bound and self._queues[k]}
+            stop -= self._paused
             if stop:
                 consumer.pause([TopicPartition(t, p) for t, p in sorted(stop)])
                 self._paused |= stop
