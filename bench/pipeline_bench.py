@@ -48,6 +48,7 @@ from tracebound.client import AnswerReader, new_request, publish
 from tracebound.codec import Codec, make_codec
 from tracebound.errors import PoisonInput
 from tracebound.events import AgentStep, DiagnosisRequested, Event, ToolInvoked
+from tracebound.publisher import KafkaPublisher
 from tracebound.settings import KafkaSettings, StackSettings
 from tracebound.stack.services import service_states, start_services, stop_services
 
@@ -449,6 +450,7 @@ def open_loop(
 
     thread = threading.Thread(target=read, name="bench-answers", daemon=True)
     thread.start()
+    publisher = KafkaPublisher(kafka, codec)  # long-lived, as a real load source would be
     wall0, mono0 = time.time(), time.monotonic()
     done = 0
     late_ms: list[float] = []
@@ -461,7 +463,7 @@ def open_loop(
                     for j, e in enumerate(batch, start=done):
                         sent[e.run_id] = wall0 + j / rate
                         requested[e.run_id] = e.request.requested_at.timestamp()
-                publish(kafka, list(batch), codec)
+                publisher.publish(batch)
                 late_ms.append((time.time() - (wall0 + (due - 1) / rate)) * 1000)
                 done = due
             time.sleep(max(0.0, tick_s - (time.monotonic() - mono0) % tick_s))
@@ -473,6 +475,7 @@ def open_loop(
                     break
             time.sleep(0.2)
     finally:
+        publisher.close()
         stop.set()
         thread.join(5)
         reader.close()

@@ -11,7 +11,7 @@ import time
 import uuid
 from collections.abc import Iterator
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from tracebound import topics
 from tracebound.codec import Codec, make_codec
@@ -19,6 +19,8 @@ from tracebound.errors import PoisonInput, TransientError
 from tracebound.events import Answer, DiagnosisRequest, DiagnosisRequested, Event
 from tracebound.events import Producer as ProducerRef
 from tracebound.events.base import utcnow
+from tracebound.publisher import KafkaPublisher
+from tracebound.runtime.fetch import next_batch
 from tracebound.settings import KafkaSettings
 
 
@@ -40,21 +42,15 @@ def new_request(
 
 
 def publish(kafka: KafkaSettings, events: list[Event], codec: Codec | None = None) -> None:
-    """Publish and wait until the broker acknowledged every event (idempotent producer)."""
-    codec = codec or make_codec(kafka)
-    producer = Producer({**kafka.client_config(), "enable.idempotence": "true"})
-    failures: list[str] = []
+    """Publish and wait until the broker acknowledged every event (idempotent producer).
 
-    def delivered(err: object, _msg: object) -> None:
-        if err is not None:
-            failures.append(str(err))
-
-    for event in events:
-        producer.produce(
-            event.topic, key=event.run_id.encode(), value=codec.encode(event), on_delivery=delivered
-        )
-    if producer.flush(30) or failures:
-        raise TransientError(f"Kafka did not acknowledge the request: {failures or 'timeout'}")
+    One producer per call: for repeated publishing keep a :class:`KafkaPublisher`.
+    """
+    publisher = KafkaPublisher(kafka, codec)
+    try:
+        publisher.publish(events)
+    finally:
+        publisher.close()
 
 
 class AnswerReader:
@@ -87,7 +83,7 @@ class AnswerReader:
         """Answers as they arrive, until ``timeout_s`` passes (None: forever)."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while deadline is None or time.monotonic() < deadline:
-            for msg in self.consumer.consume(100, 0.5):
+            for msg in next_batch(self.consumer, 100, 0.5):
                 if msg.error() is not None:
                     continue
                 try:

@@ -42,11 +42,11 @@ from services.ingest.http import (
 )
 from services.ingest.models import AlertmanagerWebhook, ChatRequest, validation_details
 from services.ingest.openapi import build_document
-from services.ingest.publisher import KafkaPublisher, Publisher
 from services.ingest.runs import EventReader, RunBuffer
 from services.ingest.settings import IngestSettings
 from tracebound.errors import TransientError
 from tracebound.events import Alert, Answer, DiagnosisRequested, Event
+from tracebound.publisher import KafkaPublisher, Publisher
 from tracebound.settings import KafkaSettings, PostgresSettings
 
 log = logging.getLogger(__name__)

@@ -22,7 +22,6 @@ from pydantic import SecretStr
 
 from services.ingest.app import Ports, create_app
 from services.ingest.dedup import DedupStore
-from services.ingest.publisher import KafkaPublisher
 from services.ingest.runs import EventReader, RunBuffer
 from services.ingest.settings import IngestSettings
 from tests.support.kafka_io import CODEC
@@ -32,6 +31,7 @@ from tracebound import topics
 from tracebound.client import AnswerReader
 from tracebound.errors import PoisonInput
 from tracebound.events import DiagnosisRequested
+from tracebound.publisher import KafkaPublisher
 
 pytestmark = [pytest.mark.integration]
 

@@ -1,8 +1,10 @@
 """A long-lived idempotent producer that returns only once the broker acknowledged.
 
-The HTTP reply depends on it: Alertmanager retries on 5xx, so a request is
-"accepted" only when Kafka has it. One producer serves all request threads;
-each call tracks the delivery reports of its own messages.
+The ingest's HTTP reply depends on it: Alertmanager retries on 5xx, so a request
+is "accepted" only when Kafka has it. One producer serves all request threads;
+each call tracks the delivery reports of its own messages. Anything that
+publishes repeatedly (the ingest, the benchmark's load generator) keeps one,
+rather than paying a producer's start-up for every request.
 """
 
 from __future__ import annotations
