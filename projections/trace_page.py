@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from projections import trace
+from projections import run_list, trace
 from services.ingest.http import ApiError
 from tracebound.settings import PostgresSettings
 
@@ -559,13 +559,13 @@ def routes(token: SecretStr | None, connect: Connect | None = None) -> list[Rout
 
     async def list_runs(request: Request) -> Response:
         try:
-            selection = trace.parse_filter(dict(request.query_params))
-        except trace.FilterError as exc:
+            selection = run_list.parse_filter(dict(request.query_params))
+        except run_list.FilterError as exc:
             raise ApiError(
                 400, "invalid query parameter", [{"loc": ["query", exc.param], "msg": exc.message}]
             ) from None
         page = await run_in_threadpool(
-            _read, opened, lambda conn: trace.list_runs_filtered(conn, selection)
+            _read, opened, lambda conn: run_list.list_runs_filtered(conn, selection)
         )
         return JSONResponse(page)
 

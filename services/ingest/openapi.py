@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from projections import trace
+from projections import trace_openapi
 from services.ingest.models import (
     AlertmanagerWebhook,
     ChatAccepted,
@@ -81,7 +81,7 @@ def build_document(max_wait_s: float = 120.0) -> dict[str, Any]:
     _, defs = models_json_schema(
         [(m, "validation") for m in _MODELS] + [(Answer, "serialization")], ref_template=REF
     )
-    schemas: dict[str, Any] = defs.get("$defs", {}) | trace.SCHEMAS
+    schemas: dict[str, Any] = defs.get("$defs", {}) | trace_openapi.SCHEMAS
     secured: list[dict[str, list[str]]] = [{"bearerAuth": []}]
     paths: dict[str, Any] = {
         "/api/v1/alerts": {
@@ -148,7 +148,7 @@ def build_document(max_wait_s: float = 120.0) -> dict[str, Any]:
             "get": {
                 "summary": "Runs from the read model, newest request first (keyset pages)",
                 "security": secured,
-                "parameters": trace.openapi_parameters(),
+                "parameters": trace_openapi.openapi_parameters(),
                 "responses": {
                     "200": _json_ref("RunList", "one page of runs"),
                     "400": _json(ErrorBody, "a query parameter is invalid; `detail` names it"),

@@ -33,7 +33,7 @@ import pytest
 from psycopg import sql
 from psycopg.types.json import Jsonb
 
-from projections import trace
+from projections import run_list, trace
 from projections.migrate import migrate
 from tests.integration.test_projections import Projection
 from tests.support.pipeline import running_pipeline
@@ -388,29 +388,29 @@ def test_trace_and_listing_from_inserted_rows(projection: Callable[[], Projectio
         seen: list[str] = []
         cursor = None
         while True:
-            page = trace.list_runs(conn, limit=2, cursor=cursor)
+            page = run_list.list_runs(conn, limit=2, cursor=cursor)
             seen += [r["run_id"] for r in page["runs"]]
             cursor = page["next_cursor"]
             if cursor is None:
                 break
         assert seen == [*(f"other-{i}" for i in range(4, -1, -1)), "run-1", "no-request"]
-        assert [r["run_id"] for r in trace.list_runs(conn, verdict="PASS")["runs"]] == [
+        assert [r["run_id"] for r in run_list.list_runs(conn, verdict="PASS")["runs"]] == [
             "other-3",
             "other-1",
         ]
-        assert [r["run_id"] for r in trace.list_runs(conn, status="verifying")["runs"]] == [
+        assert [r["run_id"] for r in run_list.list_runs(conn, status="verifying")["runs"]] == [
             "other-4",
             "other-2",
             "other-0",
         ]
-        window = trace.list_runs(
+        window = run_list.list_runs(
             conn, since=base + timedelta(minutes=2), until=base + timedelta(minutes=4)
         )
         assert [r["run_id"] for r in window["runs"]] == ["other-2", "other-1"]
-        by_label = trace.list_runs(conn, service="billing-service")["runs"]
+        by_label = run_list.list_runs(conn, service="billing-service")["runs"]
         assert [r["run_id"] for r in by_label] == ["other-3"]
-        by_query = trace.list_runs(conn, service="PAYMENT-SERVICE")["runs"]
+        by_query = run_list.list_runs(conn, service="PAYMENT-SERVICE")["runs"]
         assert [r["run_id"] for r in by_query] == ["run-1"]
-        assert trace.list_runs(conn, service="payment")["runs"] == []
+        assert run_list.list_runs(conn, service="payment")["runs"] == []
         later = datetime.now(UTC) + timedelta(days=1)
-        assert trace.list_runs(conn, since=later) == {"runs": [], "next_cursor": None}
+        assert run_list.list_runs(conn, since=later) == {"runs": [], "next_cursor": None}

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from projections import trace
+from projections import run_list, trace
 
 HOSTILE = "<script>alert('x')</script>\"><img src=x onerror=alert(1)>\x1b[31mred"
 T0 = datetime(2026, 7, 8, 22, 40, 0, tzinfo=UTC)
@@ -335,15 +335,15 @@ def test_a_run_without_evaluation_has_an_empty_trace() -> None:
     ],
 )
 def test_bad_filters_name_the_parameter(params: dict[str, str], param: str) -> None:
-    with pytest.raises(trace.FilterError) as caught:
-        trace.parse_filter(params)
+    with pytest.raises(run_list.FilterError) as caught:
+        run_list.parse_filter(params)
     assert caught.value.param == param
 
 
 def test_filters_and_cursors_round_trip() -> None:
-    cursor = trace.encode_cursor(T0, "run-9")
-    assert trace.decode_cursor(cursor) == (T0, "run-9")
-    selection = trace.parse_filter(
+    cursor = run_list.encode_cursor(T0, "run-9")
+    assert run_list.decode_cursor(cursor) == (T0, "run-9")
+    selection = run_list.parse_filter(
         {
             "status": "answered",
             "verdict": "PASS",
@@ -355,4 +355,4 @@ def test_filters_and_cursors_round_trip() -> None:
     )
     assert selection.since == datetime(2026, 7, 8, tzinfo=UTC)
     assert (selection.limit, selection.cursor, selection.service) == (5, cursor, "payment-service")
-    assert trace.parse_filter({}) == trace.RunFilter()
+    assert run_list.parse_filter({}) == run_list.RunFilter()

@@ -11,7 +11,7 @@ import pytest
 from pydantic import SecretStr
 from starlette.testclient import TestClient
 
-from projections import trace, trace_page
+from projections import run_list, trace, trace_page
 from services.ingest.app import Ports, create_app
 from services.ingest.runs import RunBuffer
 from services.ingest.settings import IngestSettings
@@ -90,11 +90,11 @@ def client_for(monkeypatch: pytest.MonkeyPatch, token: str | None) -> TestClient
     def fake_build(_conn: Any, run_id: str) -> dict[str, Any] | None:
         return known if run_id == "run-1" else None
 
-    def fake_list(_conn: Any, selection: trace.RunFilter) -> dict[str, Any]:
+    def fake_list(_conn: Any, selection: run_list.RunFilter) -> dict[str, Any]:
         return {"runs": [], "next_cursor": None, "limit": selection.limit}
 
     monkeypatch.setattr(trace, "build_trace", fake_build)
-    monkeypatch.setattr(trace, "list_runs_filtered", fake_list)
+    monkeypatch.setattr(run_list, "list_runs_filtered", fake_list)
     monkeypatch.setattr(trace_page, "default_connect", lambda *_a: _no_connection)
     settings = IngestSettings(token=SecretStr(token) if token else None)
     app = create_app(settings, Ports(publisher=NoPublisher(), dedup=NoDedup(), runs=RunBuffer()))

@@ -1,0 +1,213 @@
+"""The list of runs behind ``GET /api/v1/runs`` and the runs page: filters and cursors.
+
+Query parameters are validated into a :class:`RunFilter` (a bad one is a
+:class:`FilterError` naming it); pages are ordered newest first and continued
+with an opaque cursor (the last row's time and run id). The reads are
+parameterised SQL over the ``diagnosis_run`` read model.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from projections.trace import STATUSES, VERDICTS, Connection, jsonable
+from tracebound.errors import InvalidInputError
+
+SERVICE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 500
+RUN_COLUMNS = (
+    "run_id",
+    "session_id",
+    "mode",
+    "query",
+    "status",
+    "verdict",
+    "final_status",
+    "round",
+    "selected_skill",
+    "requested_at",
+    "latency_ms",
+    "token_count",
+    "updated_at",
+)
+
+
+class FilterError(InvalidInputError):
+    """A bad query parameter; ``param`` names it so the API can point at it."""
+
+    def __init__(self, param: str, message: str) -> None:
+        super().__init__(f"{param}: {message}")
+        self.param = param
+        self.message = message
+
+
+@dataclass(frozen=True, slots=True)
+class RunFilter:
+    """What ``list_runs`` selects; built from query parameters by :func:`parse_filter`."""
+
+    status: str | None = None
+    verdict: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    service: str | None = None
+    limit: int = DEFAULT_LIMIT
+    cursor: str | None = None
+
+
+def _parse_time(param: str, raw: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(raw.strip())
+    except ValueError:
+        raise FilterError(param, "must be an ISO 8601 timestamp") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def parse_filter(params: Mapping[str, str]) -> RunFilter:
+    """A :class:`RunFilter` from query parameters; any bad value is a :class:`FilterError`."""
+    known = {"status", "verdict", "since", "until", "service", "limit", "cursor"}
+    for name in params:
+        if name not in known:
+            raise FilterError(name, f"unknown parameter; use {', '.join(sorted(known))}")
+    status = params.get("status") or None
+    if status is not None and status not in STATUSES:
+        raise FilterError("status", f"must be one of {', '.join(STATUSES)}")
+    verdict = params.get("verdict") or None
+    if verdict is not None and verdict not in VERDICTS:
+        raise FilterError("verdict", f"must be one of {', '.join(VERDICTS)}")
+    since = _parse_time("since", params["since"]) if params.get("since") else None
+    until = _parse_time("until", params["until"]) if params.get("until") else None
+    if since is not None and until is not None and since > until:
+        raise FilterError("until", "must not be before since")
+    service = params.get("service") or None
+    if service is not None and not SERVICE.match(service):
+        raise FilterError("service", "must be a service name (letters, digits, _ . -)")
+    limit = DEFAULT_LIMIT
+    if params.get("limit"):
+        try:
+            limit = int(params["limit"])
+        except ValueError:
+            limit = 0
+        if not 1 <= limit <= MAX_LIMIT:
+            raise FilterError("limit", f"must be an integer from 1 to {MAX_LIMIT}")
+    cursor = params.get("cursor") or None
+    if cursor is not None:
+        decode_cursor(cursor)
+    return RunFilter(status, verdict, since, until, service, limit, cursor)
+
+
+def encode_cursor(sort_at: datetime, run_id: str) -> str:
+    """An opaque cursor for the page after the run ``(sort_at, run_id)``."""
+    raw = json.dumps([jsonable(sort_at), run_id], separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    """The keyset position a cursor stands for; anything else is a :class:`FilterError`."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+        at, run_id = json.loads(raw)
+        if not isinstance(at, str) or not isinstance(run_id, str):
+            raise ValueError(cursor)
+        return _parse_time("cursor", at), run_id
+    except (ValueError, TypeError, binascii.Error, FilterError):
+        raise FilterError("cursor", "not a cursor returned by this API") from None
+
+
+def _service_pattern(service: str) -> str:
+    """A case-insensitive POSIX regex matching ``service`` as a whole word of the query."""
+    edge = "[^A-Za-z0-9_.-]"
+    return f"(^|{edge}){re.escape(service)}($|{edge})"
+
+
+def list_runs(
+    conn: Connection,
+    *,
+    status: str | None = None,
+    verdict: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    service: str | None = None,
+    limit: int = DEFAULT_LIMIT,
+    cursor: str | None = None,
+) -> dict[str, Any]:
+    """One page of runs, newest request first: ``{"runs": [...], "next_cursor": str | None}``.
+
+    Pagination is a keyset on ``(requested_at, run_id)`` rather than an offset, so a
+    run projected between two page reads neither repeats nor hides another. A run
+    whose request has not been projected yet sorts as the oldest. ``service`` matches
+    a run whose question names the service or one of whose alerts carries it as the
+    ``service`` label.
+    """
+    if not 1 <= limit <= MAX_LIMIT:
+        raise FilterError("limit", f"must be an integer from 1 to {MAX_LIMIT}")
+    clauses: list[str] = []
+    params: list[Any] = []
+    if status is not None:
+        clauses.append("status = %s")
+        params.append(status)
+    if verdict is not None:
+        clauses.append("verdict = %s")
+        params.append(verdict)
+    if since is not None:
+        clauses.append("requested_at >= %s")
+        params.append(since)
+    if until is not None:
+        clauses.append("requested_at < %s")
+        params.append(until)
+    if service is not None:
+        clauses.append(
+            "(coalesce(query, '') ~* %s OR EXISTS ("
+            " SELECT 1 FROM jsonb_array_elements(CASE jsonb_typeof(request -> 'alerts')"
+            "  WHEN 'array' THEN request -> 'alerts' ELSE '[]'::jsonb END) AS a(alert)"
+            " WHERE lower(a.alert -> 'labels' ->> 'service') = lower(%s)))"
+        )
+        params.extend([_service_pattern(service), service])
+    if cursor is not None:
+        after_at, after_id = decode_cursor(cursor)
+        clauses.append("(coalesce(requested_at, 'epoch'::timestamptz), run_id) < (%s, %s)")
+        params.extend([after_at, after_id])
+    where = (
+        sql.SQL("WHERE ") + sql.SQL(" AND ").join(sql.SQL(c) for c in clauses)
+        if clauses
+        else sql.SQL("")
+    )
+    query = sql.SQL(
+        "SELECT {columns}, coalesce(requested_at, 'epoch'::timestamptz) AS sort_at"
+        " FROM diagnosis_run {where} ORDER BY sort_at DESC, run_id DESC LIMIT %s"
+    ).format(columns=sql.SQL(", ").join(map(sql.Identifier, RUN_COLUMNS)), where=where)
+    params.append(limit + 1)
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(query, params)
+        rows = cur.fetchall()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = encode_cursor(rows[-1]["sort_at"], rows[-1]["run_id"]) if more else None
+    return {
+        "runs": [jsonable({c: r[c] for c in RUN_COLUMNS}) for r in rows],
+        "next_cursor": next_cursor,
+    }
+
+
+def list_runs_filtered(conn: Connection, selection: RunFilter) -> dict[str, Any]:
+    """:func:`list_runs` with a parsed :class:`RunFilter`."""
+    return list_runs(
+        conn,
+        status=selection.status,
+        verdict=selection.verdict,
+        since=selection.since,
+        until=selection.until,
+        service=selection.service,
+        limit=selection.limit,
+        cursor=selection.cursor,
+    )
