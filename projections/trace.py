@@ -16,7 +16,6 @@ same document.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -31,7 +30,6 @@ Row = Mapping[str, Any]
 TRACE_VERSION = "v1"
 STATUSES = ("requested", "planned", "executing", "gated", "verifying", "retrying", "answered")
 VERDICTS = ("PASS", "LOW_CONFID", "REJECT")
-RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 # The stages of a run in pipeline order, with the names a person reads.
 STAGES: tuple[tuple[str, str], ...] = (
     ("request", "request"),

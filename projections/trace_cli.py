@@ -23,6 +23,7 @@ import psycopg
 from projections import trace
 from projections.store import connect
 from tracebound.errors import InvalidInputError, TransientError
+from tracebound.events.base import RUN_ID
 from tracebound.settings import PostgresSettings
 
 Trace = Mapping[str, Any]
@@ -201,7 +202,7 @@ def render_text(t: Trace) -> str:
 
 def _cmd_trace(args: argparse.Namespace) -> int:
     run_id = args.run_id
-    if not trace.RUN_ID.match(run_id):
+    if not RUN_ID.match(run_id):
         raise InvalidInputError(f"{run_id!r} is not a run id")
     try:
         with connect(PostgresSettings()) as conn:

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import re
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -27,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from projections import trace_page
+from projections import trace_routes
 from services.ingest import alertmanager
 from services.ingest.alertmanager import AlertGroup
 from services.ingest.causal import CausalOrder
@@ -39,6 +38,7 @@ from services.ingest.http import (
     http_error_handler,
     query_seconds,
     read_json,
+    run_id_param,
 )
 from services.ingest.models import AlertmanagerWebhook, ChatRequest, validation_details
 from services.ingest.openapi import build_document
@@ -50,7 +50,6 @@ from tracebound.publisher import KafkaPublisher, Publisher
 from tracebound.settings import KafkaSettings, PostgresSettings
 
 log = logging.getLogger(__name__)
-RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 KEEPALIVE_S = 15.0
 # How long the event stream holds an event whose cause it has not seen yet, and
 # holds the Answer back while other events of the run are still held.
@@ -102,13 +101,6 @@ def _validate(model: type[M], data: Any) -> M:
 def _unavailable(exc: TransientError) -> ApiError:
     log.warning("request not accepted: %s", exc)
     return ApiError(503, f"not accepted, retry later: {exc}", headers={"Retry-After": "5"})
-
-
-def _run_id(request: Request) -> str:
-    run_id = str(request.path_params["run_id"])
-    if not RUN_ID.match(run_id):
-        raise ApiError(422, "invalid run id", [{"loc": ["path", "run_id"], "msg": "bad format"}])
-    return run_id
 
 
 def _sse(event: Event) -> str:
@@ -170,7 +162,7 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
         return JSONResponse({"run_id": event.run_id})
 
     async def answer(request: Request) -> Response:
-        run_id = _run_id(request)
+        run_id = run_id_param(request)
         wait = query_seconds(request, settings.answer_wait_s, max_wait)
         found, seen = await ports.runs.wait_answer(run_id, wait)
         if found is not None:
@@ -180,7 +172,7 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
         raise ApiError(404, f"no events of run {run_id} within {wait:g}s")
 
     async def events(request: Request) -> Response:
-        run_id = _run_id(request)
+        run_id = run_id_param(request)
         wait = query_seconds(request, max_wait, max_wait)
 
         async def stream() -> AsyncIterator[str]:
@@ -262,7 +254,7 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
             Route("/api/v1/runs/{run_id}/events", events, methods=["GET"]),
             Route("/healthz", healthz, methods=["GET"]),
             Route("/openapi.json", openapi, methods=["GET"]),
-            *trace_page.routes(settings.token),
+            *trace_routes.routes(settings.token),
         ],
         middleware=[Middleware(BearerAuth, token=settings.token)],
         exception_handlers={ApiError: api_error_handler, HTTPException: http_error_handler},

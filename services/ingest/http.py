@@ -18,6 +18,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from tracebound.events.base import RUN_ID
+
 PROTECTED_PREFIX = "/api/v1"
 
 
@@ -57,6 +59,20 @@ async def http_error_handler(_request: Request, exc: Exception) -> Response:
     )
 
 
+def bearer_matches(authorization: bytes, token: bytes) -> bool:
+    """Whether an ``Authorization`` header value is ``Bearer <token>`` (constant-time)."""
+    scheme, _, given = authorization.partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), token)
+
+
+def run_id_param(request: Request) -> str:
+    """The ``{run_id}`` path parameter, or a 422 when it is not a run id."""
+    run_id = str(request.path_params["run_id"])
+    if not RUN_ID.match(run_id):
+        raise ApiError(422, "invalid run id", [{"loc": ["path", "run_id"], "msg": "bad format"}])
+    return run_id
+
+
 class BearerAuth:
     """ASGI middleware: ``/api/v1`` needs ``Authorization: Bearer <token>`` when one is set.
 
@@ -70,10 +86,7 @@ class BearerAuth:
     def _allowed(self, scope: Scope) -> bool:
         for name, value in scope.get("headers", ()):
             if name == b"authorization":
-                scheme, _, given = value.partition(b" ")
-                return scheme.lower() == b"bearer" and hmac.compare_digest(
-                    given.strip(), self._token or b""
-                )
+                return bearer_matches(value, self._token or b"")
         return False
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -11,7 +11,7 @@ import pytest
 from pydantic import SecretStr
 from starlette.testclient import TestClient
 
-from projections import run_list, trace, trace_page
+from projections import run_list, trace, trace_page, trace_routes
 from services.ingest.app import Ports, create_app
 from services.ingest.runs import RunBuffer
 from services.ingest.settings import IngestSettings
@@ -95,7 +95,7 @@ def client_for(monkeypatch: pytest.MonkeyPatch, token: str | None) -> TestClient
 
     monkeypatch.setattr(trace, "build_trace", fake_build)
     monkeypatch.setattr(run_list, "list_runs_filtered", fake_list)
-    monkeypatch.setattr(trace_page, "default_connect", lambda *_a: _no_connection)
+    monkeypatch.setattr(trace_routes, "default_connect", lambda *_a: _no_connection)
     settings = IngestSettings(token=SecretStr(token) if token else None)
     app = create_app(settings, Ports(publisher=NoPublisher(), dedup=NoDedup(), runs=RunBuffer()))
     return TestClient(app, base_url="http://127.0.0.1")

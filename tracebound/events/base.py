@@ -9,6 +9,7 @@ Python and are dumped to text only when the codec asks for the Avro form.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import Annotated, Any, ClassVar, Self, TypeVar
@@ -26,6 +27,8 @@ from pydantic import (
 from tracebound import __version__, fastjson
 
 AVRO_CONTEXT: dict[str, bool] = {"avro": True}
+# What a run id given in a URL or on a command line may look like.
+RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 EventT = TypeVar("EventT", bound="Event")
 
 

@@ -1,0 +1,117 @@
+"""The trace HTTP routes mounted into the ingest app: run list, trace JSON, trace page.
+
+The routes read PostgreSQL in the thread pool (psycopg is blocking) with a
+connection per request: traces are read by people, not at a rate where a pool
+would pay off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from pydantic import SecretStr
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import Route
+
+from projections import run_list, trace, trace_page
+from services.ingest.http import ApiError, bearer_matches, run_id_param
+from tracebound.events.base import RUN_ID
+from tracebound.settings import PostgresSettings
+
+Connect = Callable[[], psycopg.Connection[Any]]
+PAGE_HEADERS = trace_page.PAGE_HEADERS
+
+
+def default_connect(settings: PostgresSettings | None = None) -> Connect:
+    """Connections to the read models' database, read from ``TRACEBOUND_PG_DSN``."""
+    dsn = (settings or PostgresSettings()).dsn.get_secret_value()
+
+    def connect() -> psycopg.Connection[Any]:
+        return psycopg.connect(dsn, autocommit=True, connect_timeout=5)
+
+    return connect
+
+
+def _read(connect: Connect, work: Callable[[psycopg.Connection[Any]], Any]) -> Any:
+    """Run ``work`` on a fresh connection; database trouble becomes a 503 (retry later)."""
+    try:
+        with connect() as conn:
+            return work(conn)
+    except psycopg.errors.UndefinedTable:
+        raise ApiError(
+            503, "the read models are not set up yet (tracebound projections migrate)"
+        ) from None
+    except psycopg.OperationalError as exc:
+        raise ApiError(
+            503, f"the read models are unavailable: {exc}".strip(), headers={"Retry-After": "5"}
+        ) from None
+
+
+def _authorized(request: Request, token: bytes | None) -> bool:
+    return token is None or bearer_matches(request.headers.get("authorization", "").encode(), token)
+
+
+def routes(token: SecretStr | None, connect: Connect | None = None) -> list[Route]:
+    """``GET /api/v1/runs``, ``GET /api/v1/runs/{run_id}/trace`` and the page ``/runs/{run_id}``.
+
+    The ``/api/v1`` routes sit behind the app's bearer middleware; the page is outside
+    that prefix, so it checks the same token itself.
+    """
+    opened = connect or default_connect()
+    secret = token.get_secret_value().encode() if token is not None else None
+
+    async def list_runs(request: Request) -> Response:
+        try:
+            selection = run_list.parse_filter(dict(request.query_params))
+        except run_list.FilterError as exc:
+            raise ApiError(
+                400, "invalid query parameter", [{"loc": ["query", exc.param], "msg": exc.message}]
+            ) from None
+        page = await run_in_threadpool(
+            _read, opened, lambda conn: run_list.list_runs_filtered(conn, selection)
+        )
+        return JSONResponse(page)
+
+    async def run_trace(request: Request) -> Response:
+        run_id = run_id_param(request)
+        found = await run_in_threadpool(_read, opened, lambda conn: trace.build_trace(conn, run_id))
+        if found is None:
+            raise ApiError(404, f"no run {run_id} in the read model")
+        return JSONResponse(found)
+
+    async def page(request: Request) -> Response:
+        if not _authorized(request, secret):
+            return HTMLResponse(
+                trace_page.render_message("401 unauthorized", "missing or invalid bearer token"),
+                401,
+                headers={
+                    **PAGE_HEADERS,
+                    "WWW-Authenticate": 'Bearer realm="tracebound"',
+                },
+            )
+        run_id = str(request.path_params["run_id"])
+        try:
+            if not RUN_ID.match(run_id):
+                raise ApiError(404, "no such run")
+            found = await run_in_threadpool(
+                _read, opened, lambda conn: trace.build_trace(conn, run_id)
+            )
+            if found is None:
+                raise ApiError(404, f"no run {run_id} in the read model")
+        except ApiError as exc:
+            return HTMLResponse(
+                trace_page.render_message(f"{exc.status}", exc.error),
+                exc.status,
+                headers={**PAGE_HEADERS, **exc.headers},
+            )
+        return HTMLResponse(trace_page.render_page(found), headers=PAGE_HEADERS)
+
+    return [
+        Route("/api/v1/runs", list_runs, methods=["GET"]),
+        Route("/api/v1/runs/{run_id}/trace", run_trace, methods=["GET"]),
+        Route("/runs/{run_id}", page, methods=["GET"]),
+    ]
