@@ -35,8 +35,8 @@ from psycopg.types.json import Jsonb
 
 from projections import run_list, trace
 from projections.migrate import migrate
-from tests.integration.test_projections import Projection
 from tests.support.pipeline import running_pipeline
+from tests.support.projection import Projection
 from tests.support.stack import StackHandle
 from tests.unit.test_trace_assemble import sample_rows
 from tracebound.client import AnswerReader, new_request, publish
@@ -67,24 +67,6 @@ def chromium() -> str:
             f"(ensure-chromium.sh exit {done.returncode}): {done.stderr.strip() or done.stdout}"
         )
     return CHROMIUM
-
-
-@pytest.fixture
-def projection(stack: StackHandle, tmp_path: Path) -> Iterator[Callable[[], Projection]]:
-    """Projections into private schemas, stopped and dropped afterwards."""
-    made: list[Projection] = []
-
-    def make() -> Projection:
-        made.append(Projection(stack, tmp_path))
-        return made[-1]
-
-    yield make
-    for p in made:
-        if p.proc is not None and p.proc.poll() is None:
-            p.proc.kill()
-            p.proc.wait(10)
-        with psycopg.connect(stack.pg_dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(p.schema)))
 
 
 def _free_port() -> int:

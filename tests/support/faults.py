@@ -40,6 +40,7 @@ from projections.rebuild import end_offsets, status
 from projections.settings import MODELS
 from projections.store import Checkpoints, read_checkpoints, write_checkpoints, write_events
 from tests.support.kafka_io import CODEC
+from tests.support.projection import KEYS
 from tests.support.samples import sample
 from tests.support.stack import StackHandle
 from tracebound import topics
@@ -70,7 +71,6 @@ QUESTIONS = (
 ROLES = ("planner", "executor", "gatekeeper", "verifier", "composer")
 PROJECTION = "projections"
 # The read models and their keys; write timestamps differ between a live run and a rebuild.
-KEYS = {"diagnosis_run": "run_id", "tool_invocation": "id", "agent_step": "event_id"}
 VOLATILE = ("created_at", "updated_at")
 # Which role consumes each input topic (and so dead-letters its poison).
 CONSUMER_OF = {

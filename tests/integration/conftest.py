@@ -1,0 +1,17 @@
+"""Fixtures shared by the integration tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support.projection import Projection, projections_in_private_schemas
+from tests.support.stack import StackHandle
+
+
+@pytest.fixture
+def projection(stack: StackHandle, tmp_path: Path) -> Iterator[Callable[[], Projection]]:
+    """Projections into private schemas, stopped and dropped afterwards."""
+    yield from projections_in_private_schemas(stack, tmp_path)

@@ -1,0 +1,141 @@
+"""A projection process writing into a private schema, for the integration tests.
+
+Every test projects into a schema of its own (``search_path`` through the DSN) with
+consumer groups of its own, so it never shares rows or partitions with another
+test or with the stack's projection process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from projections.rebuild import status
+from projections.settings import MODELS
+from tests.support.stack import StackHandle
+
+KEYS = {name: model.key for name, model in MODELS.items()}  # table → key column
+
+
+class Projection:
+    """A ``python -m projections`` process writing into one private schema."""
+
+    def __init__(self, stack: StackHandle, log_dir: Path) -> None:
+        self.stack = stack
+        self.schema = f"proj_{uuid.uuid4().hex[:10]}"
+        sep = "&" if "?" in stack.pg_dsn else "?"
+        self.dsn = f"{stack.pg_dsn}{sep}options=-csearch_path%3D{self.schema}"
+        self.groups = f"test-{self.schema}."
+        self.log = log_dir / f"{self.schema}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        with psycopg.connect(stack.pg_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
+
+    def env(self) -> dict[str, str]:
+        env = self.stack.env()
+        env["TRACEBOUND_PG_DSN"] = self.dsn
+        env["TRACEBOUND_PROJECTIONS_GROUP_PREFIX"] = self.groups
+        return env
+
+    def start(self) -> None:
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "projections"], env=self.env(), stdout=out, stderr=out
+            )
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+    def terminate(self) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+                return -9
+        return int(self.proc.returncode)
+
+    @contextlib.contextmanager
+    def conn(self) -> Iterator[psycopg.Connection[Any]]:
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            yield conn
+
+    def answered(self, run_ids: list[str], status: str | None = "answered") -> int:
+        """Runs of ``run_ids`` in the read model (with ``status``, or in any status)."""
+        with self.conn() as conn:
+            try:
+                row = conn.execute(
+                    "SELECT count(*) FROM diagnosis_run"
+                    " WHERE run_id = ANY(%s) AND (%s::text IS NULL OR status = %s)",
+                    (run_ids, status, status),
+                ).fetchone()
+            except psycopg.errors.UndefinedTable:
+                return 0
+        return int(row[0]) if row else 0
+
+    def wait_caught_up(self, timeout_s: float = 180) -> None:
+        deadline = time.monotonic() + timeout_s
+        lag = -1
+        while time.monotonic() < deadline:
+            with contextlib.suppress(psycopg.errors.UndefinedTable), self.conn() as conn:
+                lag = sum(m["lag"] for m in status(conn, self.stack.kafka))
+                if lag == 0:
+                    return
+            time.sleep(0.5)
+        raise AssertionError(f"projection in {self.schema} still {lag} events behind")
+
+    def snapshot(self) -> dict[str, list[dict[str, Any]]]:
+        """Every row of every model ordered by key, without write timestamps."""
+        tables: dict[str, list[dict[str, Any]]] = {}
+        with self.conn() as conn, conn.cursor(row_factory=dict_row) as cur:
+            for table, key in KEYS.items():
+                cur.execute(
+                    sql.SQL("SELECT * FROM {} ORDER BY {}").format(
+                        sql.Identifier(table), sql.Identifier(key)
+                    )
+                )
+                tables[table] = [
+                    {k: v for k, v in row.items() if k not in ("created_at", "updated_at")}
+                    if table == "diagnosis_run"
+                    else row
+                    for row in cur.fetchall()
+                ]
+        return tables
+
+
+def projections_in_private_schemas(
+    stack: StackHandle, tmp_path: Path
+) -> Iterator[Callable[[], Projection]]:
+    """Makes projections into private schemas; stops them and drops the schemas afterwards.
+
+    The body of the ``projection`` fixture (``tests/integration/conftest.py``).
+    """
+    made: list[Projection] = []
+
+    def make() -> Projection:
+        made.append(Projection(stack, tmp_path))
+        return made[-1]
+
+    yield make
+    for p in made:
+        if p.proc is not None and p.proc.poll() is None:
+            p.proc.kill()
+            p.proc.wait(10)
+        with psycopg.connect(stack.pg_dsn, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(p.schema)))
