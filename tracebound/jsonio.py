@@ -9,8 +9,10 @@ one compact JSON line per input, in order.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -92,3 +94,25 @@ def print_json_line(value: Any) -> None:
         json.dumps(value, ensure_ascii=not encoding.startswith("utf"), separators=(",", ":")),
         flush=True,
     )
+
+
+def add_check_command(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    group: tuple[str, str, str],
+    command: tuple[str, str, str],
+    handler: Callable[[argparse.Namespace], int],
+) -> argparse.ArgumentParser:
+    """``tracebound GROUP COMMAND FILE``: a command group with one check over FILE.
+
+    ``group`` and ``command`` are (name, help, description); returns the command's
+    parser so the caller can add its own options.
+    """
+    name, help_text, description = group
+    parent = subparsers.add_parser(name, help=help_text, description=description)
+    commands = parent.add_subparsers(dest=f"{name}_command", metavar="SUBCOMMAND")
+    commands.required = True
+    name, help_text, description = command
+    parser = commands.add_parser(name, help=help_text, description=description)
+    parser.add_argument("file", metavar="FILE", help="input file, or - for stdin")
+    parser.set_defaults(handler=handler)
+    return parser

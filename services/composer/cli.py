@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from services.composer.guard import guard
 from tracebound.events import AllowedClaim
-from tracebound.jsonio import parse_each, print_json_line, read_text
+from tracebound.jsonio import add_check_command, parse_each, print_json_line, read_text
 
 
 class AllowedClaimIn(BaseModel):
@@ -53,23 +53,21 @@ class GuardInput(BaseModel):
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``composer`` command group to the main parser."""
-    group = subparsers.add_parser(
-        "composer",
-        help="answer composition and the over-claim guard",
-        description="Answer composition and the over-claim guard.",
-    )
-    commands = group.add_subparsers(dest="composer_command", metavar="SUBCOMMAND")
-    commands.required = True
-    guard_parser = commands.add_parser(
-        "guard",
-        help="check answers against the claims they may state",
-        description=(
-            'Read one JSON object {"allowed_claims": [...], "answer": "..."} or JSON Lines of '
-            'them, print one {"ok", "violations"} JSON line per object.'
+    add_check_command(
+        subparsers,
+        (
+            "composer",
+            "answer composition and the over-claim guard",
+            "Answer composition and the over-claim guard.",
         ),
+        (
+            "guard",
+            "check answers against the claims they may state",
+            'Read one JSON object {"allowed_claims": [...], "answer": "..."} or JSON Lines of '
+            'them, print one {"ok", "violations"} JSON line per object.',
+        ),
+        run_guard,
     )
-    guard_parser.add_argument("file", metavar="FILE", help="input file, or - for stdin")
-    guard_parser.set_defaults(handler=run_guard)
 
 
 def parse_guard_inputs(text: str) -> list[GuardInput]:

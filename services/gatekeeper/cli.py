@@ -16,27 +16,26 @@ from pathlib import Path
 from services.gatekeeper.check import check
 from services.gatekeeper.input import parse_requests
 from services.gatekeeper.ruleset import default_ruleset, load_ruleset
-from tracebound.jsonio import print_json_line, read_text
+from tracebound.jsonio import add_check_command, print_json_line, read_text
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``gatekeeper`` command group to the main parser."""
-    group = subparsers.add_parser(
-        "gatekeeper",
-        help="deterministic verification of executor citations",
-        description="Deterministic verification of executor citations against tool invocations.",
-    )
-    commands = group.add_subparsers(dest="gatekeeper_command", metavar="SUBCOMMAND")
-    commands.required = True
-    check_parser = commands.add_parser(
-        "check",
-        help="check executor output against tool invocations",
-        description=(
-            "Read one JSON object {executor_structured_output, tool_invocations} or JSON "
-            "Lines of them, print one gatekeeper_result JSON line per object."
+    check_parser = add_check_command(
+        subparsers,
+        (
+            "gatekeeper",
+            "deterministic verification of executor citations",
+            "Deterministic verification of executor citations against tool invocations.",
         ),
+        (
+            "check",
+            "check executor output against tool invocations",
+            "Read one JSON object {executor_structured_output, tool_invocations} or JSON "
+            "Lines of them, print one gatekeeper_result JSON line per object.",
+        ),
+        run_check,
     )
-    check_parser.add_argument("file", metavar="FILE", help="input file, or - for stdin")
     check_parser.add_argument(
         "--rules",
         metavar="PATH",
@@ -44,7 +43,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         help="rules file (default: repository's)",
     )
-    check_parser.set_defaults(handler=run_check)
 
 
 def run_check(args: argparse.Namespace) -> int:

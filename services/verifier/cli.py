@@ -25,7 +25,7 @@ from pydantic import ValidationError
 from services.verifier.input import VerifierInput, parse_inputs
 from services.verifier.judge import verify
 from services.verifier.llm_verifier import new_recorder, verify_llm
-from tracebound.jsonio import one_line, print_json_line, read_text
+from tracebound.jsonio import add_check_command, one_line, print_json_line, read_text
 from tracebound.llm import ChatModel, LLMSettings, OpenAIChatModel
 
 LLM_URL_SETTING = "TRACEBOUND_LLM_BASE_URL"
@@ -33,29 +33,27 @@ LLM_URL_SETTING = "TRACEBOUND_LLM_BASE_URL"
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add the ``verifier`` command group to the main parser."""
-    group = subparsers.add_parser(
-        "verifier",
-        help="judge claims against gatekeeper-verified evidence",
-        description="Judge executor claims against gatekeeper-verified evidence.",
-    )
-    commands = group.add_subparsers(dest="verifier_command", metavar="SUBCOMMAND")
-    commands.required = True
-    check_parser = commands.add_parser(
-        "check",
-        help="verify one or more verifier inputs",
-        description=(
-            "Read one verifier input JSON object (contract section 5) or JSON Lines of them, "
-            "print one verifier output JSON line per object."
+    check_parser = add_check_command(
+        subparsers,
+        (
+            "verifier",
+            "judge claims against gatekeeper-verified evidence",
+            "Judge executor claims against gatekeeper-verified evidence.",
         ),
+        (
+            "check",
+            "verify one or more verifier inputs",
+            "Read one verifier input JSON object (contract section 5) or JSON Lines of them, "
+            "print one verifier output JSON line per object.",
+        ),
+        run_check,
     )
-    check_parser.add_argument("file", metavar="FILE", help="input file, or - for stdin")
     check_parser.add_argument(
         "--mode",
         choices=("rules", "llm"),
         default="rules",
         help="rules: deterministic (default); llm: model-backed",
     )
-    check_parser.set_defaults(handler=run_check)
 
 
 def _judge(item: VerifierInput, model: ChatModel | None) -> dict[str, Any]:
