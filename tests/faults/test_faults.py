@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -171,57 +171,75 @@ def test_sigkill_every_role_and_the_projection_mid_stream(
         counter.close()
 
 
+def _restart_mid_stream(
+    scenario: str,
+    stack: StackHandle,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    *,
+    seed: int,
+    stop: Callable[[], None],
+    start: Callable[[], None],
+    down_s: float,
+) -> None:
+    """500 requests in flight; once 50 are answered, ``stop``, wait ``down_s``, ``start``."""
+    asked = requests(IN_FLIGHT, seed=seed)
+    counter = AnswerCounter(stack.kafka, {e.run_id for e in asked})
+    try:
+        with _pipeline(stack, tmp_path) as pipeline:
+            _start(pipeline, capsys)
+            feeder = Feeder(stack.kafka, asked, burst=25, pause_s=0.5)
+            feeder.start()
+            before = _wait_for(counter, 50, scenario)
+            stop()
+            try:
+                time.sleep(down_s)
+                during = counter.answered()
+            finally:
+                start()
+            feeder.finish(240)
+            with capsys.disabled():
+                print(f"\nanswered when stopped: {before}, when restarted: {during}")
+            _settle_and_check(scenario, pipeline, counter, capsys, must_survive=True)
+    finally:
+        counter.close()
+
+
 @pytest.mark.timeout(420)
 def test_broker_stopped_and_restarted_mid_stream(
     stack: StackHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     if stack.kind != "local":
         pytest.skip("stopping the broker needs the local stack")
-    asked = requests(IN_FLIGHT, seed=2)
-    counter = AnswerCounter(stack.kafka, {e.run_id for e in asked})
-    try:
-        with _pipeline(stack, tmp_path) as pipeline:
-            _start(pipeline, capsys)
-            feeder = Feeder(stack.kafka, asked, burst=25, pause_s=0.5)
-            feeder.start()
-            try:
-                _wait_for(counter, 50, "broker restart")
-            finally:
-                stack.stop_broker()
-                time.sleep(3)
-                stack.start_broker()
-            feeder.finish(240)
-            _settle_and_check("broker-restart", pipeline, counter, capsys, must_survive=True)
-    finally:
-        counter.close()
+    _restart_mid_stream(
+        "broker-restart",
+        stack,
+        tmp_path,
+        capsys,
+        seed=2,
+        stop=stack.stop_broker,
+        start=stack.start_broker,
+        down_s=3,
+    )
 
 
 @pytest.mark.timeout(420)
 def test_postgres_stopped_and_restarted_mid_stream(
     stack: StackHandle, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    if stack.kind != "local" or stack.stack_settings is None:
+    settings = stack.stack_settings
+    if stack.kind != "local" or settings is None:
         pytest.skip("stopping PostgreSQL needs the local stack")
-    asked = requests(IN_FLIGHT, seed=3)
-    counter = AnswerCounter(stack.kafka, {e.run_id for e in asked})
-    try:
-        with _pipeline(stack, tmp_path) as pipeline:
-            _start(pipeline, capsys)
-            feeder = Feeder(stack.kafka, asked, burst=25, pause_s=0.5)
-            feeder.start()
-            try:
-                before = _wait_for(counter, 50, "postgres restart")
-                postgres.stop_server(stack.stack_settings)
-                time.sleep(5)
-                during = counter.answered()
-            finally:
-                postgres.start_server(stack.stack_settings)
-            feeder.finish(240)
-            with capsys.disabled():
-                print(f"\nanswered when PostgreSQL stopped: {before}, when it restarted: {during}")
-            _settle_and_check("postgres-restart", pipeline, counter, capsys, must_survive=True)
-    finally:
-        counter.close()
+    _restart_mid_stream(
+        "postgres-restart",
+        stack,
+        tmp_path,
+        capsys,
+        seed=3,
+        stop=lambda: postgres.stop_server(settings),
+        start=lambda: postgres.start_server(settings),
+        down_s=5,
+    )
 
 
 LLM_FAULTS = {
