@@ -6,6 +6,7 @@ The recordings are made by the in-process chain itself over the demo alerts
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,11 @@ from replay.frozen import FrozenTools, with_faults
 from replay.recorded import Recording, export_jsonl, load_jsonl
 from replay.report import render_text
 from services.executor.tools import build_tools
-from services.verifier.handler import VerifierHandler
+from services.verifier.handler import VerifierHandler, VerifierSettings
+from tests.support import fake_openai
 from tracebound.client import new_request
 from tracebound.events import Event, ToolInvoked
+from tracebound.llm import LLMSettings, OpenAIChatModel
 
 CPU_ZH = "payment-service 当前是否有 HighCPUUsage 告警？"
 SLOW_EN = "Is there a SlowResponse alert on user-service?"
@@ -50,6 +53,33 @@ def test_verifier_replay_in_rules_mode_changes_nothing() -> None:
     assert report.summary["changed"] == 0
     assert report.summary["verdict_transitions"] == {"PASS→PASS": 2}
     assert report.summary["groundedness_delta_mean"] == 0
+
+
+def test_verifier_replay_in_llm_mode_reports_what_the_model_changed() -> None:
+    # The real openai client against a local server that refutes every claim: the
+    # replay re-judges each recorded gatekeeper result and reports both runs changed.
+    recording, results = _record(CPU_ZH, SLOW_EN)
+    claim_ids = sorted({c.claim_id for r in results for c in r.verdict.claim_checks})
+    assert claim_ids
+    refuted = {
+        "verdict": "REJECT",
+        "groundedness_score": 0.0,
+        "critical_fact_count": len(claim_ids),
+        "claim_checks": [
+            {"claim_id": cid, "status": "REFUTED", "reason": "the excerpt says otherwise"}
+            for cid in claim_ids
+        ],
+        "facts_checked": [],
+        "rationale": "refuted",
+    }
+    with fake_openai.FakeOpenAI(default=fake_openai.text(json.dumps(refuted))) as server:
+        model = OpenAIChatModel(LLMSettings(base_url=server.base_url, max_retries=0))
+        handler = VerifierHandler(VerifierSettings(max_rounds=1), model)
+        report = verifier_report(recording, handler, {"mode": "llm", "model": "fake"})
+        assert len(server.requests) == 2
+    assert report.summary["inputs"] == 2 and report.summary["changed"] == 2
+    assert "PASS→PASS" not in report.summary["verdict_transitions"]
+    assert report.summary["groundedness_delta_mean"] <= 0
 
 
 def test_pipeline_replay_with_frozen_tools_reproduces_the_verdicts() -> None:
