@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import pipeline_bench, projections_bench, replay_bench, runtime_bench
+from bench import pipeline_bench, processes, projections_bench, replay_bench, runtime_bench
 from bench.report import REPO, RESULTS, Figure, fmt, git_commit, log, machine, median, save, table
 from tracebound.codec import make_codec
 from tracebound.settings import StackSettings
@@ -183,7 +183,7 @@ class Bench:
     def pipeline(self, kafka: Any, env: dict[str, str]) -> None:
         codec = make_codec(kafka)
         self.pipeline_since = datetime.now(UTC)
-        with pipeline_bench.running_roles(env) as roles:
+        with processes.running_roles(env) as roles:
             warm = pipeline_bench.warm_up(kafka, codec)
             pids = roles.pids()
             log(f"pipeline: roles warm after {warm:.1f}s (pids {pids})")
@@ -192,7 +192,7 @@ class Bench:
                 "pipeline burst",
                 lambda _i: pipeline_bench.burst(kafka, codec, self.args.requests, pids),
             )
-            rss = pipeline_bench.roles_rss(pids)
+            rss = processes.roles_rss(pids)
             loops = _repeat(
                 self.args.pipeline_repeat,
                 "pipeline open loop",
@@ -210,7 +210,7 @@ class Bench:
                     pids,
                     self.profile_dir / "pipeline",
                 )
-            rss_end = pipeline_bench.roles_rss(pids)
+            rss_end = processes.roles_rss(pids)
         rps = _med(bursts, "requests_per_second")
         answered = sum(int(b["answered"]) for b in bursts)
         asked = sum(int(b["asked"]) for b in bursts)
@@ -246,7 +246,7 @@ class Bench:
         tool = _med(loops, "tool_ms_per_request", "mean")
         step = _med(loops, "agent_step_ms_per_request", "mean")
         burst_over = _med(bursts, "overhead_ms", "p50")
-        cpu = {role: _med(bursts, "cpu_ms_per_request", role) for role in pipeline_bench.ROLES}
+        cpu = {role: _med(bursts, "cpu_ms_per_request", role) for role in processes.ROLES}
         cpu_text = ", ".join(f"{r} {v:.1f}" for r, v in cpu.items())
         self.figures.append(
             Figure(
@@ -371,9 +371,7 @@ class Bench:
             "TRACEBOUND_KAFKA_BOOTSTRAP_SERVERS": status.kafka_bootstrap,
             "TRACEBOUND_PG_DSN": status.pg_dsn,
         }
-        paused = tuple(
-            s.name for s in status.services if s.running and s.name in pipeline_bench.ROLES
-        )
+        paused = tuple(s.name for s in status.services if s.running and s.name in processes.ROLES)
         if paused:
             log(f"pausing the stack's own {', '.join(paused)} for the bench")
             for note in stop_services(settings, paused):

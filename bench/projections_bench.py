@@ -31,8 +31,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from bench.pipeline_bench import read_range
 from bench.report import dump_profiles
+from bench.topic_reads import read_range
 from projections.migrate import migrate
 from projections.rebuild import end_offsets, rebuild_model
 from projections.runner import ModelWorker

@@ -1,0 +1,170 @@
+"""The role processes of a benchmark run: starting them, their CPU and memory, profiles."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bench.report import log
+from tracebound.settings import StackSettings
+from tracebound.stack.services import service_states, start_services, stop_services
+
+ROLES = ("planner", "executor", "gatekeeper", "verifier", "composer")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of ``pid`` so far (NaN when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rpartition(")")[2].split()
+    except OSError:
+        return math.nan
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def rss_mb(pid: int) -> float:
+    """Resident set size of ``pid`` in MB (VmRSS), NaN when unreadable."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return math.nan
+
+
+class Roles:
+    """The five roles as detached processes with a private state folder (pid files, logs)."""
+
+    def __init__(self, stack_env: Mapping[str, str]) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="tracebound-bench-roles-"))
+        self.settings = StackSettings(state_dir=self.folder)
+        self.env = dict(stack_env)
+        for role in ROLES:
+            self.env[f"TRACEBOUND_{role.upper()}_MODE"] = "rules"
+
+    def start(self) -> None:
+        for note in start_services(self.settings, self.env, ROLES):
+            log(note)
+
+    def pids(self) -> dict[str, int]:
+        return {
+            s.name: s.pid
+            for s in service_states(self.settings, None)
+            if s.name in ROLES and s.pid is not None
+        }
+
+    def stop(self, keep_logs: bool = False) -> None:
+        for note in stop_services(self.settings, ROLES):
+            log(note)
+        if keep_logs:
+            log(f"role logs kept in {self.folder / 'services'}")
+        else:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def running_roles(stack_env: Mapping[str, str]) -> Iterator[Roles]:
+    roles = Roles(stack_env)
+    roles.start()
+    failed = False
+    try:
+        yield roles
+    except BaseException:
+        failed = True
+        raise
+    finally:
+        roles.stop(keep_logs=failed)
+
+
+def py_spy() -> str | None:
+    local = Path(sys.executable).parent / "py-spy"
+    return str(local) if local.exists() else shutil.which("py-spy")
+
+
+@dataclass
+class Sampler:
+    """``py-spy record`` attached to each role process, stopped with SIGINT."""
+
+    out_dir: Path
+    procs: dict[str, tuple[subprocess.Popen[bytes], Path]] = field(default_factory=dict)
+
+    def start(self, pids: Mapping[str, int]) -> None:
+        exe = py_spy()
+        if exe is None:
+            log("py-spy not found (pip install py-spy into the venv); no profile")
+            return
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        for role, pid in pids.items():
+            out = self.out_dir / f"{role}.collapsed.txt"
+            argv = [exe, "record", "--pid", str(pid), "--rate", "100", "--nonblocking"]
+            argv += ["--format", "raw", "--duration", "900", "-o", str(out)]
+            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.procs[role] = (proc, out)
+
+    def stop(self) -> dict[str, dict[str, Any]]:
+        for proc, _ in self.procs.values():
+            proc.send_signal(signal.SIGINT)
+        summaries: dict[str, dict[str, Any]] = {}
+        for role, (proc, out) in self.procs.items():
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(10)
+            if out.exists():
+                summaries[role] = summarise_collapsed(out)
+                summaries[role]["file"] = str(out)
+        return summaries
+
+
+def _frame_name(frame: str) -> str:
+    """``func (path/to/file.py:123)`` → ``path/to/file.py:func`` relative to known roots."""
+    func, _, where = frame.partition(" (")
+    path = where.rstrip(")").rsplit(":", 1)[0]
+    for marker in ("site-packages/", "/work/main/", "lib/python3"):
+        if marker in path:
+            path = path.split(marker, 1)[1]
+            break
+    return f"{path}:{func}"
+
+
+def summarise_collapsed(path: Path, top: int = 15) -> dict[str, Any]:
+    """Self and inclusive sample shares per function of a py-spy ``raw`` profile."""
+    own: Counter[str] = Counter()
+    inclusive: Counter[str] = Counter()
+    total = 0
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        stack, _, count_text = line.rpartition(" ")
+        if not stack or not count_text.isdigit():
+            continue
+        count = int(count_text)
+        frames = [_frame_name(f) for f in stack.split(";") if f]
+        if not frames:
+            continue
+        total += count
+        own[frames[-1]] += count
+        for name in set(frames):
+            inclusive[name] += count
+
+    def share(counter: Counter[str]) -> list[tuple[str, float]]:
+        return (
+            [(k, round(100 * v / total, 1)) for k, v in counter.most_common(top)] if total else []
+        )
+
+    return {"samples": total, "self_pct": share(own), "inclusive_pct": share(inclusive)}
+
+
+def roles_rss(pids: Mapping[str, int]) -> dict[str, float]:
+    return {role: round(rss_mb(pid), 1) for role, pid in pids.items()}
