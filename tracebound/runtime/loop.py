@@ -32,8 +32,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Produ
 
 from tracebound.codec import Codec, make_codec
 from tracebound.errors import PoisonInput, TransientError
-from tracebound.events import DeadLetter
 from tracebound.events import Producer as ProducerRef
+from tracebound.runtime.dead_letters import dead_letter
 from tracebound.runtime.fetch import next_batch
 from tracebound.runtime.metrics import ServiceMetrics
 from tracebound.runtime.service import ServiceSpec
@@ -257,33 +257,17 @@ class ServiceLoop:
         return outputs, dead
 
     def _dead_letter(self, message: Message, exc: Exception) -> bytes:
-        key = message.key()
-        try:
-            run_id = key.decode("utf-8") if key else "unknown"
-        except UnicodeDecodeError:
-            run_id = "unknown"
+        letter = dead_letter(message, exc, service=self.spec.name, producer=self._producer_ref)
         log.warning(
             "dead-lettered input: %s",
             exc,
             extra={
-                "run_id": run_id,
+                "run_id": letter.run_id,
                 "topic": message.topic(),
                 "partition": message.partition(),
                 "offset": message.offset(),
                 "error_type": type(exc).__name__,
             },
-        )
-        letter = DeadLetter(
-            run_id=run_id,
-            producer=self._producer_ref,
-            source_topic=message.topic() or "",
-            source_partition=message.partition() or 0,
-            source_offset=message.offset() or 0,
-            key=key,
-            value=message.value(),
-            error_type=type(exc).__name__,
-            error_message=str(exc)[:4000],
-            service=self.spec.name,
         )
         return self.codec.encode(letter, self.spec.dead_letter_topic)
 
