@@ -12,6 +12,7 @@ from typing import Any
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 
 from bench.report import log
+from projections.rebuild import end_offsets
 from tracebound.codec import make_codec
 from tracebound.errors import PoisonInput
 from tracebound.events import AgentStep, Event, ToolInvoked
@@ -36,21 +37,7 @@ def _consumer(kafka: KafkaSettings) -> Any:
 
 def watermarks(kafka: KafkaSettings, names: Sequence[str]) -> Offsets:
     """High watermark of every partition of ``names``."""
-    consumer = _consumer(kafka)
-    try:
-        meta = consumer.list_topics(timeout=10)
-        ends: Offsets = {}
-        for topic in names:
-            if topic not in meta.topics:
-                continue
-            for p in sorted(meta.topics[topic].partitions):
-                _, high = consumer.get_watermark_offsets(
-                    TopicPartition(topic, p), timeout=10, cached=False
-                )
-                ends[(topic, p)] = high
-        return ends
-    finally:
-        consumer.close()
+    return end_offsets(kafka, tuple(names))
 
 
 def read_range(
