@@ -16,6 +16,7 @@ from projections.rebuild import end_offsets
 from tracebound.codec import make_codec
 from tracebound.errors import PoisonInput
 from tracebound.events import AgentStep, Event, ToolInvoked
+from tracebound.runtime.fetch import next_batch
 from tracebound.settings import KafkaSettings
 
 READ_TIMEOUT_S = 120.0
@@ -60,7 +61,7 @@ def read_range(
     try:
         consumer.assign([TopicPartition(t, p, starts.get((t, p), 0)) for t, p in pending])
         while pending and time.monotonic() < deadline:
-            for msg in consumer.consume(2000, 0.5):
+            for msg in next_batch(consumer, 2000, 0.5):
                 key = (str(msg.topic()), int(msg.partition() or 0))
                 err = msg.error()
                 if err is not None:

@@ -26,6 +26,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from tracebound.codec import make_codec
 from tracebound.errors import InvalidInputError, PoisonInput, TransientError
 from tracebound.events import EVENT_TYPES, Event
+from tracebound.runtime.fetch import next_batch
 from tracebound.settings import KafkaSettings
 
 E = TypeVar("E", bound=Event)
@@ -182,7 +183,7 @@ def _drain(  # noqa: PLR0917 - one private loop, its state passed in
     while pending:
         if time.monotonic() > deadline:
             raise TransientError(f"reading the recorded events timed out ({len(pending)} left)")
-        for msg in consumer.consume(500, 0.5):
+        for msg in next_batch(consumer, 500, 0.5):
             key = (str(msg.topic()), int(msg.partition() or 0))
             offset = int(msg.offset() or 0)
             err = msg.error()

@@ -22,6 +22,7 @@ from tracebound.codec import Codec
 from tracebound.errors import PoisonInput, TransientError
 from tracebound.events import Answer, Event
 from tracebound.runtime import Handler
+from tracebound.runtime.fetch import next_batch
 from tracebound.settings import KafkaSettings
 
 log = logging.getLogger("tracebound.composer")
@@ -94,7 +95,7 @@ class AnsweredRuns:
             remaining = {p.partition for p in parts}
             runs: set[str] = set()
             while remaining:
-                for msg in consumer.consume(500, 1.0):
+                for msg in next_batch(consumer, 500, 1.0):
                     err = msg.error()
                     if err is not None:
                         if err.code() == KafkaError._PARTITION_EOF:

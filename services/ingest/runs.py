@@ -24,6 +24,7 @@ from tracebound import topics
 from tracebound.codec import make_codec
 from tracebound.errors import PoisonInput
 from tracebound.events import Answer, Event
+from tracebound.runtime.fetch import next_batch
 from tracebound.settings import KafkaSettings
 from tracebound.topics import topic_table
 
@@ -174,7 +175,7 @@ class EventReader:
                     log.warning("event reader cannot start yet: %s", exc)
                     self._stop.wait(2)
                     continue
-            for msg in consumer.consume(500, 0.5):
+            for msg in next_batch(consumer, 500, 0.5):
                 if msg.error() is not None or msg.value() is None:
                     continue
                 try:
