@@ -42,7 +42,7 @@ from tracebound.codec import Codec, make_codec
 from tracebound.errors import PoisonInput
 from tracebound.events import Event
 from tracebound.runtime.fetch import next_batch
-from tracebound.runtime.metrics import ServiceMetrics
+from tracebound.runtime.metrics import LagGauge, ServiceMetrics
 from tracebound.settings import KafkaSettings, PostgresSettings, RuntimeSettings
 
 log = logging.getLogger("projections.runner")
@@ -83,8 +83,7 @@ class ModelWorker:
         self.group = model.group(settings)
         self._conn: Connection | None = None
         self._positions: dict[TopicPartitionKey, int | None] = {}
-        self._next_lag = 0.0
-        self._lag_labels: set[tuple[str, str, str]] = set()
+        self._lag = LagGauge(metrics, self.group, LAG_INTERVAL_S)
         # Run states this worker wrote last; emptied on every rebalance, since another
         # instance may write the runs of partitions it held meanwhile.
         self._cache = RunStateCache() if model.name == "diagnosis_run" else None
@@ -138,12 +137,11 @@ class ModelWorker:
     def _on_revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         if self._cache is not None:
             self._cache.clear()
-        self._merge.forget((tp.topic, tp.partition) for tp in partitions)
-        for tp in partitions:
-            self._positions.pop((tp.topic, tp.partition), None)
-            if (self.group, tp.topic, str(tp.partition)) in self._lag_labels:
-                self._lag_labels.discard((self.group, tp.topic, str(tp.partition)))
-                self.metrics.lag.remove(self.group, tp.topic, str(tp.partition))
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        self._merge.forget(keys)
+        self._lag.forget(keys)
+        for key in keys:
+            self._positions.pop(key, None)
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -265,17 +263,13 @@ class ModelWorker:
                 log.warning("seek failed for %s[%d]: %s", tp.topic, tp.partition, exc)
 
     def _maybe_update_lag(self, consumer: Any) -> None:
-        now = time.monotonic()
-        if now < self._next_lag:
+        if not self._lag.due():
             return
-        self._next_lag = now + LAG_INTERVAL_S
         try:
             for tp in consumer.assignment():
                 _, high = consumer.get_watermark_offsets(tp, timeout=1.0, cached=True)
                 done = self._positions.get((tp.topic, tp.partition)) or 0
-                labels = (self.group, tp.topic, str(tp.partition))
-                self._lag_labels.add(labels)
-                self.metrics.lag.labels(*labels).set(max(high - max(done, 0), 0))
+                self._lag.set(tp.topic, tp.partition, high - max(done, 0))
         except KafkaException as exc:
             log.debug("lag update skipped: %s", exc)
 

@@ -35,7 +35,7 @@ from tracebound.errors import PoisonInput, TransientError
 from tracebound.events import Producer as ProducerRef
 from tracebound.runtime.dead_letters import dead_letter
 from tracebound.runtime.fetch import next_batch
-from tracebound.runtime.metrics import ServiceMetrics
+from tracebound.runtime.metrics import LagGauge, ServiceMetrics
 from tracebound.runtime.service import ServiceSpec
 from tracebound.settings import KafkaSettings, RuntimeSettings
 
@@ -69,8 +69,7 @@ class ServiceLoop:
         self._stop = threading.Event()
         self._consumer: Any = None
         self._producer: Any = None
-        self._next_lag_check = 0.0
-        self._lag_partitions: set[tuple[str, int]] = set()
+        self._lag = LagGauge(self.metrics, spec.name, LAG_INTERVAL_S)
         self._consumer_failed = False
         self._calls = ThreadPoolExecutor(1, thread_name_prefix="kafka-call")
         self._producer_ref = ProducerRef(service=spec.name)
@@ -142,20 +141,13 @@ class ServiceLoop:
         # Batches are committed before the next poll, so no transaction is open when
         # the group rebalances: there is no uncommitted work to hand over or discard.
         log.info("partitions revoked", extra={"count": len(partitions)})
-        self._forget_lag(partitions)
+        self._lag.forget((tp.topic, tp.partition) for tp in partitions)
 
     def _on_lost(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         # Lost (not revoked): another member may already own them. Nothing of ours is
         # uncommitted, and a zombie commit would be fenced by the group generation.
         log.warning("partitions lost", extra={"count": len(partitions)})
-        self._forget_lag(partitions)
-
-    def _forget_lag(self, partitions: list[TopicPartition]) -> None:
-        for tp in partitions:
-            labels = (tp.topic, tp.partition)
-            if labels in self._lag_partitions:
-                self._lag_partitions.discard(labels)
-                self.metrics.lag.remove(self.spec.name, tp.topic, str(tp.partition))
+        self._lag.forget((tp.topic, tp.partition) for tp in partitions)
 
     def _connect(self) -> None:
         """Build the clients, retrying with backoff while the cluster is unreachable."""
@@ -391,19 +383,14 @@ class ServiceLoop:
     # -- lag ---------------------------------------------------------------------------
 
     def _maybe_update_lag(self) -> None:
-        now = time.monotonic()
-        if now < self._next_lag_check:
+        if not self._lag.due():
             return
-        self._next_lag_check = now + LAG_INTERVAL_S
         try:
             assignment = self._consumer.assignment()
             for tp in self._consumer.position(assignment):
                 _, high = self._consumer.get_watermark_offsets(tp, timeout=1.0, cached=True)
                 position = tp.offset if tp.offset >= 0 else high
-                self._lag_partitions.add((tp.topic, tp.partition))
-                self.metrics.lag.labels(self.spec.name, tp.topic, str(tp.partition)).set(
-                    max(high - position, 0)
-                )
+                self._lag.set(tp.topic, tp.partition, high - position)
         except KafkaException as exc:
             log.debug("lag update skipped: %s", exc)
 
