@@ -85,7 +85,9 @@ def start_services(
     folder = _folder(settings)
     folder.mkdir(parents=True, exist_ok=True)
     messages: list[str] = []
-    full_env = {**os.environ, **env}
+    # Few malloc arenas: the services are threaded (librdkafka, the projection workers)
+    # and glibc's default of 8 per core keeps freed memory resident.
+    full_env = {"MALLOC_ARENA_MAX": "2", **os.environ, **env}
     for role in roles:
         pid, notes = _pid(settings, role)
         messages += notes
