@@ -35,7 +35,7 @@ from bench.report import dump_profiles
 from bench.topic_reads import read_range
 from projections.migrate import migrate
 from projections.rebuild import end_offsets, rebuild_model
-from projections.runner import ModelWorker
+from projections.runner import ModelWorker, model_workers
 from projections.settings import (
     ALL_TOPICS,
     MODELS,
@@ -86,18 +86,14 @@ def catch_up(kafka: KafkaSettings, dsn: str, profile_to: Path | None = None) -> 
         settings = ProjectionSettings(group_prefix=f"bench-{uuid.uuid4().hex[:8]}.")
         runtime = ProjectionRuntimeSettings.for_service(SERVICE)
         metrics = ServiceMetrics(SERVICE)
-        workers = [
-            ModelWorker(
-                model,
-                kafka=kafka,
-                postgres=postgres,
-                runtime=runtime,
-                settings=settings,
-                metrics=metrics,
-                stop=stop,
-            )
-            for model in MODELS.values()
-        ]
+        workers = model_workers(
+            kafka=kafka,
+            postgres=postgres,
+            runtime=runtime,
+            settings=settings,
+            metrics=metrics,
+            stop=stop,
+        )
         profilers: list[cProfile.Profile] = []
 
         def work(worker: ModelWorker) -> None:

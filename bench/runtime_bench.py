@@ -205,26 +205,20 @@ def run(
         pairs = encoded_requests(kafka, count)
         _fill(kafka, in_topic, pairs)
         sizes = [len(v) for _, v in pairs]
-        if order % 2 == 0:
-            tb = tracebound_loop(
+        measure = {
+            "tracebound": lambda: tracebound_loop(
                 kafka,
                 in_topic=in_topic,
                 out_topic=out_tb,
                 dead_letters=dlq,
                 count=count,
                 profile_to=profile_to,
-            )
-            plain = plain_loop(kafka, in_topic, out_plain, count)
-        else:
-            plain = plain_loop(kafka, in_topic, out_plain, count)
-            tb = tracebound_loop(
-                kafka,
-                in_topic=in_topic,
-                out_topic=out_tb,
-                dead_letters=dlq,
-                count=count,
-                profile_to=profile_to,
-            )
+            ),
+            "plain": lambda: plain_loop(kafka, in_topic, out_plain, count),
+        }
+        first = ("tracebound", "plain") if order % 2 == 0 else ("plain", "tracebound")
+        done = {name: measure[name]() for name in first}
+        tb, plain = done["tracebound"], done["plain"]
     finally:
         _delete_topics(kafka, names)
     ratio = tb["messages_per_second"] / plain["messages_per_second"]

@@ -17,8 +17,8 @@ import sys
 import threading
 
 from projections.migrate import migrate
-from projections.runner import DB_ERRORS, ModelWorker
-from projections.settings import MODELS, SERVICE, ProjectionRuntimeSettings, ProjectionSettings
+from projections.runner import DB_ERRORS, ModelWorker, model_workers
+from projections.settings import SERVICE, ProjectionRuntimeSettings, ProjectionSettings
 from projections.store import connect
 from tracebound import logs
 from tracebound.runtime.metrics import ServiceMetrics, serve_metrics
@@ -69,24 +69,15 @@ def main() -> int:
             metrics.healthy = False
             stop.set()
 
-    threads = [
-        threading.Thread(
-            target=work,
-            name=model.name,
-            args=(
-                ModelWorker(
-                    model,
-                    kafka=kafka,
-                    postgres=postgres,
-                    runtime=runtime,
-                    settings=settings,
-                    metrics=metrics,
-                    stop=stop,
-                ),
-            ),
-        )
-        for model in MODELS.values()
-    ]
+    workers = model_workers(
+        kafka=kafka,
+        postgres=postgres,
+        runtime=runtime,
+        settings=settings,
+        metrics=metrics,
+        stop=stop,
+    )
+    threads = [threading.Thread(target=work, name=w.model.name, args=(w,)) for w in workers]
     for thread in threads:
         thread.start()
     log.info("projections started", extra={"service": SERVICE})

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import psycopg
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
 
-from projections.settings import ProjectionSettings, ReadModel
+from projections.settings import MODELS, ProjectionSettings, ReadModel
 from projections.store import (
     Checkpoints,
     Connection,
@@ -285,3 +285,27 @@ def _is_error(message: Any) -> bool:
     if err.code() != KafkaError._PARTITION_EOF:
         log.warning("consumer error: %s", err.str())
     return True
+
+
+def model_workers(
+    *,
+    kafka: KafkaSettings,
+    postgres: PostgresSettings,
+    runtime: RuntimeSettings,
+    settings: ProjectionSettings,
+    metrics: ServiceMetrics,
+    stop: threading.Event,
+) -> list[ModelWorker]:
+    """One worker per read model, sharing settings, metrics and the stop flag."""
+    return [
+        ModelWorker(
+            model,
+            kafka=kafka,
+            postgres=postgres,
+            runtime=runtime,
+            settings=settings,
+            metrics=metrics,
+            stop=stop,
+        )
+        for model in MODELS.values()
+    ]
