@@ -18,14 +18,12 @@ class CausalOrder:
         self._hold_s = hold_s
         self._released: set[str] = set()
         self._held: dict[str, list[tuple[float, Event]]] = {}  # cause id → waiting events
-        self._seen: set[str] = set()
         self._waiting: dict[str, Event] = {}  # held events by id
 
     def offer(self, event: Event, now: float) -> list[Event]:
         """The events ``event`` lets go, in order (empty if it must wait, or is a repeat)."""
-        if event.event_id in self._seen:
+        if event.event_id in self._released or event.event_id in self._waiting:
             return []
-        self._seen.add(event.event_id)
         cause = event.causation_id
         if cause is None or cause in self._released:
             return self._release(event)
