@@ -33,8 +33,6 @@ from tracebound.errors import PoisonInput
 from tracebound.events import DiagnosisRequested
 from tracebound.publisher import KafkaPublisher
 
-pytestmark = [pytest.mark.integration]
-
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "alertmanager"
 TOKEN = secrets.token_urlsafe(16)
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -27,8 +27,6 @@ from tracebound.cli import main
 from tracebound.client import AnswerReader, new_request, publish
 from tracebound.events import EvidenceProduced
 
-pytestmark = [pytest.mark.integration]
-
 QUESTIONS = (
     ("payment-service 当前是否有 HighCPUUsage 告警？", "zh"),
     ("inventory-service 是否有 HikariCP 连接池耗尽日志？", "zh"),

@@ -41,8 +41,6 @@ from tests.support.stack import StackHandle
 from tests.unit.test_trace_assemble import sample_rows
 from tracebound.client import AnswerReader, new_request, publish
 
-pytestmark = [pytest.mark.integration]
-
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 HIGH_CPU = "payment-service 当前是否有 HighCPUUsage 告警？"

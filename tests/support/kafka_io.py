@@ -77,10 +77,11 @@ class Collector:
     def _run(self) -> None:
         while not self._stop.is_set():
             for msg in self._consumer.consume(500, 0.2):
-                if msg.error() is None and msg.value() is not None:
-                    self.raw.append(msg.value())
+                value = msg.value()
+                if msg.error() is None and value is not None:
+                    self.raw.append(value)
                     try:
-                        self.events.append(CODEC.decode(msg.value()))
+                        self.events.append(CODEC.decode(value))
                     except PoisonInput:
                         continue  # other tests' poison in shared topics
 
