@@ -12,17 +12,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from tracebound import topics
 from tracebound.errors import InvalidInputError
-from tracebound.settings import RuntimeSettings
+from tracebound.settings import RuntimeSettings, TraceboundSettings
 
 SERVICE = "projections"
 
 
-class ProjectionSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_PROJECTIONS_", extra="ignore")
+class ProjectionSettings(TraceboundSettings):
+    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_PROJECTIONS_", frozen=True)
 
     group_prefix: str = "projection."
     idle_poll_ms: int = 200

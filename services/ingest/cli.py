@@ -26,8 +26,10 @@ def serve(settings: IngestSettings) -> int:
 
     from services.ingest.app import create_app  # noqa: PLC0415
     from tracebound import logs  # noqa: PLC0415
+    from tracebound.settings_check import report_unknown_variables  # noqa: PLC0415
 
     logs.configure()
+    report_unknown_variables("ingest")
     uvicorn.run(
         create_app(settings),
         host=settings.host,

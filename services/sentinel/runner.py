@@ -17,13 +17,14 @@ from datetime import UTC, datetime, timedelta
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
-from services.sentinel.watch import Watch, deadline_verdict
+from services.sentinel.watch import SERVICE, Watch, deadline_verdict
 from tracebound import logs, topics
 from tracebound.codec import make_codec
 from tracebound.errors import PoisonInput
-from tracebound.settings import KafkaSettings
+from tracebound.settings import KafkaSettings, TraceboundSettings
+from tracebound.settings_check import report_unknown_variables
 
 log = logging.getLogger("tracebound.sentinel")
 WATCHED = (
@@ -37,8 +38,8 @@ WATCHED = (
 )
 
 
-class SentinelSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_SENTINEL_", extra="ignore")
+class SentinelSettings(TraceboundSettings):
+    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_SENTINEL_", frozen=True)
 
     deadline_s: float = Field(default=300.0, gt=0)
     lookback_s: float = Field(default=3600.0, gt=0)
@@ -109,4 +110,5 @@ def run(settings: SentinelSettings | None = None, kafka: KafkaSettings | None = 
 
 def main() -> int:
     logs.configure()
+    report_unknown_variables(SERVICE)
     return run()

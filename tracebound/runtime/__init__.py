@@ -11,6 +11,7 @@ from tracebound.runtime.loop import ServiceLoop
 from tracebound.runtime.metrics import ServiceMetrics, serve_metrics
 from tracebound.runtime.service import Handler, ServiceSpec, route_by_event
 from tracebound.settings import KafkaSettings, RuntimeSettings
+from tracebound.settings_check import report_unknown_variables
 
 log = logging.getLogger("tracebound.runtime")
 
@@ -20,6 +21,7 @@ def run_service(spec: ServiceSpec, kafka: KafkaSettings | None = None) -> int:
     logs.configure()
     faulthandler.register(signal.SIGUSR1)  # `kill -USR1 <pid>` dumps every thread's stack
     runtime = RuntimeSettings.for_service(spec.name)
+    report_unknown_variables(spec.name)
     metrics = ServiceMetrics(spec.name)
     if runtime.metrics_port:
         server = serve_metrics(metrics, runtime.metrics_host, runtime.metrics_port)
