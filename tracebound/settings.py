@@ -45,13 +45,15 @@ def settings_classes() -> tuple[type[TraceboundSettings], ...]:
     return tuple(_CLASSES)
 
 
-def service_prefix(service: str) -> str:
-    """``TRACEBOUND_<SERVICE>_``, the prefix of the classes read once per service.
-
-    Records the service, so its variables count as known in this process.
-    """
-    _SERVICES.add(service)
+def prefix_for(service: str) -> str:
+    """``TRACEBOUND_<SERVICE>_``, the prefix of the classes read once per service."""
     return f"TRACEBOUND_{service.upper().replace('-', '_')}_"
+
+
+def service_prefix(service: str) -> str:
+    """:func:`prefix_for`, recording the service: its variables are known in this process."""
+    _SERVICES.add(service)
+    return prefix_for(service)
 
 
 def services_seen() -> frozenset[str]:

@@ -25,7 +25,7 @@ from pydantic import AliasChoices
 from tracebound.settings import (
     PLAIN_VARIABLES,
     TraceboundSettings,
-    service_prefix,
+    prefix_for,
     services_seen,
     settings_classes,
 )
@@ -89,7 +89,7 @@ def known_variables(services: Iterable[str] = ()) -> tuple[set[str], set[str]]:
     """
     classes = settings_classes()
     prefixes = {_fixed_prefix(c) for c in classes} - {""}
-    per_service = {service_prefix(s) for s in {*services, *services_seen()}}
+    per_service = {prefix_for(s) for s in {*services, *services_seen()}}
     prefixes |= per_service
     known = set(PLAIN_VARIABLES)
     for cls in classes:
