@@ -20,13 +20,12 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from tracebound import topics
 from tracebound.codec import make_codec
 from tracebound.errors import PoisonInput
 from tracebound.events import Answer, Event
 from tracebound.runtime.fetch import next_batch
 from tracebound.settings import KafkaSettings
-from tracebound.topics import topic_table
+from tracebound.topology import role
 
 log = logging.getLogger(__name__)
 MAX_EVENTS_PER_RUN = 2000
@@ -143,7 +142,7 @@ class EventReader:
                 "isolation.level": "read_committed",
             }
         )
-        names = [t.name for t in topic_table() if t.name != topics.DEAD_LETTERS]
+        names = role("ingest").watched_topics
         meta = consumer.list_topics(timeout=10)
         since_ms = int((time.time() - self._lookback_s) * 1000)
         wanted = [

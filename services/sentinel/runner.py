@@ -19,22 +19,13 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.sentinel.watch import Watch, deadline_verdict
+from services.sentinel.watch import WATCHED, Watch, deadline_verdict
 from tracebound import logs, topics
 from tracebound.codec import make_codec
 from tracebound.errors import PoisonInput
 from tracebound.settings import KafkaSettings
 
 log = logging.getLogger("tracebound.sentinel")
-WATCHED = (
-    topics.REQUESTS,
-    topics.PLANS,
-    topics.RETRIES,
-    topics.EVIDENCE,
-    topics.GATEKEEPER_RESULTS,
-    topics.VERDICTS,
-    topics.ANSWERS,
-)
 
 
 class SentinelSettings(BaseSettings):
