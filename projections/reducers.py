@@ -1,7 +1,7 @@
 """Pure reducers: decoded events → row changes of each read model.
 
-Nothing here touches a database; :mod:`projections.store` writes what these
-functions return. ``tool_invocation`` and ``agent_step`` rows are facts of a
+Nothing here touches a database; the read models (:mod:`projections.models`)
+write what these functions return. ``tool_invocation`` and ``agent_step`` rows are facts of a
 single event each, so their reducers are plain mappings; ``diagnosis_run``
 merges many events per run (:mod:`projections.runs`).
 """
