@@ -9,6 +9,7 @@ import pytest
 from projections.migrate import load_migrations
 from projections.models import ALL_TOPICS, MODELS, select_models
 from projections.reducers import INVOCATION_ROWS, STEP_ROWS, invocation_row, step_row
+from projections.store import RunStates
 from tests.support.samples import sample
 from tracebound import topics
 from tracebound.errors import ConfigError, InvalidInputError
@@ -89,3 +90,20 @@ def test_migration_files_are_numbered_and_checksummed(tmp_path: Path) -> None:
     (tmp_path / "bad name.sql").write_text("SELECT 4;")
     with pytest.raises(ConfigError):
         load_migrations(tmp_path)
+
+
+def test_run_states_drop_the_least_recently_kept() -> None:
+    states = RunStates(max_runs=2)
+    assert states.keep({"a": {"n": 1}, "b": {"n": 2}}) == {}
+    assert states.held(["b", "x"]) == {"b": {"n": 2}}
+    assert states.keep({"a": {"n": 3}, "c": {"n": 4}}) == {"b": {"n": 2}}
+    assert states.held(["a", "b", "c"]) == {"a": {"n": 3}, "c": {"n": 4}}
+    states.clear()
+    assert states.held(["a", "c"]) == {}
+
+
+def test_every_model_is_fed_by_its_declared_events() -> None:
+    assert MODELS["diagnosis_run"].live_cache() is not None
+    assert MODELS["tool_invocation"].live_cache() is None
+    assert MODELS["tool_invocation"].events == (ToolInvoked,)
+    assert MODELS["agent_step"].topics == (topics.AGENT_STEPS,)
