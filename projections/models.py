@@ -27,6 +27,8 @@ from tracebound.errors import InvalidInputError
 from tracebound.events import EVENT_TYPES, Event
 from tracebound.topology import READ_MODELS, ReadModelSpec
 
+Events = Sequence[Event]
+Cache = RunStates | None  # what a projection worker keeps between batches
 REBUILD_RUNS = 2000  # run states a rebuild keeps in memory before writing the oldest
 
 
@@ -53,17 +55,11 @@ class ReadModel:
     def group(self, settings: ProjectionSettings) -> str:
         return f"{settings.group_prefix}{self.name}"
 
-    def live_cache(self) -> RunStates | None:
+    def live_cache(self) -> Cache:
         """What a projection worker keeps between its batches (nothing, unless overridden)."""
         return None
 
-    def write(
-        self,
-        conn: Connection,
-        table: str,
-        events: Sequence[Event],
-        cache: RunStates | None = None,
-    ) -> int:
+    def write(self, conn: Connection, table: str, events: Events, cache: Cache = None) -> int:
         """Apply decoded events to ``table`` (the live model or a rebuild); returns rows written."""
         raise NotImplementedError
 
@@ -96,13 +92,7 @@ class FactModel(ReadModel):
         self.rows = rows
         self.update_when = update_when
 
-    def write(
-        self,
-        conn: Connection,
-        table: str,
-        events: Sequence[Event],
-        cache: RunStates | None = None,
-    ) -> int:
+    def write(self, conn: Connection, table: str, events: Events, cache: Cache = None) -> int:
         rows = list(self.rows(events).values())
         upsert(conn, table, self.key, rows, when=self.update_when)
         return len(rows)
@@ -127,13 +117,7 @@ class RunModel(ReadModel):
             states.update(held_runs(conn, table, missing))
         return reducers.reduce_runs(states, events)
 
-    def write(
-        self,
-        conn: Connection,
-        table: str,
-        events: Sequence[Event],
-        cache: RunStates | None = None,
-    ) -> int:
+    def write(self, conn: Connection, table: str, events: Events, cache: Cache = None) -> int:
         if not events:
             return 0
         changes = self.fold(conn, table, cache, events)
