@@ -178,7 +178,7 @@ MODELS: dict[str, ReadModel] = {
         FactModel(
             _SPECS["tool_invocation"],
             reducers.INVOCATION_ROWS,
-            # a re-run invocation keeps the row of its latest event
+            # of two events for one invocation the larger event id wins, as in the reducer
             sql.SQL("WHERE {t}.event_id < EXCLUDED.event_id"),
         ),
         # a model call is written once; a re-delivery changes nothing
