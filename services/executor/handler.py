@@ -3,6 +3,11 @@
 All outputs of one round — every tool invocation, the model steps and the
 evidence — are returned together, so the runtime publishes them in one Kafka
 transaction: a round is recorded whole or not at all.
+
+The rules round runs the calls the plan records (``plan.execution``), so a
+replay of an old plan runs what was planned then, whatever the skill files say
+now; retries carry the same plan. Only a plan recorded before plans carried
+their calls is derived again from the skill catalogue, as it was then.
 """
 
 from __future__ import annotations
@@ -18,22 +23,24 @@ from services.executor.gate import ToolGate
 from services.executor.llm_executor import run_llm_round
 from services.executor.settings import ExecutorSettings
 from services.executor.tools.base import EvidenceTool
+from services.planner.planning import execution_plan
+from services.planner.scope import read_focus
+from services.planner.skills import Skill
 from tracebound.events import (
     DiagnosisRequest,
     Event,
     EvidenceProduced,
+    ExecutionPlan,
     ParseStatus,
     PlanProduced,
     PlanSnapshot,
+    PromptRef,
     RetryContext,
     RetryRequested,
     ToolInvoked,
 )
 from tracebound.llm import ChatModel, ModelCallFailed, StepRecorder
-from tracebound.planning import planned_calls
 from tracebound.prompts import Prompt, load_prompt, prompt_audit
-from tracebound.scope import read_focus
-from tracebound.skills import Skill
 
 SERVICE = "executor"
 NARROW_TYPES = ("observation", "negative_observation")
@@ -97,13 +104,12 @@ class ExecutorHandler:
 
     def __call__(self, event: Event) -> list[Event]:
         job = Job.of(event)
-        skill = self.skills.get(job.plan.planner_plan.selected_skill or "")
         gate = ToolGate(
             self.tools, self.settings, event.run_id, job.round_no, job.plan.narrow_scope
         )
         result = self._llm_round(event, job, gate) if self.model is not None else None
         if result is None or (result.structured is None and result.status.status == "valid"):
-            fallback = self._rules_round(gate, job, skill)
+            fallback = self._rules_round(gate, job)
             if result is not None:  # the model failed: keep its steps and say why
                 fallback.steps, fallback.status = result.steps, result.status
             result = fallback
@@ -126,9 +132,30 @@ class ExecutorHandler:
             round=job.round_no,
             request=job.request,
             plan=job.plan,
-            prompt_audit=prompt_audit(result.prompts, [skill] if skill else []),
+            prompt_audit=prompt_audit(result.prompts, self._skill_refs(job)),
         )
         return [*result.steps, *invoked, evidence]
+
+    def _execution(self, job: Job) -> ExecutionPlan:
+        """The plan's recorded calls; derived from today's skills only for a legacy plan."""
+        if job.plan.execution is not None:
+            return job.plan.execution
+        skill = self.skills.get(job.plan.planner_plan.selected_skill or "")
+        return execution_plan(read_focus(job.request), skill, job.request, job.plan.narrow_scope)
+
+    def _skill_refs(self, job: Job) -> tuple[PromptRef, ...]:
+        """The skill that shaped the calls, as the plan records it (legacy: today's file)."""
+        plan = job.plan
+        skill = self.skills.get(plan.planner_plan.selected_skill or "")
+        if plan.execution is None or plan.planner_plan.selected_skill is None:
+            return (skill.ref(),) if skill else ()
+        return (
+            PromptRef(
+                name=plan.planner_plan.selected_skill,
+                version=plan.skill_version or "",
+                resource=skill.resource if skill else "",
+            ),
+        )
 
     def _llm_round(self, event: Event, job: Job, gate: ToolGate) -> RoundResult:
         assert self.model is not None
@@ -155,15 +182,15 @@ class ExecutorHandler:
             )
         return RoundResult(outcome.value, raw, outcome.as_record(), list(recorder.steps), [prompt])
 
-    def _rules_round(self, gate: ToolGate, job: Job, skill: Skill | None) -> RoundResult:
-        focus = read_focus(job.request)
+    def _rules_round(self, gate: ToolGate, job: Job) -> RoundResult:
+        execution = self._execution(job)
         narrow = job.plan.narrow_scope
-        for call in planned_calls(focus, skill, job.request, narrow):
+        for call in execution.calls:
             gate.call(call.tool, call.params)
         limit = self.settings.max_claims_narrow if narrow else self.settings.max_claims_broad
         structured = build_evidence(
             gate.invocations,
-            focus,
+            execution,
             job.request.language,
             narrow=narrow,
             max_claims=limit,

@@ -15,6 +15,7 @@ from services.executor.tools.base import RunContext
 from services.gatekeeper import default_ruleset
 from services.gatekeeper.handler import GatekeeperHandler
 from services.planner.handler import PlannerHandler
+from services.planner.skills import load_skills
 from tests.support import fake_openai as fake
 from tracebound.client import new_request
 from tracebound.events import (
@@ -25,7 +26,6 @@ from tracebound.events import (
     ToolInvoked,
 )
 from tracebound.llm import LLMSettings, OpenAIChatModel
-from tracebound.skills import load_skills
 
 CPU_Q = "payment-service 当前是否有 HighCPUUsage 告警？"
 
