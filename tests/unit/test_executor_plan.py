@@ -1,0 +1,118 @@
+"""The executor runs the calls a plan records, not what today's skill files would plan."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from services.executor.handler import ExecutorHandler
+from services.executor.tools.base import RunContext, ToolOutcome
+from services.planner.handler import PlannerHandler
+from services.planner.skills import TOOL_PARAMS, Skill, SkillStep, load_skills
+from tracebound.client import new_request
+from tracebound.events import (
+    EvidenceProduced,
+    EvidenceRef,
+    PlannedCall,
+    PlanProduced,
+    RetrievalDetails,
+    RetryContext,
+    RetryRequested,
+)
+
+MEMORY_Q = "Why is order-service using so much memory? Please analyse it."
+EDITED_STEP = SkillStep(tool="lookup_knowledge", params={"query": "edited step"}, purpose="edited")
+
+
+class NoEvidence:
+    """A tool double with the real tool's parameter model that never finds anything."""
+
+    description = "test double"
+
+    def __init__(self, name: str, params_model: type[BaseModel]) -> None:
+        self.name, self.params_model = name, params_model
+
+    def run(self, params: BaseModel, ctx: RunContext) -> ToolOutcome:
+        ref = EvidenceRef(raw_path="$.no_evidence", text=f"{self.name} returned no evidence")
+        details = RetrievalDetails(evidence_status="no_evidence", evidence_refs=(ref,))
+        return ToolOutcome({"items": []}, details, True)
+
+
+def _tools() -> dict[str, Any]:
+    return {name: NoEvidence(name, model) for name, model in TOOL_PARAMS.items()}
+
+
+def _edited(skills: tuple[Skill, ...]) -> tuple[Skill, ...]:
+    """The same catalogue after every skill file was edited to plan one other call."""
+    return tuple(
+        s.model_copy(update={"version": f"{s.version}-edited", "steps": (EDITED_STEP,)})
+        for s in skills
+    )
+
+
+def _plan() -> PlanProduced:
+    out = PlannerHandler(load_skills())(new_request(MEMORY_Q))
+    [plan] = [e for e in out if isinstance(e, PlanProduced)]
+    return plan
+
+
+def _ran(executor: ExecutorHandler, event: PlanProduced | RetryRequested) -> list[Any]:
+    [evidence] = [e for e in executor(event) if isinstance(e, EvidenceProduced)]
+    return [(inv.tool_name, inv.input_params) for inv in evidence.tool_trace]
+
+
+def _as_run(calls: tuple[PlannedCall, ...]) -> list[Any]:
+    """The calls as the trace records them: parameters completed by the tool's model."""
+    return [
+        (c.tool, TOOL_PARAMS[c.tool].model_validate(c.params).model_dump(mode="json"))
+        for c in calls
+    ]
+
+
+def test_the_planner_records_the_calls_its_plan_describes() -> None:
+    plan = _plan().plan
+    assert plan.execution is not None
+    assert plan.planner_plan.selected_skill == "diagnose-high-memory"
+    assert len(plan.execution.calls) == len(plan.planner_plan.plan) > 1
+    for call, line in zip(plan.execution.calls, plan.planner_plan.plan, strict=True):
+        assert line.startswith(f"{call.tool} ") and line.endswith(f": {call.purpose}")
+    assert plan.execution.services == ("order-service",)
+
+
+def test_executor_runs_the_recorded_calls_after_the_skills_changed() -> None:
+    plan = _plan()
+    assert plan.plan.execution is not None
+    executor = ExecutorHandler(_tools(), _edited(load_skills()))
+    assert _ran(executor, plan) == _as_run(plan.plan.execution.calls)
+    [evidence] = [e for e in executor(plan) if isinstance(e, EvidenceProduced)]
+    skill_refs = [p for p in evidence.prompt_audit.prompts if p.name == "diagnose-high-memory"]
+    assert [p.version for p in skill_refs] == [plan.plan.skill_version]
+
+
+def test_a_retry_runs_the_calls_of_the_plan_it_carries() -> None:
+    plan = _plan()
+    assert plan.plan.execution is not None
+    retry = plan.reply(
+        RetryRequested,
+        "verifier",
+        retry_context=RetryContext(round=2, reasons=("more evidence",)),
+        plan=plan.plan,
+        request=plan.request,
+    )
+    executor = ExecutorHandler(_tools(), _edited(load_skills()))
+    assert _ran(executor, retry) == _as_run(plan.plan.execution.calls)
+
+
+def test_a_legacy_plan_without_calls_is_derived_from_the_skills_as_before() -> None:
+    plan = _plan()
+    assert plan.plan.execution is not None
+    legacy = plan.model_copy(update={"plan": plan.plan.model_copy(update={"execution": None})})
+    # Recorded before plans carried calls: the same skill files give the same calls ...
+    assert _ran(ExecutorHandler(_tools(), load_skills()), legacy) == _as_run(
+        plan.plan.execution.calls
+    )
+    # ... and an edited catalogue gives the edited ones (the documented limit of old plans).
+    edited = _ran(ExecutorHandler(_tools(), _edited(load_skills())), legacy)
+    assert ("lookup_knowledge", {"query": "edited step", "alert_name": None, "top_k": 3}) in edited
+    assert edited != _as_run(plan.plan.execution.calls)
