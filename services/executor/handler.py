@@ -6,8 +6,9 @@ transaction: a round is recorded whole or not at all.
 
 The rules round runs the calls the plan records (``plan.execution``), so a
 replay of an old plan runs what was planned then, whatever the skill files say
-now; retries carry the same plan. Only a plan recorded before plans carried
-their calls is derived again from the skill catalogue, as it was then.
+now; retries carry the same plan. A plan recorded before plans carried their
+calls is read from its lines when the rules planner wrote them, and only a
+model-written one is derived again from today's skill catalogue.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from services.executor.gate import ToolGate
 from services.executor.llm_executor import run_llm_round
 from services.executor.settings import ExecutorSettings
 from services.executor.tools.base import EvidenceTool
-from services.planner.planning import execution_plan
+from services.planner.planning import described_calls, execution_plan
 from services.planner.scope import read_focus
 from services.planner.skills import Skill
 from tracebound.events import (
@@ -137,11 +138,18 @@ class ExecutorHandler:
         return [*result.steps, *invoked, evidence]
 
     def _execution(self, job: Job) -> ExecutionPlan:
-        """The plan's recorded calls; derived from today's skills only for a legacy plan."""
-        if job.plan.execution is not None:
-            return job.plan.execution
-        skill = self.skills.get(job.plan.planner_plan.selected_skill or "")
-        return execution_plan(read_focus(job.request), skill, job.request, job.plan.narrow_scope)
+        """The plan's recorded calls; for a legacy plan, those its lines name, else derived."""
+        plan = job.plan
+        if plan.execution is not None:
+            return plan.execution
+        focus = read_focus(job.request)
+        described = described_calls(plan)
+        if described is not None:
+            return ExecutionPlan(
+                calls=described, services=focus.services, alert_names=focus.alert_names
+            )
+        skill = self.skills.get(plan.planner_plan.selected_skill or "")
+        return execution_plan(focus, skill, job.request, plan.narrow_scope)
 
     def _skill_refs(self, job: Job) -> tuple[PromptRef, ...]:
         """The skill that shaped the calls, as the plan records it (legacy: today's file)."""

@@ -6,8 +6,10 @@ confirm it — its alert, or its logs — and never runbook lookups, whose gener
 knowledge must not be stated as a fact of the current environment.
 
 The result travels as ``PlanSnapshot.execution``, so the executor runs the
-recorded calls. Only a plan recorded before plans carried them is derived again
-here, by the executor, from the skill catalogue it has.
+recorded calls. A plan recorded before plans carried them still names them when
+the rules planner wrote it: each of its lines is one call (:func:`describe`), read
+back by :func:`described_calls`. Only a model-written legacy plan is derived
+again, by the executor, from the skill catalogue it has.
 """
 
 from __future__ import annotations
@@ -15,15 +17,42 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+from services.executor.tools import PARAMS_MODELS
 from services.planner.scope import Focus
 from services.planner.skills import Skill
-from tracebound.events import DiagnosisRequest, ExecutionPlan, PlannedCall
+from tracebound.events import DiagnosisRequest, ExecutionPlan, PlannedCall, PlanSnapshot
+
+RULES_MODES = frozenset({"rules", "rules-fallback"})
 
 
 def describe(call: PlannedCall) -> str:
     """One line of ``planner_plan.plan``."""
     shown = json.dumps(call.params, ensure_ascii=False, sort_keys=True)
     return f"{call.tool} {shown}: {call.purpose}"
+
+
+def _read_line(line: str) -> PlannedCall | None:
+    tool, _space, rest = line.partition(" ")
+    try:
+        params, end = json.JSONDecoder().raw_decode(rest)
+    except ValueError:
+        return None
+    if tool not in PARAMS_MODELS or not isinstance(params, dict) or rest[end : end + 2] != ": ":
+        return None
+    return PlannedCall(tool=tool, params=params, purpose=rest[end + 2 :])
+
+
+def described_calls(plan: PlanSnapshot) -> tuple[PlannedCall, ...] | None:
+    """The calls a legacy rules plan's lines name; None when any line is not one."""
+    if plan.planner_mode not in RULES_MODES or not plan.planner_plan.plan:
+        return None
+    calls = []
+    for line in plan.planner_plan.plan:
+        call = _read_line(line)
+        if call is None:
+            return None
+        calls.append(call)
+    return tuple(calls)
 
 
 def _skill_calls(skill: Skill, service: str | None) -> list[PlannedCall]:

@@ -20,23 +20,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from services.executor.tools import (
-    LookupKnowledgeParams,
-    QueryLogsParams,
-    QueryMetricsParams,
-    ToolParams,
-)
+from services.executor.tools import PARAMS_MODELS
 from tracebound.errors import ConfigError
 from tracebound.events import PromptRef
 from tracebound.prompts import prompts_dir, read_front_matter, resource_name
 
 ToolName = Literal["query_metrics", "query_logs", "lookup_knowledge"]
-# Each tool's own parameter model: the one contract a skill step must fit.
-TOOL_PARAMS: dict[str, type[ToolParams]] = {
-    "query_metrics": QueryMetricsParams,
-    "query_logs": QueryLogsParams,
-    "lookup_knowledge": LookupKnowledgeParams,
-}
 SERVICE_PLACEHOLDER = "{service}"
 SAMPLE_SERVICE = "sample-service"
 ALERT_WEIGHT = 10
@@ -77,7 +66,7 @@ class SkillStep(BaseModel):
         # Both forms the executor may send: with a known service, and without one.
         for service in (SAMPLE_SERVICE, None):
             try:
-                TOOL_PARAMS[self.tool].model_validate(self.render_params(service))
+                PARAMS_MODELS[self.tool].model_validate(self.render_params(service))
             except ValidationError as exc:
                 raise ValueError(
                     f"{self.tool} params do not fit the tool: {_problems(exc)}"
@@ -215,7 +204,6 @@ def clear_cache() -> None:
 
 
 __all__ = [
-    "TOOL_PARAMS",
     "Skill",
     "SkillStep",
     "Triggers",

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from pydantic import BaseModel
 
 from services.executor.handler import ExecutorHandler
+from services.executor.tools import PARAMS_MODELS
 from services.executor.tools.base import RunContext, ToolOutcome
 from services.planner.handler import PlannerHandler
-from services.planner.skills import TOOL_PARAMS, Skill, SkillStep, load_skills
+from services.planner.planning import described_calls
+from services.planner.skills import load_skills
+from tests.support.plans import edited_skills
 from tracebound.client import new_request
 from tracebound.events import (
     EvidenceProduced,
@@ -22,7 +26,6 @@ from tracebound.events import (
 )
 
 MEMORY_Q = "Why is order-service using so much memory? Please analyse it."
-EDITED_STEP = SkillStep(tool="lookup_knowledge", params={"query": "edited step"}, purpose="edited")
 
 
 class NoEvidence:
@@ -40,15 +43,7 @@ class NoEvidence:
 
 
 def _tools() -> dict[str, Any]:
-    return {name: NoEvidence(name, model) for name, model in TOOL_PARAMS.items()}
-
-
-def _edited(skills: tuple[Skill, ...]) -> tuple[Skill, ...]:
-    """The same catalogue after every skill file was edited to plan one other call."""
-    return tuple(
-        s.model_copy(update={"version": f"{s.version}-edited", "steps": (EDITED_STEP,)})
-        for s in skills
-    )
+    return {name: NoEvidence(name, model) for name, model in PARAMS_MODELS.items()}
 
 
 def _plan() -> PlanProduced:
@@ -65,7 +60,7 @@ def _ran(executor: ExecutorHandler, event: PlanProduced | RetryRequested) -> lis
 def _as_run(calls: tuple[PlannedCall, ...]) -> list[Any]:
     """The calls as the trace records them: parameters completed by the tool's model."""
     return [
-        (c.tool, TOOL_PARAMS[c.tool].model_validate(c.params).model_dump(mode="json"))
+        (c.tool, PARAMS_MODELS[c.tool].model_validate(c.params).model_dump(mode="json"))
         for c in calls
     ]
 
@@ -83,7 +78,7 @@ def test_the_planner_records_the_calls_its_plan_describes() -> None:
 def test_executor_runs_the_recorded_calls_after_the_skills_changed() -> None:
     plan = _plan()
     assert plan.plan.execution is not None
-    executor = ExecutorHandler(_tools(), _edited(load_skills()))
+    executor = ExecutorHandler(_tools(), edited_skills(load_skills()))
     assert _ran(executor, plan) == _as_run(plan.plan.execution.calls)
     [evidence] = [e for e in executor(plan) if isinstance(e, EvidenceProduced)]
     skill_refs = [p for p in evidence.prompt_audit.prompts if p.name == "diagnose-high-memory"]
@@ -100,19 +95,50 @@ def test_a_retry_runs_the_calls_of_the_plan_it_carries() -> None:
         plan=plan.plan,
         request=plan.request,
     )
-    executor = ExecutorHandler(_tools(), _edited(load_skills()))
+    executor = ExecutorHandler(_tools(), edited_skills(load_skills()))
     assert _ran(executor, retry) == _as_run(plan.plan.execution.calls)
 
 
-def test_a_legacy_plan_without_calls_is_derived_from_the_skills_as_before() -> None:
+def _legacy(plan: PlanProduced, **changes: Any) -> PlanProduced:
+    """The plan as recorded before plans carried their calls."""
+    snapshot = plan.plan.model_copy(update={"execution": None, **changes})
+    return plan.model_copy(update={"plan": snapshot})
+
+
+def test_a_legacy_rules_plan_runs_the_calls_its_lines_name() -> None:
     plan = _plan()
     assert plan.plan.execution is not None
-    legacy = plan.model_copy(update={"plan": plan.plan.model_copy(update={"execution": None})})
-    # Recorded before plans carried calls: the same skill files give the same calls ...
-    assert _ran(ExecutorHandler(_tools(), load_skills()), legacy) == _as_run(
-        plan.plan.execution.calls
-    )
-    # ... and an edited catalogue gives the edited ones (the documented limit of old plans).
-    edited = _ran(ExecutorHandler(_tools(), _edited(load_skills())), legacy)
+    legacy = _legacy(plan)
+    executor = ExecutorHandler(_tools(), edited_skills(load_skills()))
+    assert _ran(executor, legacy) == _as_run(plan.plan.execution.calls)
+    assert described_calls(legacy.plan) == plan.plan.execution.calls
+
+
+def test_a_legacy_model_plan_is_derived_from_todays_skills() -> None:
+    plan = _plan()
+    assert plan.plan.execution is not None
+    model_lines = plan.plan.planner_plan.model_copy(update={"plan": ("check the memory alert",)})
+    legacy = _legacy(plan, planner_mode="llm", planner_plan=model_lines)
+    assert described_calls(legacy.plan) is None
+    # The same skill files give the same calls as the planner recorded ...
+    same = _ran(ExecutorHandler(_tools(), load_skills()), legacy)
+    assert same == _as_run(plan.plan.execution.calls)
+    # ... and edited ones the edited calls: the documented limit of such old plans.
+    edited = _ran(ExecutorHandler(_tools(), edited_skills(load_skills())), legacy)
     assert ("lookup_knowledge", {"query": "edited step", "alert_name": None, "top_k": 3}) in edited
-    assert edited != _as_run(plan.plan.execution.calls)
+    assert edited != same
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "check the memory alert",
+        'query_prometheus {"q": "up"}: not a tool',
+        'query_logs {"query": "x"} without purpose',
+        'query_logs ["x"]: not an object',
+    ],
+)
+def test_lines_that_are_not_calls_are_not_read_as_calls(line: str) -> None:
+    plan = _plan().plan
+    rules_lines = plan.planner_plan.model_copy(update={"plan": (*plan.planner_plan.plan, line)})
+    assert described_calls(plan.model_copy(update={"planner_plan": rules_lines})) is None

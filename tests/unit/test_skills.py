@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from services.executor.tools import PARAMS_MODELS
 from services.planner import skills as skills_module
-from services.planner.skills import TOOL_PARAMS, catalogue_text, load_skills, select_skill
+from services.planner.skills import catalogue_text, load_skills, select_skill
 from tracebound.errors import ConfigError
 
 REQUIRED = {
@@ -37,7 +38,7 @@ def test_required_skills_exist_and_validate() -> None:
         assert skill.body.strip()
         assert skill.triggers.keywords
         for tool, params in skill.render_params("payment-service"):
-            TOOL_PARAMS[tool].model_validate(params)
+            PARAMS_MODELS[tool].model_validate(params)
             assert all("{" not in str(v) for v in params.values())
 
 
