@@ -105,12 +105,13 @@ class ExecutorHandler:
 
     def __call__(self, event: Event) -> list[Event]:
         job = Job.of(event)
+        execution, skill_refs = self._execution(job)
         gate = ToolGate(
             self.tools, self.settings, event.run_id, job.round_no, job.plan.narrow_scope
         )
         result = self._llm_round(event, job, gate) if self.model is not None else None
         if result is None or (result.structured is None and result.status.status == "valid"):
-            fallback = self._rules_round(gate, job)
+            fallback = self._rules_round(gate, job, execution)
             if result is not None:  # the model failed: keep its steps and say why
                 fallback.steps, fallback.status = result.steps, result.status
             result = fallback
@@ -133,37 +134,39 @@ class ExecutorHandler:
             round=job.round_no,
             request=job.request,
             plan=job.plan,
-            prompt_audit=prompt_audit(result.prompts, self._skill_refs(job)),
+            prompt_audit=prompt_audit(result.prompts, skill_refs),
         )
         return [*result.steps, *invoked, evidence]
 
-    def _execution(self, job: Job) -> ExecutionPlan:
-        """The plan's recorded calls; for a legacy plan, those its lines name, else derived."""
+    def _execution(self, job: Job) -> tuple[ExecutionPlan, tuple[PromptRef, ...]]:
+        """The calls to run and the skill the audit names for them.
+
+        The plan's recorded calls, with the skill version the plan records; for a
+        legacy plan, the calls its lines name, else those today's skill file gives.
+        """
         plan = job.plan
+        name = plan.planner_plan.selected_skill
+        skill = self.skills.get(name or "")
+        recorded = (
+            PromptRef(
+                name=name,
+                version=plan.skill_version or "",
+                resource=skill.resource if skill else "",
+            )
+            if name
+            else None
+        )
         if plan.execution is not None:
-            return plan.execution
+            return plan.execution, (recorded,) if recorded else ()
         focus = read_focus(job.request)
         described = described_calls(plan)
         if described is not None:
-            return ExecutionPlan(
+            execution = ExecutionPlan(
                 calls=described, services=focus.services, alert_names=focus.alert_names
             )
-        skill = self.skills.get(plan.planner_plan.selected_skill or "")
-        return execution_plan(focus, skill, job.request, plan.narrow_scope)
-
-    def _skill_refs(self, job: Job) -> tuple[PromptRef, ...]:
-        """The skill that shaped the calls, as the plan records it (legacy: today's file)."""
-        plan = job.plan
-        skill = self.skills.get(plan.planner_plan.selected_skill or "")
-        if plan.execution is None or plan.planner_plan.selected_skill is None:
-            return (skill.ref(),) if skill else ()
-        return (
-            PromptRef(
-                name=plan.planner_plan.selected_skill,
-                version=plan.skill_version or "",
-                resource=skill.resource if skill else "",
-            ),
-        )
+            return execution, (recorded,) if recorded else ()
+        derived = execution_plan(focus, skill, job.request, plan.narrow_scope)
+        return derived, (skill.ref(),) if skill else ()
 
     def _llm_round(self, event: Event, job: Job, gate: ToolGate) -> RoundResult:
         assert self.model is not None
@@ -190,8 +193,7 @@ class ExecutorHandler:
             )
         return RoundResult(outcome.value, raw, outcome.as_record(), list(recorder.steps), [prompt])
 
-    def _rules_round(self, gate: ToolGate, job: Job) -> RoundResult:
-        execution = self._execution(job)
+    def _rules_round(self, gate: ToolGate, job: Job, execution: ExecutionPlan) -> RoundResult:
         narrow = job.plan.narrow_scope
         for call in execution.calls:
             gate.call(call.tool, call.params)
