@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import io
 from typing import Any
 
 import pytest
+from fastavro import schemaless_writer
 from pydantic import BaseModel
 
 from services.executor.handler import ExecutorHandler
@@ -15,6 +17,7 @@ from services.planner.planning import described_calls
 from services.planner.skills import load_skills
 from tests.support.plans import edited_skills
 from tracebound.client import new_request
+from tracebound.codec import SingleObjectCodec, schemas
 from tracebound.events import (
     EvidenceProduced,
     EvidenceRef,
@@ -142,3 +145,16 @@ def test_lines_that_are_not_calls_are_not_read_as_calls(line: str) -> None:
     plan = _plan().plan
     rules_lines = plan.planner_plan.model_copy(update={"plan": (*plan.planner_plan.plan, line)})
     assert described_calls(plan.model_copy(update={"planner_plan": rules_lines})) is None
+
+
+def test_a_plan_written_before_plans_carried_calls_decodes_without_them() -> None:
+    plan = _plan()
+    [v1, *_newer] = schemas.history("PlanProduced")
+    buf = io.BytesIO()
+    buf.write(b"\xc3\x01" + v1.fingerprint)
+    schemaless_writer(buf, v1.parsed, plan.to_avro())
+    decoded = SingleObjectCodec().decode(buf.getvalue())
+    assert isinstance(decoded, PlanProduced)
+    assert decoded.plan.execution is None
+    assert decoded.plan.planner_plan == plan.plan.planner_plan
+    assert described_calls(decoded.plan) == plan.plan.execution.calls  # type: ignore[union-attr]
