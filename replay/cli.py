@@ -51,7 +51,13 @@ from tracebound.settings import KafkaSettings
 STAGE_TOPICS: dict[str, tuple[str, ...]] = {
     "gatekeeper": (topics.EVIDENCE, topics.GATEKEEPER_RESULTS),
     "verifier": (topics.GATEKEEPER_RESULTS, topics.VERDICTS, topics.RETRIES),
-    "pipeline": (topics.REQUESTS, topics.TOOL_INVOCATIONS, topics.EVIDENCE, topics.ANSWERS),
+    "pipeline": (
+        topics.REQUESTS,
+        topics.PLANS,
+        topics.TOOL_INVOCATIONS,
+        topics.EVIDENCE,
+        topics.ANSWERS,
+    ),
 }
 EXPORT_TOPICS = (
     topics.REQUESTS,

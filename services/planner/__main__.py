@@ -6,10 +6,10 @@ import sys
 
 from services.common.mode import model_for
 from services.planner.handler import SERVICE, PlannerHandler
+from services.planner.skills import load_skills
 from tracebound import topics
 from tracebound.events import DiagnosisRequested
 from tracebound.runtime import ServiceSpec, run_service
-from tracebound.skills import load_skills
 
 
 def main() -> int:
