@@ -126,10 +126,12 @@ ROLES: tuple[Role, ...] = (
 ROLE_BY_NAME: dict[str, Role] = {r.name: r for r in ROLES}
 
 # What ``replay --stage`` reads: a role's inputs and outputs, or for the whole
-# pipeline the requests, the recorded tool results it replays the tools from, and
-# the evidence and answers it compares against.
+# pipeline the requests, the recorded plans (the calls the executor runs), the
+# recorded tool results it replays the tools from, and the evidence and answers it
+# compares against.
 PIPELINE_REPLAY_EVENTS: tuple[str, ...] = (
     "DiagnosisRequested",
+    "PlanProduced",
     "ToolInvoked",
     "EvidenceProduced",
     "Answer",

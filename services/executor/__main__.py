@@ -9,8 +9,8 @@ from services.common.mode import model_for
 from services.executor.handler import SERVICE, ExecutorHandler
 from services.executor.settings import ExecutorSettings
 from services.executor.tools import build_tools
+from services.planner.skills import load_skills
 from tracebound.runtime import ServiceSpec, run_service
-from tracebound.skills import load_skills
 
 
 def main() -> int:

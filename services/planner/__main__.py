@@ -7,8 +7,8 @@ import sys
 from services.common.inputs import role_inputs
 from services.common.mode import model_for
 from services.planner.handler import SERVICE, PlannerHandler
+from services.planner.skills import load_skills
 from tracebound.runtime import ServiceSpec, run_service
-from tracebound.skills import load_skills
 
 
 def main() -> int:
