@@ -110,16 +110,19 @@ def esc(value: Any) -> str:
 
 
 def tone_of(status: Any) -> str:
+    """The colour class of a status (``none`` for anything not in ``TONE``)."""
     return TONE.get(status, "none") if isinstance(status, str) else "none"
 
 
 def badge(status: Any, text: Any = None, big: bool = False) -> str:
+    """A pill coloured by ``status`` showing ``text`` (the status itself by default)."""
     size = " big" if big else ""
     shown = esc(text if text is not None else status)
     return f'<span class="badge {tone_of(status)}{size}">{shown}</span>'
 
 
 def ms_text(value: Any) -> str:
+    """A duration in milliseconds as a person reads it (seconds from one second up)."""
     if not isinstance(value, int | float):
         return "–"
     return f"{value / 1000:.2f} s" if value >= 1000 else f"{int(value)} ms"
@@ -133,10 +136,12 @@ def clock(iso: Any) -> str:
 
 
 def join(parts: Iterable[str]) -> str:
+    """Rendered fragments in order."""
     return "".join(parts)
 
 
 def list_block(title: str, items: Any) -> str:
+    """A titled bullet list, or nothing when there are no items."""
     items = list(items or [])
     if not items:
         return ""
@@ -148,6 +153,7 @@ def list_block(title: str, items: Any) -> str:
 
 
 def document(title: str, body: str) -> str:
+    """The HTML document around a page body, with the inline style sheet."""
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
