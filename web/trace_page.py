@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from web import trace_sections as sections
 from web.html import badge, clock, document, esc, join, ms_text, tone_of
-from web.trace_sections import Trace, answer, plan, stages, steps, tools
+from web.trace_sections import Trace
 
 STAGE_TONE = {"gatekeeper": "gate", "verdict": "verify", "answer": "answer", "tools": "tools"}
 
@@ -177,10 +178,10 @@ def render_page(t: Trace) -> str:
         + f"<h2>Claims ({len(claims)})</h2>"
         + (join(_claim(c) for c in claims) or "<div class='card none'>no claims</div>")
         + "<h2>Gatekeeper and verifier</h2>"
-        + stages(t)
-        + answer(t)
-        + plan(t)
-        + tools(t)
-        + steps(t)
+        + sections.stages(t)
+        + sections.answer(t)
+        + sections.plan(t)
+        + sections.tools(t)
+        + sections.steps(t)
     )
     return document(f"trace {run.get('run_id', '')}", body)

@@ -8,7 +8,7 @@ would pay off.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from pydantic import SecretStr
@@ -25,6 +25,7 @@ from web.html import PAGE_HEADERS, render_message
 from web.http import ApiError, bearer_matches, run_id_param
 
 Connect = Callable[[], psycopg.Connection[Any]]
+T = TypeVar("T")
 
 
 def default_connect(settings: PostgresSettings | None = None) -> Connect:
@@ -37,7 +38,7 @@ def default_connect(settings: PostgresSettings | None = None) -> Connect:
     return connect
 
 
-def _read(connect: Connect, work: Callable[[psycopg.Connection[Any]], Any]) -> Any:
+def _read(connect: Connect, work: Callable[[psycopg.Connection[Any]], T]) -> T:
     """Run ``work`` on a fresh connection; database trouble becomes a 503 (retry later)."""
     try:
         with connect() as conn:
