@@ -20,7 +20,6 @@ import uvicorn
 from confluent_kafka import Consumer, TopicPartition
 from pydantic import SecretStr
 
-from services.ingest.app import Ports, create_app
 from services.ingest.dedup import DedupStore
 from services.ingest.runs import EventReader, RunBuffer
 from services.ingest.settings import IngestSettings
@@ -32,6 +31,7 @@ from tracebound.client import AnswerReader
 from tracebound.errors import PoisonInput
 from tracebound.events import DiagnosisRequested
 from tracebound.publisher import KafkaPublisher
+from web.app import Ports, create_app
 
 pytestmark = [pytest.mark.integration]
 
