@@ -17,8 +17,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 
+from tracebound import kafka as edge
 from tracebound import topics
 from tracebound.settings import KafkaSettings, StackSettings
 from tracebound.stack.process import owned_pid, spawn_detached, terminate, write_pid
@@ -120,7 +121,7 @@ def group_lag(kafka: KafkaSettings, group: str, topic_names: tuple[str, ...]) ->
     """
     if not topic_names:
         return 0
-    consumer = Consumer({**kafka.client_config(), "group.id": group, "enable.auto.commit": "false"})
+    consumer = edge.consumer(kafka, "status", group=group)  # asks, never joins
     try:
         metadata = consumer.list_topics(timeout=5)
         parts = [
