@@ -60,11 +60,7 @@ class AnswerReader:
         self.codec = make_codec(kafka)
         self.consumer = edge.consumer(kafka, "reader")
         try:
-            keys = edge.partitions(self.consumer, [topics.ANSWERS], required=True)
-            starts = edge.watermarks(self.consumer, keys)
-            edge.assign(
-                self.consumer, {k: low if from_start else high for k, (low, high) in starts.items()}
-            )
+            edge.assign_whole(self.consumer, [topics.ANSWERS], from_end=not from_start)
         except (KafkaException, TransientError) as exc:
             self.consumer.close()
             raise TransientError(f"cannot read {topics.ANSWERS}: {exc}") from exc

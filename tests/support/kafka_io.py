@@ -51,9 +51,10 @@ def produce_events(kafka: KafkaSettings, topic: str, events: Iterable[Event]) ->
 class Collector:
     """Reads a topic ``read_committed`` in a background thread.
 
-    By default all of it: a consumer group of its own from the earliest offsets
-    (the topic may not exist yet). ``from_end``: only what is published after
-    construction, read from the end offsets of the partitions assigned by hand.
+    By default all of it, ``from_end`` only what is published after construction.
+    The partitions are assigned by hand, never through a consumer group: a group
+    whose coordinator restarts (a broker-restart test) would rebalance and, with
+    nothing committed, read the topic again from the start.
     """
 
     def __init__(self, kafka: KafkaSettings, topic: str, *, from_end: bool = False) -> None:
@@ -62,12 +63,8 @@ class Collector:
         self.raw: list[bytes] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
-        group = None if from_end else f"test-reader-{uuid.uuid4().hex[:8]}"
-        self._consumer = edge.consumer(kafka, "test-reader", group=group)
-        if from_end:
-            edge.assign_from_end(self._consumer, [topic])
-        else:
-            self._consumer.subscribe([topic])
+        self._consumer = edge.consumer(kafka, "test-reader")
+        edge.assign_whole(self._consumer, [topic], from_end=from_end)
         self._thread = threading.Thread(target=self._run, name=f"tail-{topic}", daemon=True)
         self._thread.start()
 

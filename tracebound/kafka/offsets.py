@@ -73,8 +73,12 @@ def assign(consumer: Any, offsets: Mapping[Key, int]) -> None:
     consumer.assign([TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])
 
 
-def assign_from_end(consumer: Any, topic_names: Iterable[str]) -> Offsets:
-    """Read ``topic_names`` from their end offsets now: only what is published from now on."""
-    ends = end_offsets(consumer, topic_names)
-    assign(consumer, ends)
-    return ends
+def assign_whole(consumer: Any, topic_names: Iterable[str], *, from_end: bool) -> Offsets:
+    """Read every partition of ``topic_names`` from its first offset, or ``from_end``: from
+    the end offsets now, so only what is published from now on. A missing topic is a
+    ``TransientError``."""
+    keys = partitions(consumer, topic_names, required=True)
+    marks = watermarks(consumer, keys)
+    starts = {key: high if from_end else low for key, (low, high) in marks.items()}
+    assign(consumer, starts)
+    return starts

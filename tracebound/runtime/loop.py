@@ -28,17 +28,10 @@ from typing import Any
 
 from confluent_kafka import KafkaException, Message, TopicPartition
 
+from tracebound import kafka as edge
 from tracebound.codec import Codec, make_codec
 from tracebound.errors import TransientError
-from tracebound.kafka import (
-    LagGauge,
-    Severity,
-    consumer,
-    consumer_error,
-    next_batch,
-    severity_of,
-    transactional_producer,
-)
+from tracebound.kafka import Severity, severity_of
 from tracebound.runtime.batch import Output, first_offsets, next_offsets, transform
 from tracebound.runtime.bounded import BoundedCalls, ClientStuckError
 from tracebound.runtime.metrics import ServiceMetrics
@@ -69,7 +62,7 @@ class ServiceLoop:
         self._stop = threading.Event()
         self._consumer: Any = None
         self._producer: Any = None
-        self._lag = LagGauge(self.metrics, spec.name, LAG_INTERVAL_S)
+        self._lag = edge.LagGauge(self.metrics, spec.name, LAG_INTERVAL_S)
         self._consumer_failed = False
         self._calls = BoundedCalls()
 
@@ -88,11 +81,11 @@ class ServiceLoop:
         return f"{self.spec.name}-{self.runtime.replica_id}"
 
     def _build_clients(self) -> None:
-        self._producer = transactional_producer(
+        self._producer = edge.transactional_producer(
             self.kafka, self.transactional_id, self.runtime.transaction_timeout_ms
         )
         self._producer.init_transactions(self.runtime.transaction_timeout_ms / 1000)
-        self._consumer = consumer(
+        self._consumer = edge.consumer(
             self.kafka,
             self.spec.name,
             group=self.spec.name,
@@ -166,12 +159,12 @@ class ServiceLoop:
             log.info("service stopped", extra={"service": self.spec.name})
 
     def _next_batch(self) -> list[Message]:
-        return next_batch(
+        return edge.next_batch(
             self._consumer, self.runtime.batch_size, self.runtime.batch_timeout_ms / 1000
         )
 
     def _is_error(self, message: Message) -> bool:
-        severity = consumer_error(message)
+        severity = edge.consumer_error(message)
         if severity is Severity.FATAL:
             log.error("rebuilding the clients after a fatal consumer error")
             self._consumer_failed = True
