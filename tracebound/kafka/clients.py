@@ -5,8 +5,9 @@ happened), never commit on their own (progress is a transaction, a checkpoint
 in PostgreSQL, or nothing for a one-off read), and keep a small prefetch: a
 process reading many partitions at once (a projection catching up, a replay)
 would otherwise queue up to 64 MiB per consumer before handing out a message.
-A caller adds only what is particular to it (``enable.partition.eof`` for a
-read to the end, the session settings of a group member are shared).
+The session settings of a group member are shared too (a dead member is noticed
+within seconds); a caller adds only what is particular to it, such as
+:data:`READ_TO_END` for a read that must know where a partition ends.
 """
 
 from __future__ import annotations
