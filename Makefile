@@ -19,7 +19,7 @@ setup: $(STAMP)
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy tracebound services projections replay
+	$(BIN)/mypy tracebound services projections web replay
 
 # The test command: lint, then every test against a real Kafka and PostgreSQL.
 # The pytest session starts the local stack when none is configured and stops it

@@ -25,7 +25,9 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import TopicPartition
+
+from tracebound.kafka.errors import Severity, classify
 
 Key = tuple[str, int]
 NOT_YET = -1  # nothing read yet: behind everything
@@ -62,7 +64,7 @@ class TimeMerge:
             key = (message.topic(), message.partition())
             err = message.error()
             if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF and key in self._queues:
+                if classify(err) is Severity.END_OF_PARTITION and key in self._queues:
                     self.done(key)
                 continue
             queue = self._queues.get(key)

@@ -57,7 +57,7 @@ def test_replay_reads_a_stage_with_its_inputs_and_outputs() -> None:
 
 def test_no_topic_name_is_written_outside_the_table_and_the_topology() -> None:
     names = [t.name for t in topic_table()]
-    for folder in ("services", "projections", "replay", "tracebound"):
+    for folder in ("services", "projections", "web", "replay", "tracebound"):
         for path in (REPO_ROOT / folder).rglob("*.py"):
             text = path.read_text(encoding="utf-8")
             assert not any(f'"{name}"' in text for name in names), path
