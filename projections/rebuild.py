@@ -23,15 +23,13 @@ from confluent_kafka import KafkaException
 from psycopg import sql
 
 from projections.migrate import migrate
-from projections.settings import MODELS, ReadModel
+from projections.models import MODELS, ReadModel
 from projections.store import (
     Checkpoints,
     Connection,
-    DeferredRunWriter,
     lock_model,
     read_checkpoints,
     write_checkpoints,
-    write_events,
 )
 from projections.timemerge import TimeMerge
 from tracebound import kafka as edge
@@ -152,15 +150,12 @@ def rebuild_model(
     totals = {"events": 0, "skipped": 0, "rows": 0}
     last_report = started
 
-    deferred = DeferredRunWriter(conn, target) if model.name == "diagnosis_run" else None
+    writer = model.rebuild_writer(conn, target)
 
     def sink(events: list[Event], skipped: int) -> None:
         nonlocal last_report
         with conn.transaction():
-            if deferred is not None:
-                totals["rows"] += deferred.apply(events)
-            else:
-                totals["rows"] += write_events(conn, model.name, target, events)
+            totals["rows"] += writer.apply(events)
         totals["events"] += len(events) + skipped
         totals["skipped"] += skipped
         now = time.monotonic()
@@ -174,9 +169,8 @@ def rebuild_model(
             )
 
     _read_until(kafka, ends, sink)
-    if deferred is not None:
-        with conn.transaction():
-            totals["rows"] += deferred.flush()
+    with conn.transaction():
+        totals["rows"] += writer.flush()
     _swap(conn, model.name, ends)
     seconds = time.monotonic() - started
     if progress is not None:

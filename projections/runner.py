@@ -27,11 +27,11 @@ from typing import Any, TypeVar
 import psycopg
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-from projections.settings import MODELS, ProjectionSettings, ReadModel
+from projections.models import MODELS, ReadModel
+from projections.settings import ProjectionSettings
 from projections.store import (
     Checkpoints,
     Connection,
-    RunStateCache,
     TopicPartitionKey,
     commit_batch,
     connect,
@@ -84,9 +84,8 @@ class ModelWorker:
         self._conn: Connection | None = None
         self._positions: dict[TopicPartitionKey, int | None] = {}
         self._lag = edge.LagGauge(metrics, self.group, LAG_INTERVAL_S)
-        # Run states this worker wrote last; emptied on every rebalance, since another
-        # instance may write the runs of partitions it held meanwhile.
-        self._cache = RunStateCache() if model.name == "diagnosis_run" else None
+        # Emptied on every rebalance: another instance may have written meanwhile.
+        self._cache = model.live_cache()
         self._merge = TimeMerge(max_bytes=MERGE_BYTES)
 
     # -- database ----------------------------------------------------------------------
@@ -227,7 +226,7 @@ class ModelWorker:
         refused: Checkpoints | None = self._with_db(
             "batch",
             lambda conn: commit_batch(
-                conn, self.model.name, events, expected, advanced, cache=self._cache
+                conn, self.model, events, expected, advanced, cache=self._cache
             ),
         )
         if refused is not None:

@@ -5,7 +5,7 @@ itself hands over one partition's backlog long before the next one's, so when
 catching up, or in a rebuild, the events of one run arrive thousands of messages
 apart and its row is written (and its state read back) once per batch it shows
 up in. Merging the partitions by message time keeps a run's events together:
-its state stays in the :class:`~projections.store.RunStateCache` and its row is
+its state stays in the :class:`~projections.store.RunStates` and its row is
 written about once.
 
 Messages are queued per partition and let out in time order up to the

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import sys
 
+from services.common.inputs import role_inputs
 from services.common.mode import model_for
 from services.executor.handler import SERVICE, ExecutorHandler
 from services.executor.settings import ExecutorSettings
 from services.executor.tools import build_tools
 from services.planner.skills import load_skills
-from tracebound import topics
-from tracebound.events import PlanProduced, RetryRequested
 from tracebound.runtime import ServiceSpec, run_service
 
 
@@ -19,11 +18,12 @@ def main() -> int:
     handler = ExecutorHandler(
         build_tools(), load_skills(), settings, model_for(SERVICE, settings.mode)
     )
+    input_topics, accepts = role_inputs(SERVICE)
     spec = ServiceSpec(
         name=SERVICE,
-        input_topics=(topics.PLANS, topics.RETRIES),
+        input_topics=input_topics,
+        accepts=accepts,
         handler=handler,
-        accepts=(PlanProduced, RetryRequested),
     )
     return run_service(spec)
 

@@ -21,11 +21,10 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from tracebound import kafka as edge
-from tracebound import topics
 from tracebound.codec import make_codec
 from tracebound.events import Answer, Event
 from tracebound.settings import KafkaSettings
-from tracebound.topics import topic_table
+from tracebound.topology import role
 
 log = logging.getLogger(__name__)
 MAX_EVENTS_PER_RUN = 2000
@@ -134,7 +133,7 @@ class EventReader:
 
     def _consumer(self) -> Any:
         consumer = edge.consumer(self._kafka, "ingest")
-        names = [t.name for t in topic_table() if t.name != topics.DEAD_LETTERS]
+        names = role("ingest").watched_topics
         since_ms = int((time.time() - self._lookback_s) * 1000)
         keys = edge.partitions(consumer, names)
         edge.assign(consumer, edge.offsets_since(consumer, keys, since_ms))

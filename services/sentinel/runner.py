@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from services.sentinel.watch import SERVICE, Watch, deadline_verdict
+from services.sentinel.watch import SERVICE, WATCHED, Watch, deadline_verdict
 from tracebound import kafka as edge
 from tracebound import topics
 from tracebound.codec import Codec, make_codec
@@ -28,15 +28,6 @@ from tracebound.runtime import ServiceProcess, start_process
 from tracebound.settings import KafkaSettings
 
 log = logging.getLogger("tracebound.sentinel")
-WATCHED = (
-    topics.REQUESTS,
-    topics.PLANS,
-    topics.RETRIES,
-    topics.EVIDENCE,
-    topics.GATEKEEPER_RESULTS,
-    topics.VERDICTS,
-    topics.ANSWERS,
-)
 LAG_INTERVAL_S = 10.0
 BATCH = 500
 

@@ -9,7 +9,7 @@ of its own, so the read-model checks see one scenario's projection only.
 The scenario's projection starts from checkpoints at the topics' end offsets
 when the scenario begins (its *window*), and the rebuild it is compared with
 reads the same window from the topics with the code ``projections rebuild``
-uses (``write_events``) into a second fresh schema. Every request of the
+uses (``ReadModel.write``) into a second fresh schema. Every request of the
 scenario is published inside the window, so its runs are complete in both. A
 full-history ``projections rebuild`` per scenario would make the suite's time
 grow with whatever the topics hold already; ``test_projections`` covers it.
@@ -38,9 +38,9 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from projections.migrate import migrate
+from projections.models import MODELS
 from projections.rebuild import end_offsets, status
-from projections.settings import MODELS
-from projections.store import Checkpoints, read_checkpoints, write_checkpoints, write_events
+from projections.store import Checkpoints, read_checkpoints, write_checkpoints
 from tests.support.fault_models import PROJECTION, read_window
 from tests.support.kafka_io import CODEC, TopicTail
 from tests.support.projection import KEYS
@@ -300,7 +300,7 @@ class FaultPipeline:
                 start = self.window_start[model.name]
                 for batch in read_window(self.stack.kafka, start, ends, deadline):
                     with conn.transaction():
-                        write_events(conn, model.name, model.name, batch)
+                        model.write(conn, model.name, batch)
                 with conn.transaction():
                     write_checkpoints(conn, model.name, ends)
         return self.snapshot(dsn)

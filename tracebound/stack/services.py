@@ -20,30 +20,12 @@ from pathlib import Path
 from confluent_kafka import KafkaException, TopicPartition
 
 from tracebound import kafka as edge
-from tracebound import topics
 from tracebound.settings import KafkaSettings, StackSettings
 from tracebound.stack.process import owned_pid, spawn_detached, terminate, write_pid
+from tracebound.topology import ROLES
 
-ROLE_INPUTS: dict[str, tuple[str, ...]] = {
-    "ingest": (),  # the HTTP front door: produces requests, consumes no input topic
-    "planner": (topics.REQUESTS,),
-    "executor": (topics.PLANS, topics.RETRIES),
-    "gatekeeper": (topics.EVIDENCE,),
-    "verifier": (topics.GATEKEEPER_RESULTS,),
-    "composer": (topics.VERDICTS,),
-    "sentinel": (),  # watches every stage topic from a time window; no group, no lag
-    "projections": (
-        topics.REQUESTS,
-        topics.PLANS,
-        topics.RETRIES,
-        topics.TOOL_INVOCATIONS,
-        topics.EVIDENCE,
-        topics.GATEKEEPER_RESULTS,
-        topics.VERDICTS,
-        topics.ANSWERS,
-        topics.AGENT_STEPS,
-    ),
-}
+# Each role's input topics (its consumer group's), in start order; from the topology.
+ROLE_INPUTS: dict[str, tuple[str, ...]] = {role.name: role.input_topics for role in ROLES}
 # The module a role runs as, when it is not ``services.<role>``.
 ROLE_MODULES: dict[str, str] = {"projections": "projections"}
 # Roles whose progress is a checkpoint in PostgreSQL, not a Kafka consumer group's
