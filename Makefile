@@ -44,8 +44,8 @@ test-unit: setup
 
 # The unit tests under coverage of tracebound/ and the pure role cores; fails below
 # the floor in pyproject.toml ([tool.coverage.report] fail_under), and below
-# CORES_FLOOR for the role cores alone (measured at 96%).
-CORES_FLOOR := 92
+# CORES_FLOOR for the role cores alone (measured at 94.6%).
+CORES_FLOOR := 91
 coverage: setup
 	$(call pytest,$(UNIT) --cov --cov-report=term)
 	@echo "coverage of the role cores (services/), floor $(CORES_FLOOR)%:"

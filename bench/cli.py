@@ -26,7 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from bench import pipeline_bench, processes, projections_bench, replay_bench, runtime_bench
-from bench.report import REPO, RESULTS, Figure, fmt, git_commit, log, machine, median, save, table
+from bench.figures import TARGETS, med, pipeline_figures, projections_figures, runs_note
+from bench.report import REPO, RESULTS, Figure, fmt, git_commit, log, machine, save, table
 from tracebound.codec import make_codec
 from tracebound.settings import StackSettings
 from tracebound.stack import stack
@@ -35,15 +36,6 @@ from tracebound.stack.topics import stack_kafka_settings
 
 FIGURES = ("runtime", "gatekeeper", "pipeline", "projections", "replay")
 PROFILE_ENV = "TRACEBOUND_BENCH_PROFILE"
-TARGETS = {
-    "pipeline_rps": 200.0,
-    "open_loop_p99_ms": 1000.0,
-    "runtime_ratio": 0.5,
-    "gatekeeper_cps": 20_000.0,
-    "projections_live_eps": 5_000.0,
-    "projections_rebuild_eps": 10_000.0,
-    "rss_mb": 150.0,
-}
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -94,20 +86,6 @@ def _repeat(times: int, what: str, fn: Callable[[int], dict[str, Any]]) -> list[
     return runs
 
 
-def _med(runs: Sequence[dict[str, Any]], *path: str) -> float:
-    values = []
-    for run in runs:
-        value: Any = run
-        for key in path:
-            value = value[key]
-        values.append(float(value))
-    return median(values)
-
-
-def _runs_note(count: int) -> str:
-    return f"(median of {count})" if count > 1 else "(1 run)"
-
-
 class Bench:
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
@@ -134,7 +112,7 @@ class Bench:
             "gatekeeper",
             lambda _i: gatekeeper_bench.run(seconds=self.args.gatekeeper_seconds),
         )
-        rate = _med(runs, "claims_per_second")
+        rate = med(runs, "claims_per_second")
         target = TARGETS["gatekeeper_cps"]
         self.figures.append(
             Figure(
@@ -142,7 +120,7 @@ class Bench:
                 f"{fmt(rate)} claims/s (single process)",
                 f">= {target:,.0f} claims/s",
                 rate >= target,
-                _runs_note(len(runs)),
+                runs_note(len(runs)),
             )
         )
         self.report["gatekeeper"] = {"claims_per_second_median": rate, "runs": runs}
@@ -158,11 +136,11 @@ class Bench:
                 profile_to=self._profile_path("runtime-loop") if i == 0 else None,
             ),
         )
-        ratio = _med(runs, "ratio")
-        tb = _med(runs, "tracebound", "messages_per_second")
-        plain = _med(runs, "plain", "messages_per_second")
+        ratio = med(runs, "ratio")
+        tb = med(runs, "tracebound", "messages_per_second")
+        plain = med(runs, "plain", "messages_per_second")
         target = TARGETS["runtime_ratio"]
-        size = _med(runs, "message_bytes_mean")
+        size = med(runs, "message_bytes_mean")
         self.figures.append(
             Figure(
                 "runtime ratio",
@@ -170,7 +148,7 @@ class Bench:
                 f" {size:.0f}-byte messages)",
                 f">= {target}",
                 ratio >= target,
-                _runs_note(len(runs)),
+                runs_note(len(runs)),
             )
         )
         self.report["runtime"] = {
@@ -211,62 +189,8 @@ class Bench:
                     self.profile_dir / "pipeline",
                 )
             rss_end = processes.roles_rss(pids)
-        rps = _med(bursts, "requests_per_second")
-        answered = sum(int(b["answered"]) for b in bursts)
-        asked = sum(int(b["asked"]) for b in bursts)
-        lat = {q: _med(bursts, "latency_ms", q) for q in ("p50", "p95", "p99")}
-        self.figures.append(
-            Figure(
-                "pipeline",
-                f"{fmt(rps)} requests/s ({self.args.requests} requests at once,"
-                f" {answered}/{asked} answered; latency p50/p95/p99"
-                f" {fmt(lat['p50'], 0)}/{fmt(lat['p95'], 0)}/{fmt(lat['p99'], 0)} ms)",
-                f">= {TARGETS['pipeline_rps']:.0f} requests/s",
-                rps >= TARGETS["pipeline_rps"],
-                _runs_note(len(bursts)),
-            )
-        )
-        p99 = _med(loops, "latency_ms", "p99")
-        p50 = _med(loops, "latency_ms", "p50")
-        sent = _med(loops, "achieved_send_rate")
-        lost = sum(int(r["asked"]) - int(r["answered"]) for r in loops)
-        ok = p99 < TARGETS["open_loop_p99_ms"] and lost == 0
-        self.figures.append(
-            Figure(
-                "pipeline open loop",
-                f"p99 {fmt(p99, 0)} ms at {self.args.rate:g} requests/s offered"
-                f" (p50 {fmt(p50, 0)} ms, sent {fmt(sent)}/s for {self.args.rate_seconds:g}s,"
-                f" {lost} unanswered)",
-                f"p99 < {TARGETS['open_loop_p99_ms']:.0f} ms",
-                ok,
-                _runs_note(len(loops)),
-            )
-        )
-        over = _med(loops, "overhead_ms", "p50")
-        tool = _med(loops, "tool_ms_per_request", "mean")
-        step = _med(loops, "agent_step_ms_per_request", "mean")
-        burst_over = _med(bursts, "overhead_ms", "p50")
-        cpu = {role: _med(bursts, "cpu_ms_per_request", role) for role in processes.ROLES}
-        cpu_text = ", ".join(f"{r} {v:.1f}" for r, v in cpu.items())
-        self.figures.append(
-            Figure(
-                "pipeline overhead",
-                f"p50 {fmt(over, 0)} ms/request at {self.args.rate:g}/s beyond tool"
-                f" {tool:.1f} ms + agent-step {step:.1f} ms (latency = answer received −"
-                f" requested_at; burst: {fmt(burst_over, 0)} ms); CPU ms/request: {cpu_text}",
-            )
-        )
-        top_role, top_rss = max(rss_end.items(), key=lambda kv: kv[1]) if rss_end else ("-", 0.0)
-        self.figures.append(
-            Figure(
-                "service RSS",
-                f"max {fmt(top_rss)} MB ({top_role}; "
-                + ", ".join(f"{r} {v:.0f}" for r, v in rss_end.items())
-                + " MB, VmRSS after the pipeline runs)",
-                f"< {TARGETS['rss_mb']:.0f} MB each",
-                bool(rss_end) and top_rss < TARGETS["rss_mb"],
-            )
-        )
+        figures, rps, p99 = pipeline_figures(self.args, bursts, loops, rss_end)
+        self.figures += figures
         self.report["pipeline"] = {
             "requests_per_second_median": rps,
             "open_loop_p99_ms_median": p99,
@@ -294,28 +218,8 @@ class Bench:
                 kafka, dsn, self._profile_path("projections-rebuild") if i == 0 else None
             ),
         )
-        live_eps = _med(live, "events_per_second")
-        rebuild_eps = _med(rebuilt, "events_per_second")
-        events = _med(live, "events")
-        self.figures.append(
-            Figure(
-                "projections live",
-                f"{fmt(live_eps)} events/s (catch-up of {events:,.0f} model events,"
-                f" {fmt(_med(live, 'distinct_events_per_second'))} distinct events/s)",
-                f">= {TARGETS['projections_live_eps']:,.0f} events/s",
-                live_eps >= TARGETS["projections_live_eps"],
-                _runs_note(len(live)),
-            )
-        )
-        self.figures.append(
-            Figure(
-                "projections rebuild",
-                f"{fmt(rebuild_eps)} events/s ({_med(rebuilt, 'events'):,.0f} model events)",
-                f">= {TARGETS['projections_rebuild_eps']:,.0f} events/s",
-                rebuild_eps >= TARGETS["projections_rebuild_eps"],
-                _runs_note(len(rebuilt)),
-            )
-        )
+        figures, live_eps, rebuild_eps = projections_figures(live, rebuilt)
+        self.figures += figures
         self.report["projections"] = {
             "live_events_per_second_median": live_eps,
             "rebuild_events_per_second_median": rebuild_eps,
@@ -334,15 +238,15 @@ class Bench:
                 self._profile_path("replay-gatekeeper") if i == 0 else None,
             ),
         )
-        eps = _med(runs, "events_per_second")
+        eps = med(runs, "events_per_second")
         since = self.pipeline_since.isoformat() if self.pipeline_since else "the beginning"
         self.figures.append(
             Figure(
                 "replay",
                 f"{fmt(eps)} events/s re-judged (--stage gatekeeper --no-store,"
-                f" {_med(runs, 'inputs'):,.0f} evidence events since {since};"
-                f" judging alone {fmt(_med(runs, 'judge_events_per_second'))}/s)",
-                note=_runs_note(len(runs)),
+                f" {med(runs, 'inputs'):,.0f} evidence events since {since};"
+                f" judging alone {fmt(med(runs, 'judge_events_per_second'))}/s)",
+                note=runs_note(len(runs)),
             )
         )
         self.report["replay"] = {"events_per_second_median": eps, "runs": runs}

@@ -16,22 +16,28 @@ from typing import Any
 
 from services.gatekeeper import check, default_ruleset
 from tests.support.demo_evidence import scenarios
+from tests.support.gate import records
 from tests.support.mutations import generate
+from tracebound.events import ToolInvocation
 
-Workload = list[tuple[dict[str, Any], list[dict[str, Any]], int]]
+Workload = list[tuple[dict[str, Any], tuple[ToolInvocation, ...], int]]
 
 
 def workload(benign: int = 400, adversarial: int = 30, seed: int = 7) -> Workload:
-    """(structured_output, tool_invocations, claim count) items, fixed for a seed."""
+    """(structured_output, tool_invocations, claim count) items, fixed for a seed.
+
+    The invocations are parsed once, as the service receives them in the event.
+    """
     items: Workload = []
     for s in scenarios():
-        items.append((s.structured_output, s.tool_invocations, len(s.structured_output["claims"])))
+        claims = s.structured_output["claims"]
+        items.append((s.structured_output, records(s.tool_invocations), len(claims)))
     cases = generate("F", benign, seed)
     for family in ("A", "B", "D"):
         cases += generate(family, adversarial, seed)
     for case in cases:
         claims = case.structured_output.get("claims", [])
-        items.append((case.structured_output, case.tool_invocations, len(claims)))
+        items.append((case.structured_output, records(case.tool_invocations), len(claims)))
     return items
 
 

@@ -34,15 +34,10 @@ from psycopg import sql
 from bench.report import dump_profiles
 from bench.topic_reads import read_range
 from projections.migrate import migrate
+from projections.models import ALL_TOPICS, MODELS
 from projections.rebuild import end_offsets, rebuild_model
 from projections.runner import ModelWorker, model_workers
-from projections.settings import (
-    ALL_TOPICS,
-    MODELS,
-    SERVICE,
-    ProjectionRuntimeSettings,
-    ProjectionSettings,
-)
+from projections.settings import SERVICE, ProjectionRuntimeSettings, ProjectionSettings
 from projections.store import connect, read_checkpoints
 from tracebound.runtime.metrics import ServiceMetrics
 from tracebound.settings import KafkaSettings, PostgresSettings

@@ -26,11 +26,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
 from bench.pipeline_bench import QUESTIONS
 from bench.report import dump_profiles, log
+from tracebound import kafka as edge
 from tracebound.client import new_request
 from tracebound.codec import make_codec
 from tracebound.events import DiagnosisRequested, Event
@@ -54,7 +54,7 @@ def encoded_requests(kafka: KafkaSettings, count: int) -> list[tuple[bytes, byte
 
 
 def _fill(kafka: KafkaSettings, topic: str, pairs: Sequence[tuple[bytes, bytes]]) -> None:
-    producer = Producer({**kafka.client_config(), "enable.idempotence": "true", "linger.ms": "20"})
+    producer = edge.producer(kafka, "bench", config={"linger.ms": "20"})
     for key, value in pairs:
         while True:
             try:
@@ -144,16 +144,15 @@ def tracebound_loop(
 
 def plain_loop(kafka: KafkaSettings, in_topic: str, out_topic: str, count: int) -> dict[str, Any]:
     """Bytes in, the same bytes out, offsets committed asynchronously; messages per second."""
-    consumer = Consumer(
-        {
-            **kafka.client_config(),
-            "group.id": f"bench-plain-{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": "false",
-            "auto.offset.reset": "earliest",
-            "fetch.wait.max.ms": "50",
-        }
+    # The loop's own consumer settings, but plain: no transactions, offsets stored as read.
+    consumer = edge.consumer(
+        kafka,
+        "bench-plain",
+        group=f"bench-plain-{uuid.uuid4().hex[:8]}",
+        config={"isolation.level": "read_uncommitted", "enable.auto.offset.store": "true"},
     )
-    producer = Producer({**kafka.client_config(), "linger.ms": "5", "compression.type": "lz4"})
+    plain = {"enable.idempotence": "false", "linger.ms": "5", "compression.type": "lz4"}
+    producer = edge.producer(kafka, "bench-plain", config=plain)
     consumer.subscribe([in_topic])
     handled = 0
     first = math.nan

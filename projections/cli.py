@@ -11,8 +11,8 @@ from typing import Any
 import psycopg
 
 from projections.migrate import migrate
+from projections.models import MODELS, select_models
 from projections.rebuild import rebuild_model, status
-from projections.settings import MODELS, select_models
 from projections.store import connect
 from tracebound.errors import TransientError
 from tracebound.settings import KafkaSettings, PostgresSettings

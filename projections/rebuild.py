@@ -15,30 +15,27 @@ from __future__ import annotations
 import logging
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaException
 from psycopg import sql
 
 from projections.migrate import migrate
-from projections.settings import MODELS, ReadModel
+from projections.models import MODELS, ReadModel
 from projections.store import (
     Checkpoints,
     Connection,
-    DeferredRunWriter,
     lock_model,
     read_checkpoints,
     write_checkpoints,
-    write_events,
 )
 from projections.timemerge import TimeMerge
+from tracebound import kafka as edge
 from tracebound.codec import Codec, make_codec
 from tracebound.errors import PoisonInput, TransientError
 from tracebound.events import Event
-from tracebound.runtime.fetch import next_batch
 from tracebound.settings import KafkaSettings
 
 BATCH = 2000
@@ -56,34 +53,11 @@ class RebuildReport:
     end_offsets: dict[str, int]
 
 
-def _consumer(kafka: KafkaSettings, extra: dict[str, str] | None = None) -> Any:
-    return Consumer(
-        {
-            **kafka.client_config(),
-            "group.id": f"projections-tool-{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": "false",
-            "isolation.level": "read_committed",
-            "auto.offset.reset": "earliest",
-            **(extra or {}),
-        }
-    )
-
-
 def end_offsets(kafka: KafkaSettings, topic_names: tuple[str, ...]) -> Checkpoints:
     """High watermarks of every partition of ``topic_names`` (missing topics: none)."""
-    consumer = _consumer(kafka)
+    consumer = edge.consumer(kafka, "projections-tool")
     try:
-        meta = consumer.list_topics(timeout=10)
-        ends: Checkpoints = {}
-        for topic in topic_names:
-            if topic not in meta.topics:
-                continue
-            for partition in sorted(meta.topics[topic].partitions):
-                _, high = consumer.get_watermark_offsets(
-                    TopicPartition(topic, partition), timeout=10, cached=False
-                )
-                ends[(topic, partition)] = high
-        return ends
+        return edge.end_offsets(consumer, topic_names)
     except KafkaException as exc:
         raise TransientError(f"cannot read end offsets: {exc}") from exc
     finally:
@@ -101,36 +75,21 @@ def _read_until(
     (:mod:`projections.timemerge`), so the events of a run are written together.
     """
     codec = make_codec(kafka)
-    pending = {tp for tp, end in ends.items() if end > 0}
-    if not pending:
-        return
-    merge = TimeMerge()
-    merge.track(pending)
-    consumer = _consumer(kafka, {"enable.partition.eof": "true"})
+    consumer = edge.consumer(kafka, "projections-tool", config=edge.READ_TO_END)
     try:
-        consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING) for t, p in sorted(pending)])
+        reader = edge.RangeReader(consumer, {}, ends)
+        merge = TimeMerge()
+        merge.track(reader.pending)
         ready: list[Any] = []
-        while pending or merge.queued() or ready:
-            messages = next_batch(consumer, BATCH, 0.5) if pending else []
-            for message in messages:
-                key = (message.topic(), message.partition())
-                err = message.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF and message.offset() >= ends[key]:
-                        pending.discard(key)
-                        merge.done(key)
-                    continue
-                if key not in pending or message.offset() >= ends[key]:
-                    pending.discard(key)
-                    merge.done(key)
-                    continue
-                merge.add([message])
-                if message.offset() + 1 >= ends[key]:
-                    pending.discard(key)
-                    merge.done(key)
+        while not reader.done or merge.queued() or ready:
+            reading = set(reader.pending)
+            messages = reader.next(BATCH, 0.5) if reading else []
+            merge.add(messages)
+            for key in reading - reader.pending:
+                merge.done(key)
             ready += merge.take(BATCH - len(ready))
             merge.pace(consumer)
-            if ready and (len(ready) >= BATCH or not messages or not pending):
+            if ready and (len(ready) >= BATCH or not messages or reader.done):
                 sink(*_decoded(codec, ready))
                 ready = []
     except KafkaException as exc:
@@ -191,15 +150,12 @@ def rebuild_model(
     totals = {"events": 0, "skipped": 0, "rows": 0}
     last_report = started
 
-    deferred = DeferredRunWriter(conn, target) if model.name == "diagnosis_run" else None
+    writer = model.rebuild_writer(conn, target)
 
     def sink(events: list[Event], skipped: int) -> None:
         nonlocal last_report
         with conn.transaction():
-            if deferred is not None:
-                totals["rows"] += deferred.apply(events)
-            else:
-                totals["rows"] += write_events(conn, model.name, target, events)
+            totals["rows"] += writer.apply(events)
         totals["events"] += len(events) + skipped
         totals["skipped"] += skipped
         now = time.monotonic()
@@ -213,9 +169,8 @@ def rebuild_model(
             )
 
     _read_until(kafka, ends, sink)
-    if deferred is not None:
-        with conn.transaction():
-            totals["rows"] += deferred.flush()
+    with conn.transaction():
+        totals["rows"] += writer.flush()
     _swap(conn, model.name, ends)
     seconds = time.monotonic() - started
     if progress is not None:

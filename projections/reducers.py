@@ -1,42 +1,23 @@
 """Pure reducers: decoded events → row changes of each read model.
 
-Nothing here touches a database; :mod:`projections.store` writes what these
-functions return. ``tool_invocation`` and ``agent_step`` rows are facts of a
+Nothing here touches a database; the read models (:mod:`projections.models`)
+write what these functions return. ``tool_invocation`` and ``agent_step`` rows are facts of a
 single event each, so their reducers are plain mappings; ``diagnosis_run``
 merges many events per run (:mod:`projections.runs`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from projections import runs
-from tracebound.events import (
-    AgentStep,
-    Answer,
-    DiagnosisRequested,
-    Event,
-    EvidenceProduced,
-    GatekeeperResult,
-    PlanProduced,
-    RetryRequested,
-    ToolInvoked,
-    Verdict,
-)
+from tracebound import topology
+from tracebound.events import EVENT_TYPES, AgentStep, Event, ToolInvoked
 
-RUN_EVENTS: tuple[type[Event], ...] = (
-    DiagnosisRequested,
-    PlanProduced,
-    RetryRequested,
-    ToolInvoked,
-    EvidenceProduced,
-    GatekeeperResult,
-    Verdict,
-    Answer,
-    AgentStep,
-)
+# The events of a run, as the topology names them for the ``diagnosis_run`` model.
+RUN_EVENTS: tuple[type[Event], ...] = tuple(EVENT_TYPES[name] for name in topology.RUN_EVENTS)
 
 
 def invocation_row(event: ToolInvoked) -> dict[str, Any]:
@@ -89,26 +70,33 @@ def step_row(event: AgentStep) -> dict[str, Any]:
     }
 
 
-def keyed_rows(model: str, events: Iterable[Event]) -> dict[Any, dict[str, Any]]:
-    """Rows of a single-event model by key; of two events with one key the larger id wins.
+@dataclass(frozen=True, slots=True)
+class KeyedRows:
+    """The reducer of a model whose rows are facts of one event each: ``event`` → ``row``."""
 
-    Keeping the larger event id (rather than the later arrival) makes the result the
-    same whatever order partitions were read in, which a rebuild relies on.
-    """
-    rows: dict[Any, dict[str, Any]] = {}
-    for event in events:
-        if model == "tool_invocation" and isinstance(event, ToolInvoked):
-            new = invocation_row(event)
-            key: Any = new["id"]
-        elif model == "agent_step" and isinstance(event, AgentStep):
-            new = step_row(event)
-            key = new["event_id"]
-        else:
-            continue
-        held = rows.get(key)
-        if held is None or new["event_id"] > held["event_id"]:
-            rows[key] = new
-    return rows
+    event: type[Event]
+    row: Callable[[Any], dict[str, Any]]
+    key: str
+
+    def __call__(self, events: Iterable[Event]) -> dict[Any, dict[str, Any]]:
+        """Rows by key; of two events with one key the larger id wins.
+
+        Keeping the larger event id (rather than the later arrival) makes the result the
+        same whatever order partitions were read in, which a rebuild relies on.
+        """
+        rows: dict[Any, dict[str, Any]] = {}
+        for event in events:
+            if not isinstance(event, self.event):
+                continue
+            new = self.row(event)
+            held = rows.get(new[self.key])
+            if held is None or new["event_id"] > held["event_id"]:
+                rows[new[self.key]] = new
+        return rows
+
+
+INVOCATION_ROWS = KeyedRows(ToolInvoked, invocation_row, "id")
+STEP_ROWS = KeyedRows(AgentStep, step_row, "event_id")
 
 
 @dataclass
@@ -126,7 +114,7 @@ def reduce_runs(held: Mapping[str, runs.State], events: Iterable[Event]) -> RunC
     """Fold a batch into the held states, in place; a run that did not change is not rewritten.
 
     The held states are taken over (merged into, not copied): pass states the caller
-    owns, as read from the database or kept by a :class:`RunStateCache`.
+    owns, as read from the database or kept by a :class:`~projections.store.RunStates`.
     """
     changes = RunChanges(states=dict(held))
     for event in events:

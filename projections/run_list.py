@@ -1,9 +1,10 @@
-"""The list of runs behind ``GET /api/v1/runs`` and the runs page: filters and cursors.
+"""The list of runs behind ``GET /api/v1/runs``: filters, cursors and the query.
 
 Query parameters are validated into a :class:`RunFilter` (a bad one is a
 :class:`FilterError` naming it); pages are ordered newest first and continued
 with an opaque cursor (the last row's time and run id). The reads are
-parameterised SQL over the ``diagnosis_run`` read model.
+parameterised SQL over the ``diagnosis_run`` read model; a page is a typed
+:class:`~projections.views.RunList`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from typing import Any
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from projections.trace import STATUSES, VERDICTS, Connection, jsonable
+from projections.row_values import jsonable
+from projections.trace import Connection
+from projections.views import STATUSES, VERDICTS, RunList
 from tracebound.errors import InvalidInputError
 
 SERVICE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
@@ -140,8 +143,8 @@ def list_runs(
     service: str | None = None,
     limit: int = DEFAULT_LIMIT,
     cursor: str | None = None,
-) -> dict[str, Any]:
-    """One page of runs, newest request first: ``{"runs": [...], "next_cursor": str | None}``.
+) -> RunList:
+    """One page of runs, newest request first, and the cursor of the next page (if any).
 
     Pagination is a keyset on ``(requested_at, run_id)`` rather than an offset, so a
     run projected between two page reads neither repeats nor hides another. A run
@@ -193,13 +196,15 @@ def list_runs(
     more = len(rows) > limit
     rows = rows[:limit]
     next_cursor = encode_cursor(rows[-1]["sort_at"], rows[-1]["run_id"]) if more else None
-    return {
-        "runs": [jsonable({c: r[c] for c in RUN_COLUMNS}) for r in rows],
-        "next_cursor": next_cursor,
-    }
+    return RunList.model_validate(
+        {
+            "runs": [jsonable({c: r[c] for c in RUN_COLUMNS}) for r in rows],
+            "next_cursor": next_cursor,
+        }
+    )
 
 
-def list_runs_filtered(conn: Connection, selection: RunFilter) -> dict[str, Any]:
+def list_runs_filtered(conn: Connection, selection: RunFilter) -> RunList:
     """:func:`list_runs` with a parsed :class:`RunFilter`."""
     return list_runs(
         conn,

@@ -25,24 +25,24 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import psycopg
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-from projections.settings import MODELS, ProjectionSettings, ReadModel
+from projections.models import MODELS, ReadModel
+from projections.settings import ProjectionSettings
 from projections.store import (
     Checkpoints,
     Connection,
-    RunStateCache,
     TopicPartitionKey,
     commit_batch,
     connect,
 )
 from projections.store import read_checkpoints as stored_checkpoints
 from projections.timemerge import TimeMerge
+from tracebound import kafka as edge
 from tracebound.codec import Codec, make_codec
 from tracebound.errors import PoisonInput
 from tracebound.events import Event
-from tracebound.runtime.fetch import next_batch
-from tracebound.runtime.metrics import LagGauge, ServiceMetrics
+from tracebound.runtime.metrics import ServiceMetrics
 from tracebound.settings import KafkaSettings, PostgresSettings, RuntimeSettings
 
 log = logging.getLogger("projections.runner")
@@ -83,10 +83,9 @@ class ModelWorker:
         self.group = model.group(settings)
         self._conn: Connection | None = None
         self._positions: dict[TopicPartitionKey, int | None] = {}
-        self._lag = LagGauge(metrics, self.group, LAG_INTERVAL_S)
-        # Run states this worker wrote last; emptied on every rebalance, since another
-        # instance may write the runs of partitions it held meanwhile.
-        self._cache = RunStateCache() if model.name == "diagnosis_run" else None
+        self._lag = edge.LagGauge(metrics, self.group, LAG_INTERVAL_S)
+        # Emptied on every rebalance: another instance may have written meanwhile.
+        self._cache = model.live_cache()
         self._merge = TimeMerge(max_bytes=MERGE_BYTES)
 
     # -- database ----------------------------------------------------------------------
@@ -146,23 +145,11 @@ class ModelWorker:
     # -- the loop ----------------------------------------------------------------------
 
     def _consumer(self) -> Any:
-        consumer = Consumer(
-            {
-                **self.kafka.client_config(),
-                "group.id": self.group,
-                "enable.auto.commit": "false",
-                "enable.auto.offset.store": "false",
-                "isolation.level": "read_committed",
-                "auto.offset.reset": "earliest",
-                "enable.partition.eof": "true",  # a caught-up partition stops pacing the others
-                "fetch.wait.max.ms": "50",
-                # A catch-up reads nine topics at once: smaller prefetch, less resident memory.
-                "queued.max.messages.kbytes": "8192",
-                "fetch.max.bytes": "8388608",
-                "max.partition.fetch.bytes": "524288",
-                "session.timeout.ms": "10000",
-                "heartbeat.interval.ms": "2000",
-            }
+        consumer = edge.consumer(
+            self.kafka,
+            self.group,
+            group=self.group,
+            config=edge.READ_TO_END,  # a caught-up partition stops pacing the others
         )
         consumer.subscribe(
             list(self.model.topics),
@@ -178,11 +165,11 @@ class ModelWorker:
         try:
             while not self.stop.is_set():
                 self.metrics.beat()
-                messages = next_batch(
+                messages = edge.next_batch(
                     consumer, self.runtime.batch_size, self.settings.idle_poll_ms / 1000
                 )
                 for message in messages:
-                    _is_error(message)  # logs what is not an end-of-partition event
+                    edge.consumer_error(message)  # logs what is not an end of partition
                 # Messages of a partition revoked inside consume() are left to its new owner.
                 self._merge.add(messages)
                 batch = self._merge.take(self.runtime.batch_size)
@@ -190,7 +177,7 @@ class ModelWorker:
                 advanced = self._advanced(consumer)
                 if batch or advanced:
                     self._commit(consumer, batch, advanced)
-                self._maybe_update_lag(consumer)
+                self._lag.refresh(consumer, self._positions.get)
         except StopRequested:
             log.info("%s stopped while waiting for the database", self.group)
         finally:
@@ -239,7 +226,7 @@ class ModelWorker:
         refused: Checkpoints | None = self._with_db(
             "batch",
             lambda conn: commit_batch(
-                conn, self.model.name, events, expected, advanced, cache=self._cache
+                conn, self.model, events, expected, advanced, cache=self._cache
             ),
         )
         if refused is not None:
@@ -265,26 +252,6 @@ class ModelWorker:
                 consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
             except KafkaException as exc:
                 log.warning("seek failed for %s[%d]: %s", tp.topic, tp.partition, exc)
-
-    def _maybe_update_lag(self, consumer: Any) -> None:
-        if not self._lag.due():
-            return
-        try:
-            for tp in consumer.assignment():
-                _, high = consumer.get_watermark_offsets(tp, timeout=1.0, cached=True)
-                done = self._positions.get((tp.topic, tp.partition)) or 0
-                self._lag.set(tp.topic, tp.partition, high - max(done, 0))
-        except KafkaException as exc:
-            log.debug("lag update skipped: %s", exc)
-
-
-def _is_error(message: Any) -> bool:
-    err = message.error()
-    if err is None:
-        return False
-    if err.code() != KafkaError._PARTITION_EOF:
-        log.warning("consumer error: %s", err.str())
-    return True
 
 
 def model_workers(

@@ -5,7 +5,7 @@ itself hands over one partition's backlog long before the next one's, so when
 catching up, or in a rebuild, the events of one run arrive thousands of messages
 apart and its row is written (and its state read back) once per batch it shows
 up in. Merging the partitions by message time keeps a run's events together:
-its state stays in the :class:`~projections.store.RunStateCache` and its row is
+its state stays in the :class:`~projections.store.RunStates` and its row is
 written about once.
 
 Messages are queued per partition and let out in time order up to the
@@ -25,7 +25,9 @@ from collections import deque
 from collections.abc import Iterable
 from typing import Any
 
-from confluent_kafka import KafkaError, TopicPartition
+from confluent_kafka import TopicPartition
+
+from tracebound.kafka.errors import Severity, classify
 
 Key = tuple[str, int]
 NOT_YET = -1  # nothing read yet: behind everything
@@ -62,7 +64,7 @@ class TimeMerge:
             key = (message.topic(), message.partition())
             err = message.error()
             if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF and key in self._queues:
+                if classify(err) is Severity.END_OF_PARTITION and key in self._queues:
                     self.done(key)
                 continue
             queue = self._queues.get(key)

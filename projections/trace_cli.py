@@ -214,10 +214,11 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     if found is None:
         print(f"tracebound: no run {run_id} in the read model", file=sys.stderr)
         return 1
+    document = found.document()
     if args.json:
-        print(json.dumps(found, ensure_ascii=False, sort_keys=True))
+        print(json.dumps(document, ensure_ascii=False, sort_keys=True))
     else:
-        sys.stdout.write(render_text(found))
+        sys.stdout.write(render_text(document))
     return 0
 
 

@@ -24,6 +24,7 @@ from services.executor.tools.base import EvidenceTool
 from services.gatekeeper.handler import GatekeeperHandler
 from services.gatekeeper.ruleset import Ruleset, default_ruleset
 from services.planner.handler import PlannerHandler
+from services.planner.skills import load_skills
 from services.verifier.handler import VerifierHandler, VerifierSettings
 from tracebound.events import (
     Answer,
@@ -37,7 +38,6 @@ from tracebound.events import (
     Verdict,
 )
 from tracebound.llm import ChatModel
-from tracebound.skills import load_skills
 
 MAX_STEPS = 12  # far above max_rounds; a guard against a handler loop, not a limit
 
@@ -123,10 +123,18 @@ class Chain:
         )
         return Chain(self.planner, executor, self.gatekeeper, self.verifier, self.composer)
 
-    def run(self, request: DiagnosisRequested) -> ChainResult:
-        """Carry one request through every role until its answer."""
+    def run(self, request: DiagnosisRequested, plan: PlanProduced | None = None) -> ChainResult:
+        """Carry one request through every role until its answer.
+
+        With ``plan`` (the run's recorded ``PlanProduced``) the planner is not asked
+        again: the executor runs the calls that plan records, as it did live.
+        """
         result = ChainResult(request.run_id, [request])
-        current: Event = _one(self.planner(request), PlanProduced, result)
+        current: Event = (
+            _one([plan], PlanProduced, result)
+            if plan is not None
+            else _one(self.planner(request), PlanProduced, result)
+        )
         for _ in range(MAX_STEPS):
             evidence = _one(self.executor(current), EvidenceProduced, result)
             checked = _one(self.gatekeeper(evidence), GatekeeperResult, result)

@@ -41,28 +41,14 @@ from services.common.mode import Mode
 from services.gatekeeper.handler import GatekeeperHandler
 from services.gatekeeper.ruleset import default_ruleset, load_ruleset
 from services.verifier.handler import VerifierHandler
-from tracebound import topics
 from tracebound.errors import InvalidInputError
 from tracebound.events import ToolInvoked
 from tracebound.llm import ChatModel, LLMSettings, chat_model_from_settings
 from tracebound.prompts import PROMPTS_ENV, clear_cache, load_prompts, prompts_dir
 from tracebound.settings import KafkaSettings
+from tracebound.topology import EXPORT_TOPICS, REPLAY_TOPICS
 
-STAGE_TOPICS: dict[str, tuple[str, ...]] = {
-    "gatekeeper": (topics.EVIDENCE, topics.GATEKEEPER_RESULTS),
-    "verifier": (topics.GATEKEEPER_RESULTS, topics.VERDICTS, topics.RETRIES),
-    "pipeline": (topics.REQUESTS, topics.TOOL_INVOCATIONS, topics.EVIDENCE, topics.ANSWERS),
-}
-EXPORT_TOPICS = (
-    topics.REQUESTS,
-    topics.PLANS,
-    topics.RETRIES,
-    topics.TOOL_INVOCATIONS,
-    topics.EVIDENCE,
-    topics.GATEKEEPER_RESULTS,
-    topics.VERDICTS,
-    topics.ANSWERS,
-)
+STAGE_TOPICS = REPLAY_TOPICS  # what each --stage reads (the topology)
 
 
 def _time(value: str) -> datetime:

@@ -26,6 +26,7 @@ from tracebound.events import (
     EvidenceProduced,
     GatekeeperOutcome,
     GatekeeperResult,
+    PlanProduced,
     RetryRequested,
     ToolInvoked,
     Verdict,
@@ -180,6 +181,10 @@ def _final(events: list[Event], kind: type[Any]) -> Any:
     return found[-1] if found else None
 
 
+def _first(events: list[Event], kind: type[Any]) -> Any:
+    return next((e for e in events if isinstance(e, kind)), None)
+
+
 def pipeline_report(
     recording: Recording,
     chain: Chain,
@@ -187,7 +192,12 @@ def pipeline_report(
     selection: Selection = ALL,
     progress: Progress = quiet,
 ) -> Report:
-    """Re-run whole runs from their request with tool outputs frozen from the recording."""
+    """Re-run whole runs from their recorded plan with tool outputs frozen from the recording.
+
+    The plan is read from the recorded ``PlanProduced`` (it carries the calls the
+    executor runs), so edited skill files do not change what a replay calls; a
+    run recorded without its plan is planned again.
+    """
     requests = [e for e in recording.of(DiagnosisRequested) if selection.keeps(e)]
     transitions: Counter[str] = Counter()
     per_run: list[dict[str, Any]] = []
@@ -196,10 +206,11 @@ def pipeline_report(
         progress(f"pipeline: run {index}/{len(requests)} ({request.run_id})")
         recorded = recording.for_run(request.run_id)
         frozen = FrozenTools.of(e.tool_invocation for e in recorded if isinstance(e, ToolInvoked))
+        plan: PlanProduced | None = _first(recorded, PlanProduced)
         result: ChainResult | None = None
         error = None
         try:
-            result = chain.with_tools(frozen.tools()).run(request)
+            result = chain.with_tools(frozen.tools()).run(request, plan)
         except Exception as exc:  # one broken run must not end the replay; it is reported
             error = f"{type(exc).__name__}: {exc}"
         old_answer: Answer | None = _final(recorded, Answer)
@@ -228,6 +239,7 @@ def pipeline_report(
                 },
                 "verdict_changed": verdict_changed,
                 "answer_changed": answer_changed,
+                "plan": "recorded" if plan is not None else "planned again",
                 "tool_calls_answered": frozen.hits,
                 "unrecorded_tool_calls": [m.to_json() for m in frozen.misses],
                 "error": error,

@@ -22,20 +22,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from services.executor.tools import PARAMS_MODELS
 from services.executor.tools.base import EvidenceTool, RunContext, ToolOutcome, failed_outcome
-from services.executor.tools.knowledge import TOOL_NAME as KNOWLEDGE
-from services.executor.tools.knowledge import LookupKnowledgeParams
-from services.executor.tools.logs import TOOL_NAME as LOGS
-from services.executor.tools.logs import QueryLogsParams
-from services.executor.tools.metrics import TOOL_NAME as METRICS
-from services.executor.tools.metrics import QueryMetricsParams
 from tracebound.events import ToolInvocation
 
-PARAMS_MODELS: dict[str, type[BaseModel]] = {
-    METRICS: QueryMetricsParams,
-    LOGS: QueryLogsParams,
-    KNOWLEDGE: LookupKnowledgeParams,
-}
 FROZEN_LAYER = "frozen"
 
 

@@ -14,19 +14,18 @@ from __future__ import annotations
 import json
 import sys
 import time
-import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaException
 
+from tracebound import kafka as edge
 from tracebound.codec import make_codec
 from tracebound.errors import InvalidInputError, PoisonInput, TransientError
 from tracebound.events import EVENT_TYPES, Event
-from tracebound.runtime.fetch import next_batch
 from tracebound.settings import KafkaSettings
 
 E = TypeVar("E", bound=Event)
@@ -104,24 +103,6 @@ class Recording:
         return grouped
 
 
-def _start_offsets(
-    consumer: Consumer, topic: str, partitions: Sequence[int], since: datetime | None
-) -> dict[int, int]:
-    starts: dict[int, int] = {}
-    for p in partitions:
-        low, _high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-        starts[p] = low
-    if since is not None:
-        millis = int(since.timestamp() * 1000)
-        asked = [TopicPartition(topic, p, millis) for p in partitions]
-        for tp in consumer.offsets_for_times(asked, timeout=10):
-            if tp.offset >= 0:
-                starts[tp.partition] = max(starts[tp.partition], tp.offset)
-            else:  # nothing at or after `since` in this partition
-                starts[tp.partition] = -1
-    return starts
-
-
 def read_topics(
     kafka: KafkaSettings,
     topic_names: Iterable[str],
@@ -131,81 +112,33 @@ def read_topics(
 ) -> Recording:
     """Every committed event of ``topic_names`` inside ``selection``, up to today's end."""
     codec = make_codec(kafka)
-    consumer = Consumer(
-        {
-            **kafka.client_config(),
-            "group.id": f"tracebound-replay-{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": "false",
-            "enable.auto.offset.store": "false",
-            "isolation.level": "read_committed",
-            "enable.partition.eof": "true",
-        }
-    )
+    names = list(topic_names)
+    consumer = edge.consumer(kafka, "replay", config=edge.READ_TO_END)
     recording = Recording()
+    since_ms = None if selection.since is None else int(selection.since.timestamp() * 1000)
+
+    def undecodable(_message: Any, _exc: PoisonInput) -> None:
+        recording.undecodable += 1
+
     try:
-        assignment: list[TopicPartition] = []
-        ends: dict[tuple[str, int], int] = {}
-        for topic in topic_names:
-            meta = consumer.list_topics(topic, timeout=10)
-            if topic not in meta.topics or meta.topics[topic].error is not None:
-                raise TransientError(f"topic {topic} is not available")
-            partitions = sorted(meta.topics[topic].partitions)
-            starts = _start_offsets(consumer, topic, partitions, selection.since)
-            for p in partitions:
-                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-                if starts[p] >= 0 and starts[p] < high:
-                    assignment.append(TopicPartition(topic, p, starts[p]))
-                    ends[(topic, p)] = high
-        progress(f"reading {len(assignment)} partition(s) of {len(list(topic_names))} topic(s)")
-        if assignment:
-            consumer.assign(assignment)
-        _drain(consumer, codec, ends, selection, recording, progress, timeout_s)
+        keys = edge.partitions(consumer, names, required=True)
+        starts = edge.offsets_since(consumer, keys, since_ms)
+        ends = edge.end_offsets(consumer, names)
+        reading = sum(1 for key, end in ends.items() if starts[key] < end)
+        progress(f"reading {reading} partition(s) of {len(names)} topic(s)")
+        last_report = time.monotonic()
+        for messages in edge.read_range(consumer, starts, ends, timeout_s=timeout_s, batch=500):
+            events = edge.decoded(codec, messages, undecodable)
+            recording.events += [e for e in events if selection.keeps_run(e)]
+            if time.monotonic() - last_report > 5:
+                progress(f"… {len(recording.events)} event(s) so far")
+                last_report = time.monotonic()
     except KafkaException as exc:
         raise TransientError(f"cannot read the recorded events: {exc}") from exc
     finally:
         consumer.close()
     progress(f"read {len(recording.events)} event(s)")
     return recording
-
-
-def _drain(  # noqa: PLR0917 - one private loop, its state passed in
-    consumer: Consumer,
-    codec: Any,
-    ends: dict[tuple[str, int], int],
-    selection: Selection,
-    recording: Recording,
-    progress: Progress,
-    timeout_s: float,
-) -> None:
-    pending = dict(ends)
-    deadline = time.monotonic() + timeout_s
-    last_report = time.monotonic()
-    while pending:
-        if time.monotonic() > deadline:
-            raise TransientError(f"reading the recorded events timed out ({len(pending)} left)")
-        for msg in next_batch(consumer, 500, 0.5):
-            key = (str(msg.topic()), int(msg.partition() or 0))
-            offset = int(msg.offset() or 0)
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    pending.pop(key, None)
-                continue
-            if key not in pending or offset >= pending[key]:
-                pending.pop(key, None)
-                continue
-            if offset + 1 >= pending[key]:
-                pending.pop(key, None)
-            try:
-                event = codec.decode(msg.value(), msg.topic())
-            except PoisonInput:
-                recording.undecodable += 1
-                continue
-            if selection.keeps_run(event):
-                recording.events.append(event)
-        if time.monotonic() - last_report > 5:
-            progress(f"… {len(recording.events)} event(s) so far")
-            last_report = time.monotonic()
 
 
 def export_jsonl(events: Iterable[Event], path: Path) -> int:

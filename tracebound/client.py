@@ -11,16 +11,16 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import KafkaException
 
+from tracebound import kafka as edge
 from tracebound import topics
 from tracebound.codec import Codec, make_codec
-from tracebound.errors import PoisonInput, TransientError
+from tracebound.errors import TransientError
 from tracebound.events import Answer, DiagnosisRequest, DiagnosisRequested, Event
 from tracebound.events import Producer as ProducerRef
 from tracebound.events.base import utcnow
 from tracebound.publisher import KafkaPublisher
-from tracebound.runtime.fetch import next_batch
 from tracebound.settings import KafkaSettings
 
 
@@ -58,38 +58,19 @@ class AnswerReader:
 
     def __init__(self, kafka: KafkaSettings, *, from_start: bool = False) -> None:
         self.codec = make_codec(kafka)
-        self.consumer = Consumer(
-            {
-                **kafka.client_config(),
-                "group.id": f"tracebound-reader-{uuid.uuid4().hex[:8]}",
-                "enable.auto.commit": "false",
-                "isolation.level": "read_committed",
-            }
-        )
+        self.consumer = edge.consumer(kafka, "reader")
         try:
-            meta = self.consumer.list_topics(topics.ANSWERS, timeout=10)
-            parts = []
-            for p in meta.topics[topics.ANSWERS].partitions:
-                low, high = self.consumer.get_watermark_offsets(
-                    TopicPartition(topics.ANSWERS, p), timeout=10
-                )
-                parts.append(TopicPartition(topics.ANSWERS, p, low if from_start else high))
-        except (KafkaException, KeyError) as exc:
+            edge.assign_whole(self.consumer, [topics.ANSWERS], from_end=not from_start)
+        except (KafkaException, TransientError) as exc:
             self.consumer.close()
             raise TransientError(f"cannot read {topics.ANSWERS}: {exc}") from exc
-        self.consumer.assign(parts)
 
     def answers(self, timeout_s: float | None) -> Iterator[Answer]:
         """Answers as they arrive, until ``timeout_s`` passes (None: forever)."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while deadline is None or time.monotonic() < deadline:
-            for msg in next_batch(self.consumer, 100, 0.5):
-                if msg.error() is not None:
-                    continue
-                try:
-                    event = self.codec.decode(msg.value())
-                except PoisonInput:
-                    continue
+            messages = edge.next_batch(self.consumer, 100, 0.5)
+            for event in edge.decoded(self.codec, messages):
                 if isinstance(event, Answer):
                     yield event
 

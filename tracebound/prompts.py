@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from string import Template
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
@@ -32,7 +32,6 @@ from tracebound.topics import REPO_ROOT
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from tracebound.skills import Skill
 
 PROMPTS_DIR = REPO_ROOT / "prompts"
 PROMPTS_ENV = "TRACEBOUND_PROMPTS_DIR"
@@ -175,10 +174,21 @@ def load_prompts() -> tuple[Prompt, ...]:
     return tuple(_load(path) for path in paths)
 
 
-def prompt_audit(prompts: Iterable[Prompt], skills: Iterable[Skill] = ()) -> PromptAudit:
-    """The compact ``prompt_audit`` snapshot: names, versions and resources, never text."""
+class Referenced(Protocol):
+    """Anything the audit can name: a prompt, or a skill of the planner's catalogue."""
+
+    def ref(self) -> PromptRef: ...
+
+
+def prompt_audit(
+    prompts: Iterable[Prompt], skills: Iterable[Referenced | PromptRef] = ()
+) -> PromptAudit:
+    """The compact ``prompt_audit`` snapshot: names, versions and resources, never text.
+
+    A skill may come as the reference a recorded plan carries instead of a file.
+    """
     refs = [prompt.ref() for prompt in prompts]
-    refs += [skill.ref() for skill in skills]
+    refs += [skill if isinstance(skill, PromptRef) else skill.ref() for skill in skills]
     return PromptAudit(version=AUDIT_VERSION, prompts=tuple(refs))
 
 

@@ -14,8 +14,9 @@ import time
 from collections.abc import Sequence
 from typing import Protocol
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaException
 
+from tracebound import kafka as edge
 from tracebound.codec import Codec, make_codec
 from tracebound.errors import TransientError
 from tracebound.events import Event
@@ -34,13 +35,10 @@ class Publisher(Protocol):
 class KafkaPublisher:
     def __init__(self, kafka: KafkaSettings, codec: Codec | None = None) -> None:
         self._codec = codec or make_codec(kafka)
-        self._producer = Producer(
-            {
-                **kafka.client_config(),
-                "enable.idempotence": "true",
-                "linger.ms": "2",
-                "message.timeout.ms": str(int(ACK_TIMEOUT_S * 1000)),
-            }
+        self._producer = edge.producer(
+            kafka,
+            "publisher",
+            config={"linger.ms": "2", "message.timeout.ms": str(int(ACK_TIMEOUT_S * 1000))},
         )
         self._lock = threading.Lock()
 

@@ -1,4 +1,8 @@
-"""The topic table (``schemas/topics.json``): which event lives on which topic."""
+"""The topic table (``schemas/topics.json``): which event lives on which topic.
+
+The table is the only place topic names are written; the constants below and the
+topology (:mod:`tracebound.topology`) look them up by event.
+"""
 
 from __future__ import annotations
 
@@ -40,13 +44,14 @@ def topic_for(event: str) -> str:
     raise ConfigError(f"no topic for event {event!r} in schemas/topics.json")
 
 
-REQUESTS = "tracebound.requests"
-PLANS = "tracebound.plans"
-RETRIES = "tracebound.retries"
-TOOL_INVOCATIONS = "tracebound.tool-invocations"
-EVIDENCE = "tracebound.evidence"
-GATEKEEPER_RESULTS = "tracebound.gatekeeper-results"
-VERDICTS = "tracebound.verdicts"
-ANSWERS = "tracebound.answers"
-AGENT_STEPS = "tracebound.agent-steps"
-DEAD_LETTERS = "tracebound.dead-letters"
+# The topic of each event, by name, for code that reads or writes a fixed topic.
+REQUESTS = topic_for("DiagnosisRequested")
+PLANS = topic_for("PlanProduced")
+RETRIES = topic_for("RetryRequested")
+TOOL_INVOCATIONS = topic_for("ToolInvoked")
+EVIDENCE = topic_for("EvidenceProduced")
+GATEKEEPER_RESULTS = topic_for("GatekeeperResult")
+VERDICTS = topic_for("Verdict")
+ANSWERS = topic_for("Answer")
+AGENT_STEPS = topic_for("AgentStep")
+DEAD_LETTERS = topic_for("DeadLetter")

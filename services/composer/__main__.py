@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import sys
 
+from services.common.inputs import role_inputs
 from services.common.mode import model_for
 from services.composer.answered import AnsweredRuns, OncePerRun
 from services.composer.handler import SERVICE, ComposerHandler
-from tracebound import topics
 from tracebound.codec import make_codec
-from tracebound.events import Verdict
 from tracebound.runtime import ServiceSpec, run_service
 from tracebound.settings import KafkaSettings
 
@@ -17,11 +16,12 @@ from tracebound.settings import KafkaSettings
 def main() -> int:
     kafka = KafkaSettings()
     answered = AnsweredRuns(kafka, make_codec(kafka))
+    input_topics, accepts = role_inputs(SERVICE)
     spec = ServiceSpec(
         name=SERVICE,
-        input_topics=(topics.VERDICTS,),
+        input_topics=input_topics,
+        accepts=accepts,
         handler=OncePerRun(ComposerHandler(model_for(SERVICE)), answered),
-        accepts=(Verdict,),
         on_assign=answered.restore,
         on_rewind=answered.forget,
         on_commit=answered.commit,

@@ -12,20 +12,20 @@ from __future__ import annotations
 
 import logging
 import threading
-import uuid
 from collections.abc import Sequence
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 
+from tracebound import kafka as edge
 from tracebound import topics
 from tracebound.codec import Codec
-from tracebound.errors import PoisonInput, TransientError
+from tracebound.errors import TransientError
 from tracebound.events import Answer, Event
 from tracebound.runtime import Handler
-from tracebound.runtime.fetch import next_batch
 from tracebound.settings import KafkaSettings
 
 log = logging.getLogger("tracebound.composer")
+READ_TIMEOUT_S = 120.0
 
 
 class AnsweredRuns:
@@ -76,39 +76,18 @@ class AnsweredRuns:
         log.info("restored %d answered runs", len(runs))
 
     def _read_all(self) -> set[str]:
-        consumer = Consumer(
-            {
-                **self._kafka.client_config(),
-                "group.id": f"composer-restore-{uuid.uuid4().hex[:8]}",
-                "enable.auto.commit": "false",
-                "isolation.level": "read_committed",
-                "enable.partition.eof": "true",
-                "auto.offset.reset": "earliest",
-            }
-        )
+        consumer = edge.consumer(self._kafka, "composer-restore", config=edge.READ_TO_END)
+        runs: set[str] = set()
         try:
-            meta = consumer.list_topics(topics.ANSWERS, timeout=10)
-            parts = [
-                TopicPartition(topics.ANSWERS, p, 0) for p in meta.topics[topics.ANSWERS].partitions
-            ]
-            consumer.assign(parts)
-            remaining = {p.partition for p in parts}
-            runs: set[str] = set()
-            while remaining:
-                for msg in next_batch(consumer, 500, 1.0):
-                    err = msg.error()
-                    if err is not None:
-                        if err.code() == KafkaError._PARTITION_EOF:
-                            remaining.discard(msg.partition() or 0)
-                        continue
-                    try:
-                        event = self._codec.decode(msg.value())
-                    except PoisonInput:
-                        continue
-                    if isinstance(event, Answer):
-                        runs.add(event.run_id)
+            ends = edge.end_offsets(consumer, [topics.ANSWERS])
+            if not ends:
+                raise TransientError(f"topic {topics.ANSWERS} is not available")
+            for messages in edge.read_range(consumer, {}, ends, timeout_s=READ_TIMEOUT_S):
+                runs.update(
+                    e.run_id for e in edge.decoded(self._codec, messages) if isinstance(e, Answer)
+                )
             return runs
-        except (KafkaException, KeyError) as exc:
+        except KafkaException as exc:
             raise TransientError(f"cannot restore answered runs: {exc}") from exc
         finally:
             consumer.close()

@@ -10,44 +10,42 @@ on invalid input. All input is validated before anything is printed.
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from services.composer.guard import guard
 from tracebound.events import AllowedClaim
 from tracebound.jsonio import add_check_command, parse_each, print_json_line, read_text
 
 
-class AllowedClaimIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    claim_id: str | None = None
-    claim_type: str = "observation"
-    claim_text: str
-    evidence_excerpts: list[str] = Field(default_factory=list)
-    raw_paths: list[str] = Field(default_factory=list)
-
-
 class GuardInput(BaseModel):
+    """One guard request: the answer, the claims it may state and the claims refuted.
+
+    An allowed claim is an ``AllowedClaim`` record or just its text; a claim
+    without an id is numbered by its position (``claim-1`` …) and one without a
+    type is an observation.
+    """
+
     model_config = ConfigDict(extra="forbid")
 
-    allowed_claims: list[str | AllowedClaimIn]
+    allowed_claims: list[AllowedClaim]
     answer: str
     rejected_claims: list[str] = Field(default_factory=list)
 
-    def claims(self) -> list[AllowedClaim]:
+    @field_validator("allowed_claims", mode="before")
+    @classmethod
+    def _complete(cls, value: Any) -> Any:
+        if not isinstance(value, list):
+            return value
         out = []
-        for index, item in enumerate(self.allowed_claims, start=1):
-            spec = item if isinstance(item, AllowedClaimIn) else AllowedClaimIn(claim_text=item)
-            out.append(
-                AllowedClaim(
-                    claim_id=spec.claim_id or f"claim-{index}",
-                    claim_type=spec.claim_type,
-                    claim_text=spec.claim_text,
-                    evidence_excerpts=tuple(spec.evidence_excerpts),
-                    raw_paths=tuple(spec.raw_paths),
-                )
-            )
+        for index, item in enumerate(value, start=1):
+            claim = {"claim_text": item} if isinstance(item, str) else item
+            if isinstance(claim, dict):
+                claim = {"claim_type": "observation", **claim}
+                if claim.get("claim_id") is None:
+                    claim["claim_id"] = f"claim-{index}"
+            out.append(claim)
         return out
 
 
@@ -77,6 +75,6 @@ def parse_guard_inputs(text: str) -> list[GuardInput]:
 def run_guard(args: argparse.Namespace) -> int:
     """Guard every answer of FILE and print the results."""
     for item in parse_guard_inputs(read_text(args.file)):
-        result = guard(item.claims(), item.answer, rejected_claims=item.rejected_claims)
+        result = guard(item.allowed_claims, item.answer, rejected_claims=item.rejected_claims)
         print_json_line({"ok": result.ok, "violations": list(result.violations)})
     return 0

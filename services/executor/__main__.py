@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import sys
 
+from services.common.inputs import role_inputs
 from services.common.mode import model_for
 from services.executor.handler import SERVICE, ExecutorHandler
 from services.executor.settings import ExecutorSettings
 from services.executor.tools import build_tools
-from tracebound import topics
-from tracebound.events import PlanProduced, RetryRequested
+from services.planner.skills import load_skills
 from tracebound.runtime import ServiceSpec, run_service
-from tracebound.skills import load_skills
 
 
 def main() -> int:
@@ -19,11 +18,12 @@ def main() -> int:
     handler = ExecutorHandler(
         build_tools(), load_skills(), settings, model_for(SERVICE, settings.mode)
     )
+    input_topics, accepts = role_inputs(SERVICE)
     spec = ServiceSpec(
         name=SERVICE,
-        input_topics=(topics.PLANS, topics.RETRIES),
+        input_topics=input_topics,
+        accepts=accepts,
         handler=handler,
-        accepts=(PlanProduced, RetryRequested),
     )
     return run_service(spec)
 

@@ -15,8 +15,7 @@ from functools import cache
 from typing import Any
 
 from tracebound.errors import ConfigError
-from tracebound.events import ToolInvocation
-from tracebound.scope import Focus
+from tracebound.events import ExecutionPlan, ToolInvocation
 from tracebound.topics import REPO_ROOT
 
 CLAIMS_PATH = REPO_ROOT / "rules" / "executor-claims.json"
@@ -95,7 +94,8 @@ def _observation_text(inv: ToolInvocation, item: Mapping[str, Any], lang: str) -
     return None
 
 
-def _relevant(item: Mapping[str, Any], focus: Focus) -> bool:
+def _relevant(item: Mapping[str, Any], focus: ExecutionPlan) -> bool:
+    """Whether an item is about what the plan is about (anything, when it names nothing)."""
     if not focus.services and not focus.alert_names:
         return True
     return item.get("service") in focus.services or item.get("alert_name") in focus.alert_names
@@ -104,7 +104,7 @@ def _relevant(item: Mapping[str, Any], focus: Focus) -> bool:
 class _Round:
     """Accumulates the parts of one structured output while walking the trace."""
 
-    def __init__(self, focus: Focus, lang: str, narrow: bool) -> None:
+    def __init__(self, focus: ExecutionPlan, lang: str, narrow: bool) -> None:
         self.focus, self.lang, self.narrow = focus, lang, narrow
         self.t = templates()
         self.claims: list[dict[str, Any]] = []
@@ -154,7 +154,7 @@ class _Round:
 
 def build_evidence(
     trace: Sequence[ToolInvocation],
-    focus: Focus,
+    focus: ExecutionPlan,
     language: str,
     *,
     narrow: bool,

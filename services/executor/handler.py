@@ -3,6 +3,12 @@
 All outputs of one round — every tool invocation, the model steps and the
 evidence — are returned together, so the runtime publishes them in one Kafka
 transaction: a round is recorded whole or not at all.
+
+The rules round runs the calls the plan records (``plan.execution``), so a
+replay of an old plan runs what was planned then, whatever the skill files say
+now; retries carry the same plan. A plan recorded before plans carried their
+calls is read from its lines when the rules planner wrote them, and only a
+model-written one is derived again from today's skill catalogue.
 """
 
 from __future__ import annotations
@@ -18,22 +24,24 @@ from services.executor.gate import ToolGate
 from services.executor.llm_executor import run_llm_round
 from services.executor.settings import ExecutorSettings
 from services.executor.tools.base import EvidenceTool
+from services.planner.planning import described_calls, execution_plan
+from services.planner.scope import read_focus
+from services.planner.skills import Skill
 from tracebound.events import (
     DiagnosisRequest,
     Event,
     EvidenceProduced,
+    ExecutionPlan,
     ParseStatus,
     PlanProduced,
     PlanSnapshot,
+    PromptRef,
     RetryContext,
     RetryRequested,
     ToolInvoked,
 )
 from tracebound.llm import ChatModel, ModelCallFailed, StepRecorder
-from tracebound.planning import planned_calls
 from tracebound.prompts import Prompt, load_prompt, prompt_audit
-from tracebound.scope import read_focus
-from tracebound.skills import Skill
 
 SERVICE = "executor"
 NARROW_TYPES = ("observation", "negative_observation")
@@ -97,13 +105,13 @@ class ExecutorHandler:
 
     def __call__(self, event: Event) -> list[Event]:
         job = Job.of(event)
-        skill = self.skills.get(job.plan.planner_plan.selected_skill or "")
+        execution, skill_refs = self._execution(job)
         gate = ToolGate(
             self.tools, self.settings, event.run_id, job.round_no, job.plan.narrow_scope
         )
         result = self._llm_round(event, job, gate) if self.model is not None else None
         if result is None or (result.structured is None and result.status.status == "valid"):
-            fallback = self._rules_round(gate, job, skill)
+            fallback = self._rules_round(gate, job, execution)
             if result is not None:  # the model failed: keep its steps and say why
                 fallback.steps, fallback.status = result.steps, result.status
             result = fallback
@@ -126,9 +134,39 @@ class ExecutorHandler:
             round=job.round_no,
             request=job.request,
             plan=job.plan,
-            prompt_audit=prompt_audit(result.prompts, [skill] if skill else []),
+            prompt_audit=prompt_audit(result.prompts, skill_refs),
         )
         return [*result.steps, *invoked, evidence]
+
+    def _execution(self, job: Job) -> tuple[ExecutionPlan, tuple[PromptRef, ...]]:
+        """The calls to run and the skill the audit names for them.
+
+        The plan's recorded calls, with the skill version the plan records; for a
+        legacy plan, the calls its lines name, else those today's skill file gives.
+        """
+        plan = job.plan
+        name = plan.planner_plan.selected_skill
+        skill = self.skills.get(name or "")
+        recorded = (
+            PromptRef(
+                name=name,
+                version=plan.skill_version or "",
+                resource=skill.resource if skill else "",
+            )
+            if name
+            else None
+        )
+        if plan.execution is not None:
+            return plan.execution, (recorded,) if recorded else ()
+        focus = read_focus(job.request)
+        described = described_calls(plan)
+        if described is not None:
+            execution = ExecutionPlan(
+                calls=described, services=focus.services, alert_names=focus.alert_names
+            )
+            return execution, (recorded,) if recorded else ()
+        derived = execution_plan(focus, skill, job.request, plan.narrow_scope)
+        return derived, (skill.ref(),) if skill else ()
 
     def _llm_round(self, event: Event, job: Job, gate: ToolGate) -> RoundResult:
         assert self.model is not None
@@ -155,15 +193,14 @@ class ExecutorHandler:
             )
         return RoundResult(outcome.value, raw, outcome.as_record(), list(recorder.steps), [prompt])
 
-    def _rules_round(self, gate: ToolGate, job: Job, skill: Skill | None) -> RoundResult:
-        focus = read_focus(job.request)
+    def _rules_round(self, gate: ToolGate, job: Job, execution: ExecutionPlan) -> RoundResult:
         narrow = job.plan.narrow_scope
-        for call in planned_calls(focus, skill, job.request, narrow):
+        for call in execution.calls:
             gate.call(call.tool, call.params)
         limit = self.settings.max_claims_narrow if narrow else self.settings.max_claims_broad
         structured = build_evidence(
             gate.invocations,
-            focus,
+            execution,
             job.request.language,
             narrow=narrow,
             max_claims=limit,

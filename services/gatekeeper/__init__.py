@@ -5,14 +5,17 @@ a real tool invocation, a raw_path that invocation returned, and an excerpt
 found verbatim (after presentation-only normalisation) in that ref's text.
 """
 
-from services.gatekeeper.check import GatekeeperOutcome, check
+from services.gatekeeper.check import check
+from services.gatekeeper.input import parse_invocation
+from services.gatekeeper.result import CheckOutcome
 from services.gatekeeper.ruleset import Ruleset, default_ruleset, load_ruleset, parse_ruleset
 
 __all__ = [
-    "GatekeeperOutcome",
+    "CheckOutcome",
     "Ruleset",
     "check",
     "default_ruleset",
     "load_ruleset",
+    "parse_invocation",
     "parse_ruleset",
 ]

@@ -7,10 +7,9 @@ from pathlib import Path
 
 from pydantic_settings import SettingsConfigDict
 
+from services.common.inputs import role_inputs
 from services.gatekeeper.handler import SERVICE, GatekeeperHandler
 from services.gatekeeper.ruleset import DEFAULT_RULES_PATH, load_ruleset
-from tracebound import topics
-from tracebound.events import EvidenceProduced
 from tracebound.runtime import ServiceSpec, run_service
 from tracebound.settings import TraceboundSettings
 
@@ -23,11 +22,12 @@ class GatekeeperSettings(TraceboundSettings):
 
 def main() -> int:
     ruleset = load_ruleset(GatekeeperSettings().rules_path)
+    input_topics, accepts = role_inputs(SERVICE)
     spec = ServiceSpec(
         name=SERVICE,
-        input_topics=(topics.EVIDENCE,),
+        input_topics=input_topics,
+        accepts=accepts,
         handler=GatekeeperHandler(ruleset),
-        accepts=(EvidenceProduced,),
     )
     return run_service(spec)
 

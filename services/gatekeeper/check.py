@@ -23,6 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from services.gatekeeper.input import Invocation, index_invocations, is_object
+from services.gatekeeper.result import Binding, CheckOutcome, with_fills
 from services.gatekeeper.ruleset import (
     SEVERITY_BY_RANK,
     SEVERITY_RANK,
@@ -31,16 +32,9 @@ from services.gatekeeper.ruleset import (
     ForbiddenFieldsParameters,
     Ruleset,
 )
+from tracebound.events import GatekeeperOutcome, GateNote, RuleMeta, ToolInvocation
 
 _ARRAY_ITEM = re.compile(r"^\$\.(?P<array>[A-Za-z_][A-Za-z0-9_]*)\[(?:0|[1-9][0-9]*)\]$")
-
-
-@dataclass(frozen=True, slots=True)
-class GatekeeperOutcome:
-    """The seed-shaped ``gatekeeper_result`` plus the (back-filled) executor output."""
-
-    result: dict[str, Any]
-    structured_output: dict[str, Any] | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +49,7 @@ class _Plan:
     no_evidence: str
     arrays: dict[str, str]
     negative_types: frozenset[str]
+    rules: tuple[RuleMeta, ...]
 
 
 @lru_cache(maxsize=16)
@@ -70,6 +65,7 @@ def _plan(rs: Ruleset) -> _Plan:
         no_evidence=rs.contract.no_evidence_path,
         arrays=rs.contract.tool_arrays,
         negative_types=frozenset(rs.contract.negative_claim_types),
+        rules=tuple(RuleMeta(**meta) for meta in rs.metadata()),
     )
 
 
@@ -96,9 +92,9 @@ class _Run:
         self.invocations = invocations
         self.rank = 0
         self.failed: set[str] = set()
-        self.errors: list[dict[str, Any]] = []
-        self.warnings: list[dict[str, Any]] = []
-        self.bindings: list[dict[str, Any]] = []
+        self.errors: list[GateNote] = []
+        self.warnings: list[GateNote] = []
+        self.bindings: list[Binding] = []
         self.items: dict[tuple[int, str], tuple[str, int]] = {}
         self.fills: list[tuple[int, int, int, str]] = []
 
@@ -107,27 +103,26 @@ class _Run:
         rule: str,
         message: str,
         claim_id: str | None = None,
-        rec: dict[str, Any] | None = None,
+        rec: Binding | None = None,
         hint: dict[str, Any] | None = None,
     ) -> None:
         severity = self.plan.severities[rule]
         self.rank = max(self.rank, SEVERITY_RANK[severity])
         self.failed.add(rule)
-        error: dict[str, Any] = {
-            "rule": rule,
-            "severity": severity,
-            "claim_id": claim_id,
-            "binding_index": None if rec is None else rec["binding_index"],
-            "message": message,
-        }
-        if hint is not None:
-            error["hint"] = hint
+        error = GateNote(
+            rule=rule,
+            severity=severity,
+            claim_id=claim_id,
+            binding_index=None if rec is None else rec.binding_index,
+            message=message,
+            hint=hint,
+        )
         self.errors.append(error)
-        if rec is not None and rec["status"] != "fail":
-            rec.update(status="fail", rule=rule, reason=message)
+        if rec is not None and rec.status != "fail":
+            rec.status, rec.rule, rec.reason = "fail", rule, message
 
     def forbidden_in(
-        self, obj: Mapping[str, Any], where: str, claim_id: str | None, rec: dict[str, Any] | None
+        self, obj: Mapping[str, Any], where: str, claim_id: str | None, rec: Binding | None
     ) -> None:
         for name in self.plan.forbidden:
             if name in obj:
@@ -177,25 +172,15 @@ class _Run:
         negative = claim.get("claim_type") in self.plan.negative_types
         for b_index, binding in enumerate(bindings):
             rec = self.binding(index, claim_id, negative, b_index, binding)
-            if rec["status"] == "pass" and rec["matched_text"] is None:
-                rec["status"] = "skipped"
+            if rec.status == "pass" and rec.matched_text is None:
+                rec.status = "skipped"
 
-    def binding(
-        self, c_index: int, claim_id: str, negative: bool, b_index: int, b: Any
-    ) -> dict[str, Any]:
-        """Check one binding; returns its ``checked_bindings`` record."""
+    def binding(self, c_index: int, claim_id: str, negative: bool, b_index: int, b: Any) -> Binding:
+        """Check one binding; returns its ``checked_bindings`` entry."""
         fields: Mapping[str, Any] = b if is_object(b) else {}
         tool, sid = fields.get("tool_name"), fields.get("source_invocation_id")
         path, excerpt = fields.get("raw_path"), fields.get("evidence_excerpt")
-        rec: dict[str, Any] = {
-            "claim_id": claim_id,
-            "binding_index": b_index,
-            "tool_name": tool,
-            "source_invocation_id": sid,
-            "raw_path": path,
-            "matched_text": None,
-            "status": "pass",
-        }
+        rec = Binding(claim_id, b_index, tool, sid, path)
         self.bindings.append(rec)
         if not is_object(b):
             if "binding.fields" in self.on:
@@ -233,7 +218,7 @@ class _Run:
         if ref is None:
             self.missing_ref(inv, path, negative, claim_id, rec)
             return rec
-        rec["matched_text"] = ref.text
+        rec.matched_text = ref.text
         if not verified and "evidence.excerpt_supported" in self.on:
             if ref.norm is None:
                 ref.norm = self.matcher.normalize(ref.text)
@@ -248,9 +233,7 @@ class _Run:
                 self.fail("evidence.unique_item", f"{message} binding {first[1]}", claim_id, rec)
         return rec
 
-    def path_rules(
-        self, tool: str, path: str, negative: bool, claim_id: str, rec: dict[str, Any]
-    ) -> None:
+    def path_rules(self, tool: str, path: str, negative: bool, claim_id: str, rec: Binding) -> None:
         no_evidence = self.plan.no_evidence
         if path == no_evidence:
             if not negative and "negative.claim_type" in self.on:
@@ -268,7 +251,7 @@ class _Run:
             message = f"negative claim binds {path!r}; only {no_evidence} may support it"
             self.fail("negative.no_evidence_only", message, claim_id, rec)
 
-    def resolve(self, sid: int, tool: str, claim_id: str, rec: dict[str, Any]) -> Invocation | None:
+    def resolve(self, sid: int, tool: str, claim_id: str, rec: Binding) -> Invocation | None:
         inv = self.invocations.get(sid)
         if inv is None:
             if "invocation.exists" in self.on:
@@ -295,7 +278,7 @@ class _Run:
         excerpt_norm: str,
         *,
         claim_id: str,
-        rec: dict[str, Any],
+        rec: Binding,
     ) -> tuple[Invocation, str] | None:
         """The unique (invocation, raw_path) whose ref supports the excerpt, else None."""
         rule = "invocation.backfill"
@@ -326,21 +309,21 @@ class _Run:
             self.fail(rule, message, claim_id, rec)
             return None
         chosen, chosen_path = found[0]
-        rec.update(source_invocation_id=chosen.id, raw_path=chosen_path, status="backfilled")
+        rec.source_invocation_id, rec.raw_path, rec.status = chosen.id, chosen_path, "backfilled"
         self.warnings.append(
-            {
-                "rule": rule,
-                "claim_id": claim_id,
-                "binding_index": rec["binding_index"],
-                "message": f"back-filled {missing} from the unique matching ref",
-                "source_invocation_id": chosen.id,
-                "raw_path": chosen_path,
-            }
+            GateNote(
+                rule=rule,
+                claim_id=claim_id,
+                binding_index=rec.binding_index,
+                message=f"back-filled {missing} from the unique matching ref",
+                source_invocation_id=chosen.id,
+                raw_path=chosen_path,
+            )
         )
         return found[0]
 
     def missing_ref(
-        self, inv: Invocation, path: str, negative: bool, claim_id: str, rec: dict[str, Any]
+        self, inv: Invocation, path: str, negative: bool, claim_id: str, rec: Binding
     ) -> None:
         if "evidence.raw_path" in self.on:
             count = len(inv.refs)
@@ -353,46 +336,27 @@ class _Run:
             self.fail("negative.no_evidence_only", message, claim_id, rec)
 
 
-def _with_fills(so: Any, fills: list[tuple[int, int, int, str]]) -> dict[str, Any] | None:
-    """A new output dict with the back-filled bindings replaced.
-
-    Only the containers on a back-filled path are copied; every other value is
-    shared with the input, which the gatekeeper never mutates. Treat both as
-    read-only downstream.
-    """
-    if not is_object(so):
-        return None
-    copy: dict[str, Any] = dict(so)
-    if fills:
-        claims = copy["claims"] = list(copy["claims"])
-        for c_index, b_index, inv_id, path in fills:
-            claim = claims[c_index] = dict(claims[c_index])
-            bindings = claim["evidence_bindings"] = list(claim["evidence_bindings"])
-            bindings[b_index] = dict(bindings[b_index], source_invocation_id=inv_id, raw_path=path)
-    return copy
-
-
 def check(
     structured_output: Mapping[str, Any] | None,
-    tool_invocations: Sequence[Mapping[str, Any]],
+    tool_invocations: Sequence[ToolInvocation],
     ruleset: Ruleset,
-) -> GatekeeperOutcome:
-    """Verify every citation of ``structured_output`` against ``tool_invocations``."""
+) -> CheckOutcome:
+    """Verify every citation of ``structured_output`` against the recorded invocations."""
     invocations, duplicates = index_invocations(tool_invocations)
     run = _Run(ruleset, invocations)
     if duplicates:
         message = f"{duplicates} duplicate invocation ids; the first record of each is used"
-        run.warnings.append({"rule": "invocation.exists", "message": message})
+        run.warnings.append(GateNote(rule="invocation.exists", message=message))
     run.output(structured_output)
     failed = [rule for rule in ruleset.order if rule in run.failed] if run.failed else []
-    result: dict[str, Any] = {
-        "status": "pass" if run.rank == 0 else "fail",
-        "severity": SEVERITY_BY_RANK[run.rank],
-        "rule_set_version": ruleset.version,
-        "rules": ruleset.metadata(),
-        "checked_bindings": run.bindings,
-        "failed_rules": failed,
-        "warnings": run.warnings,
-        "errors": run.errors,
-    }
-    return GatekeeperOutcome(result, _with_fills(structured_output, run.fills))
+    result = GatekeeperOutcome(
+        status="pass" if run.rank == 0 else "fail",
+        severity=SEVERITY_BY_RANK[run.rank],
+        rule_set_version=ruleset.version,
+        rules=run.plan.rules,
+        checked_bindings=tuple(rec.record() for rec in run.bindings),
+        failed_rules=tuple(failed),
+        warnings=tuple(run.warnings),
+        errors=tuple(run.errors),
+    )
+    return CheckOutcome(result, with_fills(structured_output, run.fills))

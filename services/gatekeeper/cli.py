@@ -50,5 +50,5 @@ def run_check(args: argparse.Namespace) -> int:
     ruleset = load_ruleset(args.rules) if args.rules is not None else default_ruleset()
     for request in parse_requests(read_text(args.file)):
         outcome = check(request.executor_structured_output, request.tool_invocations, ruleset)
-        print_json_line(outcome.result)
+        print_json_line(outcome.result.model_dump(mode="json"))
     return 0

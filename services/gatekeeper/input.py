@@ -1,81 +1,28 @@
-"""What the gatekeeper reads: the request envelope and the invocation index.
+"""What the gatekeeper reads: recorded tool invocations, indexed for citation lookup.
 
-Why validate the envelope but not the executor output: tool invocations come
-from our own records, so a malformed one is unusable input (exit 2 in the CLI);
-the executor output is what the gatekeeper judges, so its defects become rule
+The check takes the executor's ``ToolInvocation`` records as the event carries
+them; ``tracebound gatekeeper check`` parses its input into the same records
+here, so the service and the CLI judge one shape.
+
+Why validate the invocations but not the executor output: invocations come from
+our own records, so a malformed one is unusable input (exit 2 in the CLI); the
+executor output is what the gatekeeper judges, so its defects become rule
 failures in the result rather than input errors. Only its top-level type
 (object or null) is checked here.
-
-The index is what a check looks invocations up in. It tolerates records the
-envelope models would refuse (a service may call the check with raw event
-data): such records simply cannot be cited.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    StrictBool,
-    StrictInt,
-    StrictStr,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from tracebound.jsonio import parse_each
-
-
-class EvidenceRefIn(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    raw_path: StrictStr
-    text: StrictStr
-
-
-class RetrievalDetailsIn(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    evidence_status: StrictStr | None = None
-    evidence_refs: list[EvidenceRefIn] | None = None
-
-
-class ToolInvocationIn(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    id: StrictInt
-    tool_name: StrictStr
-    success: StrictBool | None = None
-    retrieval_details: RetrievalDetailsIn | None = None
-
-
-class GatekeeperInput(BaseModel):
-    """One request: the executor output (null allowed) and the session's invocations."""
-
-    model_config = ConfigDict(extra="allow")
-
-    executor_structured_output: dict[str, Any] | None
-    tool_invocations: list[ToolInvocationIn]
-
-    @model_validator(mode="after")
-    def _unique_ids(self) -> GatekeeperInput:
-        seen: set[int] = set()
-        for invocation in self.tool_invocations:
-            if invocation.id in seen:
-                raise ValueError(f"tool_invocations holds id {invocation.id} more than once")
-            seen.add(invocation.id)
-        return self
-
-
-@dataclass(frozen=True)
-class CheckRequest:
-    """A validated request; the raw dicts go to the check so nothing is lost or coerced."""
-
-    executor_structured_output: dict[str, Any] | None
-    tool_invocations: list[dict[str, Any]]
+from tracebound.errors import InvalidInputError
+from tracebound.events import EvidenceRef, RetrievalDetails, ToolInvocation
+from tracebound.jsonio import json_objects, one_line
 
 
 def is_object(value: Any) -> TypeGuard[Mapping[str, Any]]:
@@ -96,54 +43,133 @@ class Ref:
 class Invocation:
     """One tool invocation; its refs are indexed on first use."""
 
-    __slots__ = ("_raw_refs", "_refs", "id", "tool_name")
+    __slots__ = ("_record", "_refs", "id", "tool_name")
 
-    def __init__(self, inv_id: int, tool_name: str, raw_refs: Any) -> None:
-        self.id = inv_id
-        self.tool_name = tool_name
-        self._raw_refs = raw_refs
+    def __init__(self, record: ToolInvocation) -> None:
+        self.id = record.source_invocation_id
+        self.tool_name = record.tool_name
+        self._record = record
         self._refs: dict[str, Ref] | None = None
 
     @property
     def legacy(self) -> bool:
         """A record from before evidence_refs existed; it cannot be verified."""
-        return type(self._raw_refs) is not list
+        return self._record.retrieval_details is None
 
     @property
     def refs(self) -> dict[str, Ref]:
         if self._refs is None:
             self._refs = {}
-            for ref in self._raw_refs if type(self._raw_refs) is list else ():
-                if is_object(ref):
-                    path, text = ref.get("raw_path"), ref.get("text")
-                    if type(path) is str and type(text) is str:
-                        self._refs.setdefault(path, Ref(text))
+            details = self._record.retrieval_details
+            for ref in details.evidence_refs if details is not None else ():
+                self._refs.setdefault(ref.raw_path, Ref(ref.text))
         return self._refs
 
 
-def index_invocations(tool_invocations: Sequence[Any]) -> tuple[dict[int, Invocation], int]:
+def index_invocations(
+    tool_invocations: Sequence[ToolInvocation],
+) -> tuple[dict[int, Invocation], int]:
     """Invocations by id (first record wins); also how many duplicate ids were dropped."""
     by_id: dict[int, Invocation] = {}
     duplicates = 0
-    for raw in tool_invocations:
-        if not is_object(raw):
-            continue
-        inv_id = raw.get("id")
-        if type(inv_id) is not int:
-            continue
-        if inv_id in by_id:
+    for record in tool_invocations:
+        if record.source_invocation_id in by_id:
             duplicates += 1
             continue
-        tool = raw.get("tool_name")
-        details = raw.get("retrieval_details")
-        raw_refs = details.get("evidence_refs") if is_object(details) else None
-        by_id[inv_id] = Invocation(inv_id, tool if type(tool) is str else "", raw_refs)
+        by_id[record.source_invocation_id] = Invocation(record)
     return by_id, duplicates
+
+
+class GatekeeperInput(BaseModel):
+    """One request of the CLI: the executor output (null allowed) and the invocations."""
+
+    model_config = ConfigDict(extra="allow")
+
+    executor_structured_output: dict[str, Any] | None
+    tool_invocations: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class CheckRequest:
+    """A parsed request; the executor output stays raw JSON so nothing is lost or coerced."""
+
+    executor_structured_output: dict[str, Any] | None
+    tool_invocations: tuple[ToolInvocation, ...]
+
+
+def _known(model: type[BaseModel], raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of ``raw`` the record declares; the CLI ignores any others."""
+    return {key: value for key, value in raw.items() if key in model.model_fields}
+
+
+def _record_fields(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """A CLI invocation in the record's field names.
+
+    The CLI names the id ``id`` (``source_invocation_id`` is accepted too), may
+    leave out what the gatekeeper does not read (parameters, output, duration,
+    success, evidence status), and marks a legacy record by leaving out
+    ``evidence_refs``; such a record has no retrieval details.
+    """
+    fields: dict[str, Any] = {"input_params": None, "output": None, "duration_ms": 0}
+    fields |= _known(ToolInvocation, raw)
+    if "id" in raw:
+        fields["source_invocation_id"] = raw["id"]
+    if fields.get("success") is None:
+        fields["success"] = True
+    details = raw.get("retrieval_details")
+    if is_object(details):
+        if details.get("evidence_refs") is None:
+            fields["retrieval_details"] = None
+        else:
+            shown = _known(RetrievalDetails, details)
+            if shown.get("evidence_status") is None:
+                shown["evidence_status"] = "unknown"
+            refs = details["evidence_refs"]
+            if isinstance(refs, list):
+                shown["evidence_refs"] = [
+                    _known(EvidenceRef, ref) if is_object(ref) else ref for ref in refs
+                ]
+            fields["retrieval_details"] = shown
+    return fields
+
+
+def parse_invocation(raw: Mapping[str, Any]) -> ToolInvocation:
+    """One CLI invocation as its record; field types are checked strictly (``"5"`` is no id)."""
+    try:
+        return ToolInvocation.model_validate_json(json.dumps(_record_fields(raw)), strict=True)
+    except ValidationError as exc:
+        message = one_line(exc)
+        if "id" in raw and message.startswith("source_invocation_id"):
+            message = "id" + message.removeprefix("source_invocation_id")
+        raise InvalidInputError(message) from None
+
+
+def _request(document: dict[str, Any]) -> CheckRequest:
+    envelope = GatekeeperInput.model_validate(document)
+    records = []
+    seen: set[int] = set()
+    for index, raw in enumerate(envelope.tool_invocations):
+        try:
+            record = parse_invocation(raw)
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"tool_invocations[{index}].{exc}") from None
+        if record.source_invocation_id in seen:
+            raise InvalidInputError(
+                f"tool_invocations holds id {record.source_invocation_id} more than once"
+            )
+        seen.add(record.source_invocation_id)
+        records.append(record)
+    return CheckRequest(envelope.executor_structured_output, tuple(records))
 
 
 def parse_requests(text: str) -> list[CheckRequest]:
     """All requests of the input, in order; any structural defect raises InvalidInputError."""
-    return [
-        CheckRequest(raw["executor_structured_output"], raw["tool_invocations"])
-        for raw, _model in parse_each(text, GatekeeperInput)
-    ]
+    requests = []
+    for label, document in json_objects(text):
+        try:
+            requests.append(_request(document))
+        except ValidationError as exc:
+            raise InvalidInputError(f"{label}{one_line(exc)}") from None
+        except InvalidInputError as exc:
+            raise InvalidInputError(f"{label}{exc}") from None
+    return requests

@@ -1,7 +1,5 @@
-"""The ingest service: Alertmanager webhook, chat API and the ``serve``/``publish``/``demo`` CLI.
+"""The ingest core: Alertmanager parsing, dedup, publishing, the run buffer, the CLI.
 
-It is the pipeline's front door. Every accepted request becomes one
-``DiagnosisRequested`` event on ``tracebound.requests``, and the HTTP reply is
-sent only after the broker acknowledged it, so a 2xx always means "the run
-exists" and a 5xx always means "try again".
+Its HTTP API (webhook, chat, event streams, runs and traces) is :mod:`web`,
+which ``python -m services.ingest`` and ``tracebound serve`` start.
 """

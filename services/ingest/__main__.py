@@ -1,11 +1,11 @@
-"""``python -m services.ingest``: the ingest HTTP service (wiring only)."""
+"""``python -m services.ingest``: the ingest role, which serves the HTTP API (wiring only)."""
 
 from __future__ import annotations
 
 import sys
 
-from services.ingest.cli import serve
 from services.ingest.settings import IngestSettings
+from web.server import serve
 
 
 def main() -> int:

@@ -1,5 +1,7 @@
 """``tracebound serve`` and ``tracebound publish``; ``demo`` lives in :mod:`.demo`.
 
+``serve`` starts the HTTP API of :mod:`web`, imported only when the command runs.
+
 ``publish`` goes straight to Kafka (no HTTP, no dedup): it is for files an
 operator hands in on purpose, so every run of it is a new request. It cuts the
 file into runs with the very code the webhook uses.
@@ -20,33 +22,14 @@ from tracebound.errors import InvalidInputError
 from tracebound.settings import KafkaSettings
 
 
-def serve(settings: IngestSettings) -> int:
-    """Run the API in the foreground until SIGINT/SIGTERM (uvicorn shuts down gracefully)."""
-    import uvicorn  # noqa: PLC0415 - only the server path needs it
-
-    from services.ingest.app import create_app  # noqa: PLC0415
-    from tracebound import logs  # noqa: PLC0415
-    from tracebound.settings_check import report_unknown_variables  # noqa: PLC0415
-
-    logs.configure()
-    report_unknown_variables("ingest")
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_config=None,  # uvicorn's records go through our JSON formatter
-        proxy_headers=False,
-        server_header=False,
-    )
-    return 0
-
-
 def _cmd_serve(args: argparse.Namespace) -> int:
     overrides: dict[str, Any] = {}
     if args.host:
         overrides["host"] = args.host
     if args.port is not None:
         overrides["port"] = args.port
+    from web.server import serve  # noqa: PLC0415 - only this command needs the HTTP stack
+
     return serve(IngestSettings(**overrides))
 
 

@@ -1,7 +1,7 @@
-"""The ingest API's request and response bodies, as pydantic models.
+"""What the ingest accepts, as pydantic models: Alertmanager webhooks and chat questions.
 
 The same models validate HTTP bodies and ``tracebound publish`` files, and their
-JSON schemas are the OpenAPI document, so what is documented is what is checked.
+JSON schemas are in the OpenAPI document, so what is documented is what is checked.
 Alertmanager payloads ignore unknown fields (newer Alertmanager versions add
 some); the chat body is ours and rejects them.
 """
@@ -87,42 +87,6 @@ class ChatRequest(BaseModel):
     language: Literal["zh", "en"] | None = Field(
         default=None, description="answer language; detected from the question when omitted"
     )
-
-
-class RunAccepted(BaseModel):
-    run_id: str
-    deduplicated: bool = Field(
-        description="true when an identical alert group was accepted within the window"
-    )
-
-
-class WebhookAccepted(BaseModel):
-    runs: list[RunAccepted]
-    resolved: int = Field(description="resolved alerts recorded (never diagnosed)")
-
-
-class ChatAccepted(BaseModel):
-    run_id: str
-
-
-class RunPending(BaseModel):
-    run_id: str
-    status: Literal["running"]
-    events: int = Field(description="events of the run seen so far")
-
-
-class ErrorLocation(BaseModel):
-    loc: list[str | int]
-    msg: str
-
-
-class ErrorBody(BaseModel):
-    error: str
-    detail: list[ErrorLocation] = Field(default_factory=list)
-
-
-class Health(BaseModel):
-    status: Literal["ok"]
 
 
 def validation_details(exc: ValidationError) -> list[dict[str, Any]]:

@@ -14,19 +14,17 @@ import asyncio
 import logging
 import threading
 import time
-import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import KafkaException
 
-from tracebound import topics
+from tracebound import kafka as edge
 from tracebound.codec import make_codec
-from tracebound.errors import PoisonInput
 from tracebound.events import Answer, Event
-from tracebound.runtime.fetch import next_batch
 from tracebound.settings import KafkaSettings
-from tracebound.topics import topic_table
+from tracebound.topology import role
 
 log = logging.getLogger(__name__)
 MAX_EVENTS_PER_RUN = 2000
@@ -133,39 +131,17 @@ class EventReader:
         self._stop.set()
         self._thread.join(10)
 
-    def _consumer(self) -> Consumer:
-        consumer = Consumer(
-            {
-                **self._kafka.client_config(),
-                # Required by librdkafka, never joined: partitions are assigned by hand.
-                "group.id": f"tracebound-ingest-{uuid.uuid4().hex[:8]}",
-                "enable.auto.commit": "false",
-                "isolation.level": "read_committed",
-            }
-        )
-        names = [t.name for t in topic_table() if t.name != topics.DEAD_LETTERS]
-        meta = consumer.list_topics(timeout=10)
+    def _consumer(self) -> Any:
+        consumer = edge.consumer(self._kafka, "ingest")
+        names = role("ingest").watched_topics
         since_ms = int((time.time() - self._lookback_s) * 1000)
-        wanted = [
-            TopicPartition(name, p, since_ms)
-            for name in names
-            if name in meta.topics
-            for p in meta.topics[name].partitions
-        ]
-        starts = consumer.offsets_for_times(wanted, timeout=10)
-        assigned = []
-        for tp in starts:
-            if tp.offset < 0:  # nothing that recent: start at the end
-                _, high = consumer.get_watermark_offsets(tp, timeout=10)
-                assigned.append(TopicPartition(tp.topic, tp.partition, high))
-            else:
-                assigned.append(tp)
-        consumer.assign(assigned)
+        keys = edge.partitions(consumer, names)
+        edge.assign(consumer, edge.offsets_since(consumer, keys, since_ms))
         return consumer
 
     def _run(self) -> None:
         codec = make_codec(self._kafka)
-        consumer: Consumer | None = None
+        consumer: Any = None
         while not self._stop.is_set():
             if consumer is None:
                 try:
@@ -175,12 +151,7 @@ class EventReader:
                     log.warning("event reader cannot start yet: %s", exc)
                     self._stop.wait(2)
                     continue
-            for msg in next_batch(consumer, 500, 0.5):
-                if msg.error() is not None or msg.value() is None:
-                    continue
-                try:
-                    self._buffer.add(codec.decode(msg.value()))
-                except PoisonInput:
-                    continue  # the dead-letter path of the roles deals with it
+            for event in edge.decoded(codec, edge.next_batch(consumer, 500, 0.5)):
+                self._buffer.add(event)  # poison: the dead-letter path of the roles deals with it
         if consumer is not None:
             consumer.close()

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 import sys
 
+from services.common.inputs import role_inputs
 from services.common.mode import model_for
 from services.planner.handler import SERVICE, PlannerHandler
-from tracebound import topics
-from tracebound.events import DiagnosisRequested
+from services.planner.skills import load_skills
 from tracebound.runtime import ServiceSpec, run_service
-from tracebound.skills import load_skills
 
 
 def main() -> int:
+    input_topics, accepts = role_inputs(SERVICE)
     spec = ServiceSpec(
         name=SERVICE,
-        input_topics=(topics.REQUESTS,),
+        input_topics=input_topics,
+        accepts=accepts,
         handler=PlannerHandler(load_skills(), model_for(SERVICE)),
-        accepts=(DiagnosisRequested,),
     )
     return run_service(spec)
 

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 
 from services.planner.llm_planner import PlanRejected, plan_llm, planner_prompt
 from services.planner.rules_planner import plan_rules
+from services.planner.skills import Skill
 from tracebound.events import DiagnosisRequested, Event, PlanProduced
 from tracebound.llm import ChatModel, ModelCallFailed, StepRecorder
 from tracebound.prompts import prompt_audit
-from tracebound.skills import Skill
 
 SERVICE = "planner"
 log = logging.getLogger("tracebound.planner")

@@ -2,7 +2,8 @@
 
 The narrow-scope flag stays deterministic (the scope rules), and a model that
 names a skill outside the catalogue gets no skill: the executor must never run
-steps nobody reviewed.
+steps nobody reviewed. The model writes the plan's text; the calls the plan
+records for the executor come from the chosen skill, as in the rules planner.
 """
 
 from __future__ import annotations
@@ -12,11 +13,12 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from services.planner.planning import execution_plan
+from services.planner.scope import read_focus
+from services.planner.skills import Skill, catalogue_text
 from tracebound.events import DiagnosisRequest, PlannerPlan, PlanSnapshot
 from tracebound.llm import StepRecorder, parse_model
 from tracebound.prompts import Prompt, load_prompt
-from tracebound.scope import read_focus
-from tracebound.skills import Skill, catalogue_text
 
 
 class PlannerReply(BaseModel):
@@ -75,5 +77,6 @@ def plan_llm(
         narrow_scope=focus.narrow,
         skill_version=skill.version if skill else None,
         planner_mode="llm",
+        execution=execution_plan(focus, skill, request, focus.narrow),
     )
     return snapshot, skill

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from services.planner.planning import describe, execution_plan
+from services.planner.scope import read_focus
+from services.planner.skills import Skill, select_skill
 from tracebound.events import DiagnosisRequest, PlannerPlan, PlanSnapshot
-from tracebound.planning import planned_calls
-from tracebound.scope import read_focus
-from tracebound.skills import Skill, select_skill
 
 
 def plan_rules(
@@ -20,7 +20,7 @@ def plan_rules(
 ) -> tuple[PlanSnapshot, Skill | None]:
     focus = read_focus(request)
     skill, score = select_skill(skills, request.query, focus.alert_names)
-    calls = planned_calls(focus, skill, request, focus.narrow)
+    execution = execution_plan(focus, skill, request, focus.narrow)
     if skill is None:
         reason = "no skill trigger matched the request; using the default evidence steps"
     else:
@@ -34,7 +34,7 @@ def plan_rules(
     plan = PlannerPlan(
         selected_skill=skill.name if skill else None,
         selection_reason=reason,
-        plan=tuple(call.describe() for call in calls),
+        plan=tuple(describe(call) for call in execution.calls),
         reasoning=f"{scope}; entities: {entities}; mode {request.mode}",
     )
     snapshot = PlanSnapshot(
@@ -42,5 +42,6 @@ def plan_rules(
         narrow_scope=focus.narrow,
         skill_version=skill.version if skill else None,
         planner_mode="rules",
+        execution=execution,
     )
     return snapshot, skill

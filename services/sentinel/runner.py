@@ -1,41 +1,35 @@
 """The sentinel process: watch every stage topic, give up on runs past the deadline.
 
-It needs no exactly-once machinery: it only ever sends deadline verdicts, and a
-repeated one is harmless because the composer answers each run once. On start it
-re-reads the last ``lookback`` of every watched topic, so runs requested before
-that window are not watched (documented limit).
+It runs on the shared service runtime (:func:`tracebound.runtime.start_process`:
+logs, ``/healthz`` and ``/metrics`` on ``TRACEBOUND_SENTINEL_METRICS_PORT``), but
+not in the exactly-once :class:`~tracebound.runtime.ServiceLoop`: its verdicts
+come from the clock, not from an input, and it belongs to no consumer group. It
+needs no transactions either: it only ever sends deadline verdicts, and a
+repeated one is harmless because the composer answers each run once. On start
+it re-reads the last ``lookback`` of every watched topic, so runs requested
+before that window are not watched (documented limit).
 """
 
 from __future__ import annotations
 
 import logging
-import signal
-import threading
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
-from confluent_kafka import Consumer, Producer, TopicPartition
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from services.sentinel.watch import SERVICE, Watch, deadline_verdict
-from tracebound import logs, topics
-from tracebound.codec import make_codec
-from tracebound.errors import PoisonInput
+from services.sentinel.watch import SERVICE, WATCHED, Watch, deadline_verdict
+from tracebound import kafka as edge
+from tracebound import topics
+from tracebound.codec import Codec, make_codec
+from tracebound.runtime import ServiceProcess, start_process
 from tracebound.settings import KafkaSettings, TraceboundSettings
-from tracebound.settings_check import report_unknown_variables
 
 log = logging.getLogger("tracebound.sentinel")
-WATCHED = (
-    topics.REQUESTS,
-    topics.PLANS,
-    topics.RETRIES,
-    topics.EVIDENCE,
-    topics.GATEKEEPER_RESULTS,
-    topics.VERDICTS,
-    topics.ANSWERS,
-)
+LAG_INTERVAL_S = 10.0
+BATCH = 500
 
 
 class SentinelSettings(TraceboundSettings):
@@ -46,69 +40,63 @@ class SentinelSettings(TraceboundSettings):
     tick_s: float = Field(default=1.0, gt=0)
 
 
-def _start_offsets(consumer: Consumer, since_ms: int) -> list[TopicPartition]:
-    meta = consumer.list_topics(timeout=10)
-    wanted = [
-        TopicPartition(t, p, since_ms)
-        for t in WATCHED
-        if t in meta.topics
-        for p in meta.topics[t].partitions
-    ]
-    return list(consumer.offsets_for_times(wanted, timeout=10))
+class Sentinel:
+    """Observes the watched topics and sends a deadline verdict for each stalled run."""
+
+    def __init__(
+        self, settings: SentinelSettings, kafka: KafkaSettings, process: ServiceProcess
+    ) -> None:
+        self.settings = settings
+        self.process = process
+        self.codec: Codec = make_codec(kafka)
+        self.deadline = timedelta(seconds=settings.deadline_s)
+        self.watch = Watch(self.deadline)
+        self._consumer: Any = edge.consumer(kafka, SERVICE)
+        self._producer: Any = edge.producer(kafka, SERVICE)
+        self._lag = edge.LagGauge(process.metrics, SERVICE, LAG_INTERVAL_S)
+
+    def run(self) -> None:
+        since_ms = int((time.time() - self.settings.lookback_s) * 1000)
+        keys = edge.partitions(self._consumer, WATCHED)
+        edge.assign(self._consumer, edge.offsets_since(self._consumer, keys, since_ms))
+        log.info("sentinel watching with a %.0fs deadline", self.settings.deadline_s)
+        metrics, next_tick = self.process.metrics, time.monotonic()
+        try:
+            while not self.process.stop.is_set():
+                metrics.beat()
+                messages = edge.next_batch(self._consumer, BATCH, self.settings.tick_s)
+                for event in edge.decoded(self.codec, messages):
+                    self.watch.observe(event)
+                metrics.processed.labels(SERVICE).inc(len(messages))
+                if time.monotonic() >= next_tick:
+                    next_tick = time.monotonic() + self.settings.tick_s
+                    self._give_up_on_overdue()
+                self._lag.refresh(self._consumer)
+        finally:
+            self._producer.flush(30)
+            self._consumer.close()
+
+    def _give_up_on_overdue(self) -> None:
+        for state in self.watch.overdue(datetime.now(UTC)):
+            verdict = deadline_verdict(state, self.deadline)
+            self._producer.produce(
+                topics.VERDICTS,
+                key=state.run_id.encode(),
+                value=self.codec.encode(verdict, topics.VERDICTS),
+            )
+            self.process.metrics.produced.labels(SERVICE).inc()
+            log.warning(
+                "run past its deadline; answering as failed", extra={"run_id": state.run_id}
+            )
+        self._producer.poll(0)
 
 
 def run(settings: SentinelSettings | None = None, kafka: KafkaSettings | None = None) -> int:
-    settings = settings or SentinelSettings()
-    kafka = kafka or KafkaSettings()
-    codec = make_codec(kafka)
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    consumer = Consumer(
-        {
-            **kafka.client_config(),
-            "group.id": f"sentinel-{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": "false",
-            "isolation.level": "read_committed",
-            "auto.offset.reset": "latest",
-        }
-    )
-    producer = Producer({**kafka.client_config(), "enable.idempotence": "true"})
-    since = int((time.time() - settings.lookback_s) * 1000)
-    consumer.assign(_start_offsets(consumer, since))
-    deadline = timedelta(seconds=settings.deadline_s)
-    watch = Watch(deadline)
-    next_tick = time.monotonic()
-    log.info("sentinel watching with a %.0fs deadline", settings.deadline_s)
-    try:
-        while not stop.is_set():
-            for msg in consumer.consume(500, settings.tick_s):
-                if msg.error() is not None or msg.value() is None:
-                    continue
-                try:
-                    watch.observe(codec.decode(msg.value()))
-                except PoisonInput:
-                    continue
-            if time.monotonic() >= next_tick:
-                next_tick = time.monotonic() + settings.tick_s
-                for state in watch.overdue(datetime.now(UTC)):
-                    verdict = deadline_verdict(state, deadline)
-                    producer.produce(
-                        topics.VERDICTS,
-                        key=state.run_id.encode(),
-                        value=codec.encode(verdict, topics.VERDICTS),
-                    )
-                    log.warning(
-                        "run past its deadline; answering as failed", extra={"run_id": state.run_id}
-                    )
-                producer.poll(0)
-    finally:
-        producer.flush(30)
-        consumer.close()
+    process = start_process(SERVICE)
+    process.stop_on_signals()
+    Sentinel(settings or SentinelSettings(), kafka or KafkaSettings(), process).run()
     return 0
 
 
 def main() -> int:
-    logs.configure()
-    report_unknown_variables(SERVICE)
     return run()

@@ -21,8 +21,11 @@ from tracebound.events import (
     PromptAudit,
     Verdict,
 )
+from tracebound.topology import role
 
 SERVICE = "sentinel"
+# The topics whose events count as a run's progress (the topology's watched set).
+WATCHED: tuple[str, ...] = role(SERVICE).watched_topics
 MAX_FINISHED = 200_000
 
 

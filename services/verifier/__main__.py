@@ -4,19 +4,19 @@ from __future__ import annotations
 
 import sys
 
+from services.common.inputs import role_inputs
 from services.common.mode import model_for
 from services.verifier.handler import SERVICE, VerifierHandler
-from tracebound import topics
-from tracebound.events import GatekeeperResult
 from tracebound.runtime import ServiceSpec, run_service
 
 
 def main() -> int:
+    input_topics, accepts = role_inputs(SERVICE)
     spec = ServiceSpec(
         name=SERVICE,
-        input_topics=(topics.GATEKEEPER_RESULTS,),
+        input_topics=input_topics,
+        accepts=accepts,
         handler=VerifierHandler(model=model_for(SERVICE)),
-        accepts=(GatekeeperResult,),
     )
     return run_service(spec)
 

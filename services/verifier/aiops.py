@@ -14,21 +14,16 @@ from typing import Any
 
 from services.verifier.facts import extract
 from services.verifier.rules_file import VerifierRules, default_verifier_rules
+from tracebound.events import Alert, ToolTraceEntry
 
 
-def _field(item: Any, name: str) -> Any:
-    return item.get(name) if isinstance(item, Mapping) else getattr(item, name, None)
-
-
-def _targets(alerts: Sequence[Any], labels: Sequence[str]) -> list[str]:
+def _targets(alerts: Sequence[Alert], labels: Sequence[str]) -> list[str]:
     """The input alerts' names and subjects (label values), casefolded, in order."""
     targets: list[str] = []
     for alert in alerts:
-        values = _field(alert, "labels")
-        values = values if isinstance(values, Mapping) else {}
         for label in labels:
-            value = values.get(label)
-            if isinstance(value, str) and value.strip() and value.casefold() not in targets:
+            value = alert.labels.get(label)
+            if value is not None and value.strip() and value.casefold() not in targets:
                 targets.append(value.strip().casefold())
     return targets
 
@@ -51,9 +46,9 @@ def _related(subject: str, targets: Sequence[str]) -> bool:
 
 
 def evaluate_aiops(
-    alerts: Sequence[Any],
+    alerts: Sequence[Alert],
     structured_output: Mapping[str, Any] | None,
-    tool_trace_summary: Sequence[Any],
+    tool_trace_summary: Sequence[ToolTraceEntry],
     answer_exists: bool,
     rules: VerifierRules | None = None,
 ) -> dict[str, Any]:
@@ -78,7 +73,7 @@ def evaluate_aiops(
 
     used = []
     for entry in tool_trace_summary:
-        tool = _field(entry, "tool_name")
+        tool = entry.tool_name
         if tool in spec.evidence_tools and tool not in used:
             used.append(tool)
     detail = f"evidence tools used: {', '.join(used)}" if used else "no evidence tool was called"

@@ -20,10 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.verifier.facts import extract
-from services.verifier.input import CheckedBindingIn
 from services.verifier.match import FactResult, compare
 from services.verifier.rules_file import OverclaimPhrases, VerifierRules
-from tracebound.events import ClaimCheck, FactCheck
+from tracebound.events import CheckedBinding, ClaimCheck, FactCheck
 
 SUPPORTED = "SUPPORTED"
 REFUTED = "REFUTED"
@@ -40,13 +39,13 @@ class Judgement:
 class BindingIndex:
     """Gatekeeper records per claim, consumed in claim order (claim ids may repeat)."""
 
-    def __init__(self, records: Sequence[CheckedBindingIn]) -> None:
-        self._by_claim: dict[str, list[CheckedBindingIn]] = {}
+    def __init__(self, records: Sequence[CheckedBinding]) -> None:
+        self._by_claim: dict[str, list[CheckedBinding]] = {}
         for record in records:
             self._by_claim.setdefault(record.claim_id, []).append(record)
         self._cursor: dict[str, int] = {}
 
-    def take(self, claim_id: str, count: int) -> list[CheckedBindingIn]:
+    def take(self, claim_id: str, count: int) -> list[CheckedBinding]:
         start = self._cursor.get(claim_id, 0)
         self._cursor[claim_id] = start + count
         return self._by_claim.get(claim_id, [])[start : start + count]
@@ -59,14 +58,14 @@ def claim_id_of(claim: Mapping[str, Any], index: int) -> str:
 
 
 def _verified(
-    bindings: list[Any], records: list[CheckedBindingIn], statuses: tuple[str, ...]
+    bindings: list[Any], records: list[CheckedBinding], statuses: tuple[str, ...]
 ) -> list[tuple[str, str, str]]:
     """(raw_path, matched_text, excerpt) of every binding the gatekeeper verified."""
     out = []
-    for position, record in enumerate(records):
+    for record in records:
         if record.status not in statuses or record.matched_text is None:
             continue
-        index = record.binding_index if record.binding_index is not None else position
+        index = record.binding_index
         binding = bindings[index] if 0 <= index < len(bindings) else {}
         binding = binding if isinstance(binding, dict) else {}
         excerpt = binding.get("evidence_excerpt")

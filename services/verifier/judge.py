@@ -11,7 +11,7 @@ debug text, and a valid structured output must not be second-guessed by it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -193,7 +193,7 @@ def verify(
     reasons: tuple[str, ...] = () if verdict == PASS else (decided_by, *_gaps(judgements))
     aiops = None
     if inp.mode == "AIOPS":
-        trace: Sequence[Any] = inp.tool_trace_summary
+        trace = inp.tool_trace_summary
         aiops = evaluate_aiops(inp.alerts, so if usable else None, trace, usable, rules)
     return VerifierOutcome(
         verdict=verdict,

@@ -119,7 +119,7 @@ def _model_input(inp: VerifierInput) -> dict[str, Any]:
         "executor_final_answer": WITHHELD,
         "executor_structured_output": inp.executor_structured_output,
         "executor_output_parse_status": inp.executor_output_parse_status.model_dump(mode="json"),
-        "tool_trace_summary": inp.tool_trace_summary,
+        "tool_trace_summary": [t.model_dump(mode="json") for t in inp.tool_trace_summary],
         "gatekeeper_result": gate,
         "retry_context": inp.retry_context.model_dump(mode="json") if inp.retry_context else None,
     }

@@ -18,7 +18,7 @@ from services.verifier.rules_file import VerifierRules
 _TEXT_KEYS = ("text", "action_text", "action", "hypothesis", "description", "info", "summary")
 
 
-def _text(item: Any) -> str | None:
+def _item_text(item: Any) -> str | None:
     if isinstance(item, str):
         return item.strip() or None
     if isinstance(item, dict):
@@ -32,7 +32,7 @@ def _text(item: Any) -> str | None:
 def texts(value: Any) -> list[str]:
     """The non-empty texts of a list of strings or objects with a text field, deduplicated."""
     items = value if isinstance(value, list) else []
-    return list(dict.fromkeys(t for t in (_text(item) for item in items) if t is not None))
+    return list(dict.fromkeys(t for t in (_item_text(item) for item in items) if t is not None))
 
 
 def _verb_pattern(words: tuple[str, ...]) -> re.Pattern[str] | None:

@@ -27,19 +27,17 @@ from pathlib import Path
 import pytest
 
 from tests.support import fake_openai
+from tests.support.fault_models import PROJECTION, check_read_models
 from tests.support.faults import (
-    PROJECTION,
     ROLES,
     AnswerCounter,
     FaultPipeline,
     Feeder,
-    TopicTail,
     assert_one_answer_each,
-    check_read_models,
-    inject_poison,
-    missing_dead_letters,
     requests,
 )
+from tests.support.kafka_io import TopicTail
+from tests.support.poison import inject_poison, missing_dead_letters
 from tests.support.stack import StackHandle
 from tracebound import topics
 from tracebound.stack import postgres

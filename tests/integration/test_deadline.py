@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
+
+import httpx
 
 from tests.support.kafka_io import Collector
 from tests.support.pipeline import ROLES, running_pipeline
@@ -12,10 +15,21 @@ from tracebound.client import AnswerReader, new_request, publish
 from tracebound.events import Answer, Event, Verdict
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
 def test_stalled_run_is_answered_as_failed_and_a_late_verdict_adds_nothing(
     stack: StackHandle, tmp_path: Path
 ) -> None:
-    env = {"TRACEBOUND_SENTINEL_DEADLINE_S": "4", "TRACEBOUND_SENTINEL_TICK_S": "0.5"}
+    port = _free_port()
+    env = {
+        "TRACEBOUND_SENTINEL_DEADLINE_S": "4",
+        "TRACEBOUND_SENTINEL_TICK_S": "0.5",
+        "TRACEBOUND_SENTINEL_METRICS_PORT": str(port),
+    }
     request = new_request("payment-service 当前是否有 HighCPUUsage 告警？", language="zh")
     reader = AnswerReader(stack.kafka)
     verdicts = Collector(stack.kafka, topics.VERDICTS)
@@ -25,6 +39,12 @@ def test_stalled_run_is_answered_as_failed_and_a_late_verdict_adds_nothing(
     with running_pipeline(stack, tmp_path / "a", env, roles=stalled):
         publish(stack.kafka, [request])
         seen += reader.wait_for({request.run_id}, timeout_s=120).values()
+        # The sentinel reports like every service: alive, and the verdict it sent.
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).text == "ok\n"
+        metrics = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+        sent = 'tracebound_events_produced_total{service="sentinel"} '
+        [line] = [x for x in metrics.splitlines() if x.startswith(sent)]
+        assert float(line.removeprefix(sent)) >= 1  # other stalled runs of the window count too
     assert len(seen) == 1
     failed = seen[0]
     assert (failed.verdict, failed.final_status) == ("REJECT", "failed")

@@ -17,21 +17,19 @@ import httpx
 import psycopg
 import pytest
 import uvicorn
-from confluent_kafka import Consumer, TopicPartition
 from pydantic import SecretStr
 
-from services.ingest.app import Ports, create_app
 from services.ingest.dedup import DedupStore
 from services.ingest.runs import EventReader, RunBuffer
 from services.ingest.settings import IngestSettings
-from tests.support.kafka_io import CODEC
+from tests.support.kafka_io import TopicTail
 from tests.support.pipeline import running_pipeline
 from tests.support.stack import StackHandle
 from tracebound import topics
 from tracebound.client import AnswerReader
-from tracebound.errors import PoisonInput
 from tracebound.events import DiagnosisRequested
 from tracebound.publisher import KafkaPublisher
+from web.app import Ports, create_app
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "alertmanager"
 TOKEN = secrets.token_urlsafe(16)
@@ -77,43 +75,16 @@ def ingest(stack: StackHandle) -> Iterator[httpx.Client]:
         yield client
 
 
-class RequestWatcher:
+class RequestWatcher(TopicTail):
     """``tracebound.requests`` read_committed from the end offsets at construction."""
 
     def __init__(self, stack: StackHandle) -> None:
-        self.consumer = Consumer(
-            {
-                **stack.kafka.client_config(),
-                "group.id": f"test-ingest-{uuid.uuid4().hex[:8]}",
-                "isolation.level": "read_committed",
-                "enable.auto.commit": "false",
-            }
-        )
-        meta = self.consumer.list_topics(topics.REQUESTS, timeout=10)
-        parts = []
-        for p in meta.topics[topics.REQUESTS].partitions:
-            tp = TopicPartition(topics.REQUESTS, p)
-            parts.append(
-                TopicPartition(topics.REQUESTS, p, self.consumer.get_watermark_offsets(tp)[1])
-            )
-        self.consumer.assign(parts)
-        self.seen: list[DiagnosisRequested] = []
+        super().__init__(stack.kafka, topics.REQUESTS)
 
     def read(self, seconds: float) -> list[DiagnosisRequested]:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            for msg in self.consumer.consume(100, 0.3):
-                if msg.error() is None and msg.value() is not None:
-                    try:
-                        event = CODEC.decode(msg.value())
-                    except PoisonInput:
-                        continue
-                    if isinstance(event, DiagnosisRequested):
-                        self.seen.append(event)
-        return self.seen
-
-    def close(self) -> None:
-        self.consumer.close()
+        """The requests published since construction, after reading ``seconds`` more."""
+        time.sleep(seconds)
+        return [e for e in self.snapshot() if isinstance(e, DiagnosisRequested)]
 
 
 def unique_group(name: str) -> tuple[dict[str, Any], str]:

@@ -4,14 +4,17 @@ The pipeline runs as five processes and answers the demo questions; two
 ``EvidenceProduced`` with bad excerpts go through the real gatekeeper, so their
 recorded result is a reject. Then, reading only those runs back from the topics:
 a candidate rule set without the excerpt rule changes exactly the two bad runs,
-a frozen-tools pipeline replay reproduces every recorded verdict, and a rules
-verifier replay changes nothing. Each report is also stored in the eval tables.
+a frozen-tools pipeline replay reproduces every recorded verdict — also after a
+skill file was edited, because the plan's calls are read from the recorded
+event — and a rules verifier replay changes nothing. Each report is also stored
+in the eval tables.
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +22,16 @@ import pytest
 
 from replay.store import load_report
 from services.gatekeeper.ruleset import DEFAULT_RULES_PATH
+from services.planner.handler import PlannerHandler
+from services.planner.skills import load_skills
 from tests.support import demo_evidence
 from tests.support.evidence_events import evidence_event
 from tests.support.pipeline import running_pipeline
 from tests.support.stack import StackHandle
 from tracebound.cli import main
 from tracebound.client import AnswerReader, new_request, publish
-from tracebound.events import EvidenceProduced
+from tracebound.events import EvidenceProduced, PlanProduced
+from tracebound.prompts import PROMPTS_DIR, PROMPTS_ENV
 
 QUESTIONS = (
     ("payment-service 当前是否有 HighCPUUsage 告警？", "zh"),
@@ -34,6 +40,13 @@ QUESTIONS = (
     ("Why is order-service using so much memory? Please analyse it.", "en"),
 )
 RULE = "evidence.excerpt_supported"
+MEMORY_SKILL = "diagnose-high-memory"
+EDITED_STEPS = """[[steps]]
+tool = "lookup_knowledge"
+params = { query = "edited memory runbook", top_k = 2 }
+purpose = "An edited step no recorded run called."
++++
+"""
 
 
 def _bad_excerpt() -> EvidenceProduced:
@@ -127,3 +140,51 @@ def test_verifier_replay_in_rules_mode_reports_no_changes(
     assert report["summary"]["inputs"] >= len(runs)
     assert report["summary"]["changed"] == 0, report["per_run"]
     assert report["summary"]["runs_changed"] == []
+
+
+def _edited_prompts(tmp_path: Path) -> Path:
+    """A copy of the prompts whose memory skill now plans one call nobody recorded."""
+    folder = tmp_path / "prompts"
+    shutil.copytree(PROMPTS_DIR, folder)
+    path = folder / "skills" / f"{MEMORY_SKILL}.md"
+    text = path.read_text(encoding="utf-8")
+    head, _steps, tail = text.partition("[[steps]]")
+    body = tail.partition("+++\n")[2]
+    head = head.replace(f"{MEMORY_SKILL}-v1", f"{MEMORY_SKILL}-edited")
+    path.write_text(head + EDITED_STEPS + body, encoding="utf-8")
+    return folder
+
+
+@pytest.mark.usefixtures("env")
+def test_pipeline_replay_runs_the_recorded_plan_after_a_skill_file_changed(
+    recorded: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(PROMPTS_ENV, raising=False)  # the replay sets it; restored afterwards
+    memory_q = next(q for q, _lang in QUESTIONS if "memory" in q)
+    live = PlannerHandler(load_skills())(new_request(memory_q))[0]
+    edited = _edited_prompts(tmp_path)
+    monkeypatch.setenv(PROMPTS_ENV, str(edited))
+    replanned = PlannerHandler(load_skills())(new_request(memory_q))[0]
+    assert isinstance(live, PlanProduced) and isinstance(replanned, PlanProduced)
+    assert live.plan.execution and replanned.plan.execution
+    assert replanned.plan.skill_version == f"{MEMORY_SKILL}-edited"
+    assert replanned.plan.execution.calls != live.plan.execution.calls  # the edit matters
+
+    report = _replay(
+        tmp_path,
+        recorded["asked"],
+        "--stage",
+        "pipeline",
+        "--mode",
+        "rules",
+        "--prompt-version",
+        str(edited),
+    )
+    summary = report["summary"]
+    assert summary["runs"] == len(recorded["asked"])
+    assert summary["errors"] == 0, report["per_run"]
+    assert summary["unrecorded_tool_calls"] == 0, report["per_run"]
+    assert summary["verdict_changed"] == 0, report["per_run"]
+    for row in report["per_run"]:
+        assert row["plan"] == "recorded"
+        assert row["tool_calls_answered"] > 0

@@ -23,13 +23,13 @@ from pathlib import Path
 import httpx
 import psycopg
 import pytest
-from confluent_kafka import Consumer, TopicPartition
 
 from tests.integration.test_ingest import AUTH, RequestWatcher, Server
 from tests.support import fake_openai
-from tests.support.faults import TopicTail
+from tests.support.kafka_io import TopicTail
 from tests.support.pipeline import ROLES, running_pipeline
 from tests.support.stack import StackHandle
+from tracebound import kafka as edge
 from tracebound import topics
 from tracebound.client import AnswerReader, new_request, publish
 from tracebound.events import Answer, Event, EvidenceProduced
@@ -228,54 +228,30 @@ def _free_port() -> int:
 
 def _topic_bytes(stack: StackHandle, start: dict[tuple[str, int], int]) -> list[bytes]:
     """Key, value and headers of every message after ``start`` on every topic."""
-    consumer = Consumer(
-        {
-            **stack.kafka.client_config(),
-            "group.id": f"test-security-{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": "false",
-            "enable.partition.eof": "true",
-        }
+    consumer = edge.consumer(
+        stack.kafka,
+        "test-security",
+        config={**edge.READ_TO_END, "isolation.level": "read_uncommitted"},
     )
     found: list[bytes] = []
     try:
-        ends = {
-            tp: consumer.get_watermark_offsets(TopicPartition(*tp), timeout=10)[1] for tp in start
-        }
-        pending = {tp for tp, end in ends.items() if end > start[tp]}
-        consumer.assign([TopicPartition(t, p, start[(t, p)]) for t, p in pending])
-        deadline = time.monotonic() + 120
-        while pending and time.monotonic() < deadline:
-            for msg in consumer.consume(1000, 0.5):
-                key = (str(msg.topic()), int(msg.partition() or 0))
-                offset = int(msg.offset() or 0)
-                if msg.error() is not None:
-                    if offset >= ends[key]:
-                        pending.discard(key)
-                    continue
+        ends = {key: high for key, (_, high) in edge.watermarks(consumer, start).items()}
+        for messages in edge.read_range(consumer, start, ends, timeout_s=120, batch=1000):
+            for msg in messages:
                 for part in (msg.key(), msg.value()):
                     found.append(part.encode() if isinstance(part, str) else part or b"")
                 for item in msg.headers() or []:
                     header = item[1]
                     found.append(header.encode() if isinstance(header, str) else header or b"")
-                if offset + 1 >= ends[key]:
-                    pending.discard(key)
-        assert not pending, f"topics not read to the end: {sorted(pending)}"
     finally:
         consumer.close()
     return found
 
 
 def _offsets(stack: StackHandle) -> dict[tuple[str, int], int]:
-    consumer = Consumer({**stack.kafka.client_config(), "group.id": "test-security-offsets"})
+    consumer = edge.consumer(stack.kafka, "test-security-offsets")
     try:
-        out = {}
-        for spec in topic_table():
-            meta = consumer.list_topics(spec.name, timeout=10)
-            for p in meta.topics[spec.name].partitions:
-                out[(spec.name, p)] = consumer.get_watermark_offsets(
-                    TopicPartition(spec.name, p), timeout=10
-                )[1]
-        return out
+        return edge.end_offsets(consumer, [spec.name for spec in topic_table()])
     finally:
         consumer.close()
 

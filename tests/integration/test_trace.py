@@ -35,6 +35,7 @@ from psycopg.types.json import Jsonb
 
 from projections import run_list, trace
 from projections.migrate import migrate
+from tests.support.openapi import schema_errors
 from tests.support.pipeline import running_pipeline
 from tests.support.projection import Projection
 from tests.support.stack import StackHandle
@@ -234,14 +235,21 @@ def test_trace_api_page_and_cli_replay_a_real_run(
         assert neg_binding["raw_path"] == "$.no_evidence"
         assert neg_binding["recorded_ref_text"]
 
-        assert client.get(f"/api/v1/runs/{uuid.uuid4()}/trace").status_code == 404
-        assert client.get("/api/v1/runs", params={"verdict": "maybe"}).status_code == 400
+        # every real response holds to the schema the server publishes for it
+        document = client.get("/openapi.json").json()
+        served: list[tuple[str, Any]] = [("Trace", found), ("Trace", negative)]
+        unknown = client.get(f"/api/v1/runs/{uuid.uuid4()}/trace")
+        assert unknown.status_code == 404
+        bad_filter = client.get("/api/v1/runs", params={"verdict": "maybe"})
+        assert bad_filter.status_code == 400
+        served += [("ErrorBody", unknown.json()), ("ErrorBody", bad_filter.json())]
 
         listed: set[str] = set()
         cursor: str | None = None
         while True:  # walk every page: both runs are listed exactly once
             params = {"verdict": "PASS", "limit": "1"} | ({"cursor": cursor} if cursor else {})
             page = client.get("/api/v1/runs", params=params).json()
+            served.append(("RunList", page))
             ids = [r["run_id"] for r in page["runs"]]
             assert not listed & set(ids)
             listed.update(ids)
@@ -253,6 +261,9 @@ def test_trace_api_page_and_cli_replay_a_real_run(
         by_service = client.get("/api/v1/runs", params={"service": "payment-service"}).json()
         assert high_cpu in {r["run_id"] for r in by_service["runs"]}
         assert hikari not in {r["run_id"] for r in by_service["runs"]}
+        served += [("RunList", by_service), ("RunList", client.get("/api/v1/runs").json())]
+        for name, body in served:
+            assert schema_errors(document, name, body) == [], (name, body)
 
         profile = tmp_path / "chromium-profile"
         shot = tmp_path / "trace.png"
@@ -303,7 +314,7 @@ def test_trace_api_page_and_cli_replay_a_real_run(
         timeout=60,
     )
     assert text.returncode == 0 and "[SUPPORTED] claim-1" in text.stdout
-    unknown = subprocess.run(
+    missing = subprocess.run(
         [sys.executable, "-m", "tracebound.cli", "trace", "no-such-run"],
         env=model.env(),
         capture_output=True,
@@ -311,8 +322,8 @@ def test_trace_api_page_and_cli_replay_a_real_run(
         check=False,
         timeout=60,
     )
-    assert unknown.returncode == 1
-    assert unknown.stderr == "tracebound: no run no-such-run in the read model\n"
+    assert missing.returncode == 1
+    assert missing.stderr == "tracebound: no run no-such-run in the read model\n"
 
 
 def _insert(conn: psycopg.Connection[Any], table: str, row: dict[str, Any]) -> None:
@@ -369,16 +380,16 @@ def test_trace_and_listing_from_inserted_rows(projection: Callable[[], Projectio
         cursor = None
         while True:
             page = run_list.list_runs(conn, limit=2, cursor=cursor)
-            seen += [r["run_id"] for r in page["runs"]]
-            cursor = page["next_cursor"]
+            seen += [r.run_id for r in page.runs]
+            cursor = page.next_cursor
             if cursor is None:
                 break
         assert seen == [*(f"other-{i}" for i in range(4, -1, -1)), "run-1", "no-request"]
-        assert [r["run_id"] for r in run_list.list_runs(conn, verdict="PASS")["runs"]] == [
+        assert [r.run_id for r in run_list.list_runs(conn, verdict="PASS").runs] == [
             "other-3",
             "other-1",
         ]
-        assert [r["run_id"] for r in run_list.list_runs(conn, status="verifying")["runs"]] == [
+        assert [r.run_id for r in run_list.list_runs(conn, status="verifying").runs] == [
             "other-4",
             "other-2",
             "other-0",
@@ -386,11 +397,11 @@ def test_trace_and_listing_from_inserted_rows(projection: Callable[[], Projectio
         window = run_list.list_runs(
             conn, since=base + timedelta(minutes=2), until=base + timedelta(minutes=4)
         )
-        assert [r["run_id"] for r in window["runs"]] == ["other-2", "other-1"]
-        by_label = run_list.list_runs(conn, service="billing-service")["runs"]
-        assert [r["run_id"] for r in by_label] == ["other-3"]
-        by_query = run_list.list_runs(conn, service="PAYMENT-SERVICE")["runs"]
-        assert [r["run_id"] for r in by_query] == ["run-1"]
-        assert run_list.list_runs(conn, service="payment")["runs"] == []
+        assert [r.run_id for r in window.runs] == ["other-2", "other-1"]
+        by_label = run_list.list_runs(conn, service="billing-service").runs
+        assert [r.run_id for r in by_label] == ["other-3"]
+        by_query = run_list.list_runs(conn, service="PAYMENT-SERVICE").runs
+        assert [r.run_id for r in by_query] == ["run-1"]
+        assert run_list.list_runs(conn, service="payment").runs == []
         later = datetime.now(UTC) + timedelta(days=1)
-        assert run_list.list_runs(conn, since=later) == {"runs": [], "next_cursor": None}
+        assert run_list.list_runs(conn, since=later).document() == {"runs": [], "next_cursor": None}

@@ -5,36 +5,24 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from services.gatekeeper import parse_invocation
 from tracebound.events import (
     DiagnosisRequest,
     EvidenceProduced,
-    EvidenceRef,
     ParseStatus,
     PlannerPlan,
     PlanSnapshot,
     Producer,
     PromptAudit,
-    RetrievalDetails,
     ToolInvocation,
 )
 
 
 def tool_invocation(raw: dict[str, Any]) -> ToolInvocation:
-    details = raw.get("retrieval_details")
-    return ToolInvocation(
-        source_invocation_id=raw["id"],
-        tool_name=raw["tool_name"],
-        input_params=raw.get("arguments", {}),
-        output={"success": raw.get("success", True)},
-        duration_ms=12,
-        success=raw.get("success", True),
-        retrieval_details=None
-        if details is None or "evidence_refs" not in details
-        else RetrievalDetails(
-            evidence_status=details.get("evidence_status", "supported"),
-            evidence_refs=tuple(EvidenceRef(**ref) for ref in details["evidence_refs"]),
-        ),
-    )
+    """An invocation in the CLI's shape as the executor records it (parsed as the CLI does)."""
+    record = parse_invocation(raw)
+    params, output = raw.get("arguments", {}), {"success": record.success}
+    return record.model_copy(update={"input_params": params, "output": output, "duration_ms": 12})
 
 
 def evidence_event(

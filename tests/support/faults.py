@@ -1,4 +1,4 @@
-"""Helpers for the fault-injection scenarios: role processes, tails, read models, poison.
+"""Helpers for the fault-injection scenarios: the role processes, the requests, the answers.
 
 A :class:`FaultPipeline` runs the five roles and a projection process the way
 ``tracebound up`` does (``start_services``, pid files in ``<state>/services``), so
@@ -9,10 +9,12 @@ of its own, so the read-model checks see one scenario's projection only.
 The scenario's projection starts from checkpoints at the topics' end offsets
 when the scenario begins (its *window*), and the rebuild it is compared with
 reads the same window from the topics with the code ``projections rebuild``
-uses (``write_events``) into a second fresh schema. Every request of the
+uses (``ReadModel.write``) into a second fresh schema. Every request of the
 scenario is published inside the window, so its runs are complete in both. A
 full-history ``projections rebuild`` per scenario would make the suite's time
 grow with whatever the topics hold already; ``test_projections`` covers it.
+The checks themselves are in :mod:`tests.support.fault_models`, the poison in
+:mod:`tests.support.poison`.
 """
 
 from __future__ import annotations
@@ -31,33 +33,22 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException
 from psycopg import sql
 from psycopg.rows import dict_row
 
 from projections.migrate import migrate
+from projections.models import MODELS
 from projections.rebuild import end_offsets, status
-from projections.settings import MODELS
-from projections.store import Checkpoints, read_checkpoints, write_checkpoints, write_events
-from tests.support.kafka_io import CODEC
+from projections.store import Checkpoints, read_checkpoints, write_checkpoints
+from tests.support.fault_models import PROJECTION, read_window
+from tests.support.kafka_io import CODEC, TopicTail
 from tests.support.projection import KEYS
-from tests.support.samples import sample
 from tests.support.stack import StackHandle
+from tracebound import kafka as edge
 from tracebound import topics
 from tracebound.client import new_request
-from tracebound.errors import PoisonInput
-from tracebound.events import (
-    Answer,
-    DeadLetter,
-    DiagnosisRequest,
-    DiagnosisRequested,
-    Event,
-    EvidenceProduced,
-    GatekeeperResult,
-    PlanProduced,
-    RetryRequested,
-    Verdict,
-)
+from tracebound.events import Answer, DiagnosisRequested, Event
 from tracebound.settings import KafkaSettings, StackSettings
 from tracebound.stack.process import wait_exit
 from tracebound.stack.services import start_services, stop_services
@@ -69,31 +60,8 @@ QUESTIONS = (
     "user-service 是否有 SlowResponse 告警？",
 )
 ROLES = ("planner", "executor", "gatekeeper", "verifier", "composer")
-PROJECTION = "projections"
 # The read models and their keys; write timestamps differ between a live run and a rebuild.
 VOLATILE = ("created_at", "updated_at")
-# Which role consumes each input topic (and so dead-letters its poison).
-CONSUMER_OF = {
-    topics.REQUESTS: "planner",
-    topics.PLANS: "executor",
-    topics.RETRIES: "executor",
-    topics.EVIDENCE: "gatekeeper",
-    topics.GATEKEEPER_RESULTS: "verifier",
-    topics.VERDICTS: "composer",
-}
-EVENT_OF: dict[str, type[Event]] = {
-    topics.REQUESTS: DiagnosisRequested,
-    topics.PLANS: PlanProduced,
-    topics.RETRIES: RetryRequested,
-    topics.EVIDENCE: EvidenceProduced,
-    topics.GATEKEEPER_RESULTS: GatekeeperResult,
-    topics.VERDICTS: Verdict,
-}
-POISON_REASONS = {
-    "random-bytes": "DecodeError",
-    "unknown-fingerprint": "UnknownSchemaError",
-    "invalid-model": "EventValidationError",
-}
 
 
 def requests(count: int, seed: int) -> list[DiagnosisRequested]:
@@ -111,9 +79,7 @@ def publish_in_bursts(
     stop: threading.Event | None = None,
 ) -> int:
     """Publish ``events`` ``burst`` at a time with a pause between bursts; return how many."""
-    producer = Producer(
-        {**kafka.client_config(), "enable.idempotence": "true", "message.timeout.ms": "180000"}
-    )
+    producer = edge.producer(kafka, "test-feeder", config={"message.timeout.ms": "180000"})
     failures: list[str] = []
 
     def delivered(err: object, _msg: object) -> None:
@@ -161,58 +127,6 @@ class Feeder(threading.Thread):
         assert not self.is_alive(), f"publishing the requests took over {timeout_s:.0f}s"
         if self.error is not None:
             raise AssertionError(f"publishing the requests failed: {self.error}")
-
-
-class TopicTail:
-    """Reads one topic ``read_committed`` from the end offsets at construction."""
-
-    def __init__(self, kafka: KafkaSettings, topic: str) -> None:
-        self.topic = topic
-        self.events: list[Event] = []
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._consumer = Consumer(
-            {
-                **kafka.client_config(),
-                "group.id": f"test-faults-{uuid.uuid4().hex[:8]}",
-                "enable.auto.commit": "false",
-                "isolation.level": "read_committed",
-            }
-        )
-        meta = self._consumer.list_topics(topic, timeout=10)
-        parts = []
-        for p in meta.topics[topic].partitions:
-            _, high = self._consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            parts.append(TopicPartition(topic, p, high))
-        self._consumer.assign(parts)
-        self._thread = threading.Thread(target=self._run, name=f"tail-{topic}", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                batch = self._consumer.consume(500, 0.2)
-            except KafkaException:
-                time.sleep(0.2)
-                continue
-            for msg in batch:
-                if msg.error() is not None or msg.value() is None:
-                    continue
-                try:
-                    event = CODEC.decode(msg.value())
-                except PoisonInput:
-                    continue
-                with self._lock:
-                    self.events.append(event)
-
-    def snapshot(self) -> list[Event]:
-        with self._lock:
-            return list(self.events)
-
-    def close(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
-        self._consumer.close()
 
 
 class AnswerCounter(TopicTail):
@@ -386,7 +300,7 @@ class FaultPipeline:
                 start = self.window_start[model.name]
                 for batch in read_window(self.stack.kafka, start, ends, deadline):
                     with conn.transaction():
-                        write_events(conn, model.name, model.name, batch)
+                        model.write(conn, model.name, batch)
                 with conn.transaction():
                     write_checkpoints(conn, model.name, ends)
         return self.snapshot(dsn)
@@ -399,95 +313,6 @@ class FaultPipeline:
                 )
 
 
-def read_window(
-    kafka: KafkaSettings, start: Checkpoints, ends: Checkpoints, deadline: float
-) -> Iterator[list[Event]]:
-    """The committed events between ``start`` and ``ends`` per partition, in batches."""
-    pending = {tp for tp, end in ends.items() if end > start.get(tp, 0)}
-    if not pending:
-        return
-    consumer = Consumer(
-        {
-            **kafka.client_config(),
-            "group.id": f"test-faults-window-{uuid.uuid4().hex[:8]}",
-            "enable.auto.commit": "false",
-            "isolation.level": "read_committed",
-            "enable.partition.eof": "true",
-        }
-    )
-    try:
-        consumer.assign([TopicPartition(t, p, start.get((t, p), 0)) for t, p in sorted(pending)])
-        while pending:
-            assert time.monotonic() < deadline, f"window not read in time: {sorted(pending)}"
-            events: list[Event] = []
-            for msg in consumer.consume(1000, 0.5):
-                key = (str(msg.topic()), int(msg.partition() or 0))
-                offset = int(msg.offset() or 0)
-                err = msg.error()
-                if err is not None:
-                    if err.code() == KafkaError._PARTITION_EOF and offset >= ends[key]:
-                        pending.discard(key)
-                    continue
-                if key not in pending or offset >= ends[key]:
-                    pending.discard(key)
-                    continue
-                with contextlib.suppress(PoisonInput):  # the roles dead-lettered it
-                    events.append(CODEC.decode(msg.value() or b""))
-                if offset + 1 >= ends[key]:
-                    pending.discard(key)
-            if events:
-                yield events
-    finally:
-        consumer.close()
-
-
-def check_read_models(
-    pipeline: FaultPipeline, run_ids: set[str], timeout_s: float
-) -> dict[str, float]:
-    """No lost or duplicated rows for our runs, and live rows equal a rebuild; phase times."""
-    phases: dict[str, float] = {}
-    began = time.monotonic()
-    pipeline.wait_projected(timeout_s)
-    phases["caught up"] = time.monotonic() - began
-    with pipeline.conn() as conn:
-        rows = conn.execute(
-            "SELECT run_id, count(*), min(status) FROM diagnosis_run"
-            " WHERE run_id = ANY(%s) GROUP BY run_id",
-            (list(run_ids),),
-        ).fetchall()
-        dup_inv = conn.execute(
-            "SELECT count(*) - count(DISTINCT id) FROM tool_invocation WHERE run_id = ANY(%s)",
-            (list(run_ids),),
-        ).fetchone()
-        invocations = conn.execute(
-            "SELECT count(*) FROM tool_invocation WHERE run_id = ANY(%s)", (list(run_ids),)
-        ).fetchone()
-    projected = {r[0] for r in rows}
-    assert projected == run_ids, (
-        f"diagnosis_run: {len(run_ids - projected)} requests have no row,"
-        f" {len(projected - run_ids)} rows are not ours"
-    )
-    assert all(r[1] == 1 for r in rows), "a run has more than one diagnosis_run row"
-    not_done = [r for r in rows if r[2] != "answered"]
-    assert not not_done, f"{len(not_done)} answered runs are not answered in diagnosis_run"
-    assert dup_inv is not None and dup_inv[0] == 0, "duplicate tool_invocation ids"
-    assert invocations is not None and invocations[0] > 0, "no tool invocations projected"
-    began = time.monotonic()
-    pipeline.stop((PROJECTION,))  # the window ends at the stopped projection's checkpoints
-    phases["stopped"] = time.monotonic() - began
-    live = pipeline.snapshot()
-    began = time.monotonic()
-    rebuilt = pipeline.rebuild_window()
-    phases["rebuilt"] = time.monotonic() - began
-    for table in KEYS:
-        assert len(live[table]) == len(rebuilt[table]), (
-            f"{table}: {len(live[table])} live rows, {len(rebuilt[table])} after a rebuild"
-        )
-        differ = [a for a, b in zip(live[table], rebuilt[table], strict=True) if a != b]
-        assert not differ, f"{table}: {len(differ)} rows differ from a rebuild, e.g. {differ[0]}"
-    return phases
-
-
 def assert_one_answer_each(counter: AnswerCounter, what: str) -> tuple[int, int, int]:
     """Exactly one answer per request: (answered, duplicates, lost)."""
     counts = counter.counts()
@@ -496,76 +321,3 @@ def assert_one_answer_each(counter: AnswerCounter, what: str) -> tuple[int, int,
     assert not lost, f"{what}: {lost} requests never answered"
     assert not duplicates, f"{what}: {duplicates} duplicate answers"
     return len(counts), duplicates, lost
-
-
-# --- poison ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PoisonRecord:
-    kind: str
-    topic: str
-    partition: int
-    offset: int
-
-
-def poison_values(topic: str, rng: random.Random) -> dict[str, bytes]:
-    """The three kinds of poison for ``topic``: random bytes, unknown fingerprint, bad model."""
-    cls = EVENT_OF[topic]
-    valid = sample(cls).model_copy(update={"run_id": f"poison-{uuid.uuid4().hex[:8]}"})
-    body = CODEC.encode(valid)
-    bad_request = DiagnosisRequest.model_construct(
-        mode="NOT-A-MODE",  # type: ignore[arg-type]
-        query="poison",
-        alerts=(),
-        language="en",
-        requested_by="",
-    )
-    invalid = valid.model_copy(update={"request": bad_request})
-    return {
-        "random-bytes": b"\x00\x07" + rng.randbytes(61),
-        "unknown-fingerprint": b"\xc3\x01" + bytes(8) + body[10:],
-        "invalid-model": CODEC.encode(invalid),
-    }
-
-
-def inject_poison(kafka: KafkaSettings, seed: int) -> list[PoisonRecord]:
-    """Three poison records into every input topic; where each one landed."""
-    rng = random.Random(seed)
-    producer = Producer({**kafka.client_config(), "enable.idempotence": "true"})
-    landed: list[PoisonRecord] = []
-    failures: list[str] = []
-    for topic in CONSUMER_OF:
-        for kind, value in poison_values(topic, rng).items():
-
-            def delivered(err: Any, msg: Any, kind: str = kind) -> None:
-                if err is not None:
-                    failures.append(str(err))
-                else:
-                    landed.append(PoisonRecord(kind, msg.topic(), msg.partition(), msg.offset()))
-
-            producer.produce(
-                topic, key=f"poison-{kind}".encode(), value=value, on_delivery=delivered
-            )
-    assert producer.flush(60) == 0 and not failures, f"poison not acknowledged: {failures}"
-    return landed
-
-
-def missing_dead_letters(poison: Sequence[PoisonRecord], letters: Sequence[Event]) -> list[str]:
-    """Each poison record as a dead letter of its consumer with the expected reason."""
-    found = {
-        (e.source_topic, e.source_partition, e.source_offset): e
-        for e in letters
-        if isinstance(e, DeadLetter) and e.service == CONSUMER_OF.get(e.source_topic)
-    }
-    problems = []
-    for p in poison:
-        letter = found.get((p.topic, p.partition, p.offset))
-        if letter is None:
-            problems.append(f"{p.kind} on {p.topic}[{p.partition}]@{p.offset}: no dead letter")
-        elif letter.error_type != POISON_REASONS[p.kind] or not letter.error_message:
-            problems.append(
-                f"{p.kind} on {p.topic}: dead-lettered as {letter.error_type}"
-                f" ({letter.error_message!r}), expected {POISON_REASONS[p.kind]}"
-            )
-    return problems

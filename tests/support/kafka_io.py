@@ -10,11 +10,12 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import KafkaException
 
+from tracebound import kafka as edge
 from tracebound.codec import SingleObjectCodec
-from tracebound.errors import PoisonInput
 from tracebound.events import DiagnosisRequest, DiagnosisRequested, Event
 from tracebound.events import Producer as ProducerRef
 from tracebound.settings import KafkaSettings
@@ -31,15 +32,8 @@ def request_event(query: str, run_id: str | None = None) -> DiagnosisRequested:
     )
 
 
-def make_producer(kafka: KafkaSettings) -> Producer:
-    return Producer(
-        {
-            **kafka.client_config(),
-            "enable.idempotence": "true",
-            "message.timeout.ms": "180000",
-            "linger.ms": "5",
-        }
-    )
+def make_producer(kafka: KafkaSettings) -> Any:
+    return edge.producer(kafka, "test", config={"message.timeout.ms": "180000", "linger.ms": "5"})
 
 
 def produce_raw(kafka: KafkaSettings, topic: str, items: Iterable[tuple[bytes, bytes]]) -> None:
@@ -55,51 +49,54 @@ def produce_events(kafka: KafkaSettings, topic: str, events: Iterable[Event]) ->
 
 
 class Collector:
-    """Reads a topic ``read_committed`` from the beginning in a background thread."""
+    """Reads a topic ``read_committed`` in a background thread.
 
-    def __init__(self, kafka: KafkaSettings, topic: str) -> None:
+    By default all of it, ``from_end`` only what is published after construction.
+    The partitions are assigned by hand, never through a consumer group: a group
+    whose coordinator restarts (a broker-restart test) would rebalance and, with
+    nothing committed, read the topic again from the start.
+    """
+
+    def __init__(self, kafka: KafkaSettings, topic: str, *, from_end: bool = False) -> None:
+        self.topic = topic
         self.events: list[Event] = []
         self.raw: list[bytes] = []
+        self._lock = threading.Lock()
         self._stop = threading.Event()
-        self._consumer = Consumer(
-            {
-                **kafka.client_config(),
-                "group.id": f"test-reader-{uuid.uuid4().hex[:8]}",
-                "isolation.level": "read_committed",
-                "auto.offset.reset": "earliest",
-                "enable.auto.commit": "false",
-            }
-        )
-        self._consumer.subscribe([topic])
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._consumer = edge.consumer(kafka, "test-reader")
+        edge.assign_whole(self._consumer, [topic], from_end=from_end)
+        self._thread = threading.Thread(target=self._run, name=f"tail-{topic}", daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            for msg in self._consumer.consume(500, 0.2):
+            try:
+                batch = edge.next_batch(self._consumer, 500, 0.2)
+            except KafkaException:
+                time.sleep(0.2)
+                continue
+            for msg in batch:
                 value = msg.value()
                 if msg.error() is None and value is not None:
-                    self.raw.append(value)
-                    try:
-                        self.events.append(CODEC.decode(value))
-                    except PoisonInput:
-                        continue  # other tests' poison in shared topics
+                    with self._lock:
+                        self.raw.append(value)
+                        # other tests' poison in shared topics is passed over
+                        self.events += edge.decoded(CODEC, [msg])
+
+    def snapshot(self) -> list[Event]:
+        with self._lock:
+            return list(self.events)
 
     def wait_for(self, count: int, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if len(self.events) >= count:
-                return True
-            time.sleep(0.2)
-        return len(self.events) >= count
+        return self.wait_until(lambda events: len(events) >= count, timeout)
 
     def wait_until(self, done: Callable[[list[Event]], bool], timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if done(list(self.events)):
+            if done(self.snapshot()):
                 return True
             time.sleep(0.1)
-        return done(list(self.events))
+        return done(self.snapshot())
 
     def settle(self, seconds: float = 3.0) -> None:
         """Keep reading a little longer so duplicates would have time to show."""
@@ -109,6 +106,13 @@ class Collector:
         self._stop.set()
         self._thread.join(10)
         self._consumer.close()
+
+
+class TopicTail(Collector):
+    """What is published on ``topic`` from construction on."""
+
+    def __init__(self, kafka: KafkaSettings, topic: str) -> None:
+        super().__init__(kafka, topic, from_end=True)
 
 
 def start_echo(env: dict[str, str], **topics: str) -> subprocess.Popen[bytes]:

@@ -21,8 +21,8 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from projections.models import MODELS
 from projections.rebuild import status
-from projections.settings import MODELS
 from tests.support.stack import StackHandle
 
 KEYS = {name: model.key for name, model in MODELS.items()}  # table → key column

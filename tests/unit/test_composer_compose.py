@@ -11,10 +11,10 @@ import pytest
 
 from services.composer import compose, guard, negative_subject
 from services.composer.templates import TEMPLATES_PATH, default_templates, load_templates
-from services.gatekeeper import check, default_ruleset
 from services.verifier import VerifierInput, verify
 from services.verifier.rules_file import default_overclaim_phrases, default_verifier_rules
 from tests.support import demo_evidence as demo
+from tests.support.gate import gate
 from tracebound.errors import ConfigError
 from tracebound.events import AllowedClaim, ComposerInput
 
@@ -22,12 +22,12 @@ LANGUAGES = ("en", "zh")
 
 
 def verified(so: dict[str, Any] | None, **extra: Any) -> Any:
-    gate = check(so, demo.tool_invocations(), default_ruleset())
+    checked = gate(so, demo.tool_invocations())
     data: dict[str, Any] = {
         "original_query": "demo",
-        "executor_structured_output": gate.structured_output,
+        "executor_structured_output": checked.structured_output,
         "executor_output_parse_status": {"status": "valid" if so is not None else "missing"},
-        "gatekeeper_result": gate.result,
+        "gatekeeper_result": checked.result,
     }
     data.update(extra)
     return verify(VerifierInput.model_validate(data))

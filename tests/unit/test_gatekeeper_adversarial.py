@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from services.gatekeeper import check, default_ruleset
+from services.gatekeeper import default_ruleset
+from tests.support.gate import gate_json
 from tests.support.mutations import Case, generate, norm
 
 FAMILIES = {
@@ -32,7 +33,7 @@ def results() -> Results:
     rs = default_ruleset()
     return {
         family: [
-            (case, check(case.structured_output, case.tool_invocations, rs).result)
+            (case, gate_json(case.structured_output, case.tool_invocations, rs))
             for case in generate(family, CASES_PER_FAMILY)
         ]
         for family in FAMILIES

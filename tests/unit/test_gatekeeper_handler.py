@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 
 from services.gatekeeper import check, default_ruleset
-from services.gatekeeper.handler import GatekeeperHandler, invocation_view
+from services.gatekeeper.handler import GatekeeperHandler
 from tests.support import demo_evidence, mutations
 from tests.support.evidence_events import evidence_event
+from tests.support.gate import records
 from tracebound.codec import SingleObjectCodec
 from tracebound.events import GatekeeperResult
 
@@ -28,13 +29,15 @@ def test_correct_evidence_passes_and_carries_the_run(scenario: demo_evidence.Sce
     assert all(b.matched_text for b in gate.checked_bindings)
 
 
-def test_views_match_what_the_cli_checks() -> None:
+def test_the_event_and_the_cli_input_give_one_result() -> None:
     scenario = demo_evidence.scenarios()[0]
     event = evidence_event(scenario.structured_output, scenario.tool_invocations)
-    views = [invocation_view(inv) for inv in event.tool_trace]
-    direct = check(scenario.structured_output, scenario.tool_invocations, default_ruleset())
-    via_event = check(scenario.structured_output, views, default_ruleset())
-    assert via_event.result == direct.result
+    [result] = GatekeeperHandler(default_ruleset())(event)
+    assert isinstance(result, GatekeeperResult)
+    parsed = records(scenario.tool_invocations)
+    direct = check(scenario.structured_output, parsed, default_ruleset())
+    assert result.gatekeeper_result == direct.result
+    assert result.executor_structured_output == direct.structured_output
 
 
 @pytest.mark.parametrize("family", ["A", "B", "D", "F"])

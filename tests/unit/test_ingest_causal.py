@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from services.ingest.causal import CausalOrder
 from tests.support.samples import sample
 from tracebound.events import Answer, DiagnosisRequested, Event, PlanProduced, Verdict
+from web.causal import CausalOrder
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

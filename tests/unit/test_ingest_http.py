@@ -13,12 +13,12 @@ from pydantic import SecretStr
 from starlette.testclient import TestClient
 
 from services.ingest.alertmanager import AlertGroup
-from services.ingest.app import Ports, create_app
 from services.ingest.dedup import Claimed
 from services.ingest.runs import RunBuffer
 from services.ingest.settings import IngestSettings
 from tests.support.samples import sample
 from tracebound.events import Alert, Answer, DiagnosisRequested, Event, PlanProduced
+from web.app import Ports, create_app
 
 FIRING = (
     Path(__file__).resolve().parents[1] / "fixtures/alertmanager/firing_group.json"

@@ -8,11 +8,14 @@ from typing import Any
 
 from starlette.routing import Route
 
-from services.ingest.app import Ports, create_app
-from services.ingest.openapi import build_document
+from projections.views import STATUSES, RunList, RunSummary
 from services.ingest.runs import RunBuffer
 from services.ingest.settings import IngestSettings
+from tests.support.openapi import schema_errors
 from tests.unit.test_ingest_http import NoDedup, NoPublisher
+from tests.unit.test_trace_assemble import sample_trace
+from web.app import Ports, create_app
+from web.openapi import build_document
 
 METHODS = {"get", "post", "put", "patch", "delete"}
 
@@ -88,3 +91,25 @@ def test_schemas_match_the_validating_models() -> None:
     assert chat["properties"]["question"]["maxLength"] == 4000
     assert chat["additionalProperties"] is False
     assert "user_facing_answer" in schemas["Answer"]["properties"]
+
+
+def test_read_side_schemas_are_generated_and_hold_the_documents() -> None:
+    doc = build_document()
+    schemas = doc["components"]["schemas"]
+    assert set(schemas["Trace"]["required"]) >= {"trace_version", "run", "claims", "timeline"}
+    assert schemas["RunSummary"]["properties"]["status"]["enum"] == list(STATUSES)
+    assert schema_errors(doc, "Trace", sample_trace()) == []
+    row = {k: None for k in RunSummary.model_fields} | {"run_id": "r", "status": "gated"}
+    page = RunList(runs=[RunSummary.model_validate(row | {"round": 2})], next_cursor="c")
+    assert schema_errors(doc, "RunList", page.document()) == []
+    assert schema_errors(doc, "RunList", {"runs": [row], "next_cursor": None})  # round is null
+
+
+def test_the_schema_check_catches_drift() -> None:
+    doc = build_document()
+    t = sample_trace()
+    t["claims"][0]["undocumented"] = 1
+    t["run"]["round"] = "one"
+    del t["timeline"]
+    errors = schema_errors(doc, "Trace", t)
+    assert len(errors) == 3, errors

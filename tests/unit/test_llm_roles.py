@@ -15,6 +15,8 @@ from services.executor.tools.base import RunContext
 from services.gatekeeper import default_ruleset
 from services.gatekeeper.handler import GatekeeperHandler
 from services.planner.handler import PlannerHandler
+from services.planner.rules_planner import plan_rules
+from services.planner.skills import load_skills
 from tests.support import fake_openai as fake
 from tracebound.client import new_request
 from tracebound.events import (
@@ -25,7 +27,6 @@ from tracebound.events import (
     ToolInvoked,
 )
 from tracebound.llm import LLMSettings, OpenAIChatModel
-from tracebound.skills import load_skills
 
 CPU_Q = "payment-service 当前是否有 HighCPUUsage 告警？"
 
@@ -66,6 +67,11 @@ def test_llm_planner_plan_and_agent_step(server: fake.FakeOpenAI) -> None:
     assert plan.plan.planner_plan.selected_skill == "diagnose-high-cpu"
     assert plan.plan.narrow_scope is True
     assert "scope_contract" not in plan.plan.planner_plan.model_dump()
+    # The model writes the text; the calls recorded for the executor come from the skill.
+    rules_plan, _skill = plan_rules(new_request(CPU_Q, language="zh").request, load_skills())
+    assert plan.plan.execution is not None
+    assert plan.plan.execution == rules_plan.execution
+    assert [c.tool for c in plan.plan.execution.calls] == ["query_metrics"]
     assert {p.name for p in plan.prompt_audit.prompts} >= {"chat_planner", "diagnose-high-cpu"}
     assert (step.token_count, step.prompt_tokens, step.completion_tokens) == (160, 120, 40)
     assert step.success and step.duration_ms >= 0 and step.agent_name == "chat_planner"
@@ -80,6 +86,7 @@ def test_llm_planner_plan_and_agent_step(server: fake.FakeOpenAI) -> None:
 def test_llm_planner_falls_back_to_rules(server: fake.FakeOpenAI, reply: fake.Entry) -> None:
     plan, steps = _plan(server, reply)
     assert plan.plan.planner_mode == "rules-fallback"
+    assert plan.plan.execution is not None and plan.plan.execution.calls
     assert plan.plan.planner_plan.selected_skill == "diagnose-high-cpu"
     assert len(steps) == 1
 

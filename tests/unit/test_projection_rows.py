@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from projections.migrate import load_migrations
-from projections.reducers import invocation_row, keyed_rows, step_row
-from projections.settings import ALL_TOPICS, MODELS, select_models
+from projections.models import ALL_TOPICS, MODELS, select_models
+from projections.reducers import INVOCATION_ROWS, STEP_ROWS, invocation_row, step_row
+from projections.store import RunStates
 from tests.support.samples import sample
 from tracebound import topics
 from tracebound.errors import ConfigError, InvalidInputError
@@ -43,8 +44,8 @@ def test_an_invocation_row_keeps_the_evidence_refs() -> None:
 
 def test_one_invocation_id_twice_keeps_the_larger_event_id_in_any_order() -> None:
     a, b = _invoked("e-1"), _invoked("e-2")
-    assert keyed_rows("tool_invocation", [a, b]) == keyed_rows("tool_invocation", [b, a])
-    assert keyed_rows("tool_invocation", [a, b, a])[517]["event_id"] == "e-2"
+    assert INVOCATION_ROWS([a, b]) == INVOCATION_ROWS([b, a])
+    assert INVOCATION_ROWS([a, b, a])[517]["event_id"] == "e-2"
 
 
 def test_a_step_row_and_its_duplicate() -> None:
@@ -52,8 +53,8 @@ def test_a_step_row_and_its_duplicate() -> None:
     row = step_row(step)
     assert row["event_id"] == step.event_id and row["agent_name"] == step.agent_name
     assert row["token_count"] == step.token_count
-    assert list(keyed_rows("agent_step", [step, step])) == [step.event_id]
-    assert keyed_rows("agent_step", [_invoked("e-1")]) == {}
+    assert list(STEP_ROWS([step, step])) == [step.event_id]
+    assert STEP_ROWS([_invoked("e-1")]) == {}
 
 
 def test_models_and_their_topics() -> None:
@@ -89,3 +90,20 @@ def test_migration_files_are_numbered_and_checksummed(tmp_path: Path) -> None:
     (tmp_path / "bad name.sql").write_text("SELECT 4;")
     with pytest.raises(ConfigError):
         load_migrations(tmp_path)
+
+
+def test_run_states_drop_the_least_recently_kept() -> None:
+    states = RunStates(max_runs=2)
+    assert states.keep({"a": {"n": 1}, "b": {"n": 2}}) == {}
+    assert states.held(["b", "x"]) == {"b": {"n": 2}}
+    assert states.keep({"a": {"n": 3}, "c": {"n": 4}}) == {"b": {"n": 2}}
+    assert states.held(["a", "b", "c"]) == {"a": {"n": 3}, "c": {"n": 4}}
+    states.clear()
+    assert states.held(["a", "c"]) == {}
+
+
+def test_every_model_is_fed_by_its_declared_events() -> None:
+    assert MODELS["diagnosis_run"].live_cache() is not None
+    assert MODELS["tool_invocation"].live_cache() is None
+    assert MODELS["tool_invocation"].events == (ToolInvoked,)
+    assert MODELS["agent_step"].topics == (topics.AGENT_STEPS,)

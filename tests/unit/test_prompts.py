@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
+from services.planner.skills import load_skills
 from tracebound import prompts
 from tracebound.errors import ConfigError
 from tracebound.prompts import load_prompt, load_prompts, prompt_audit
-from tracebound.skills import load_skills
 
 EXPECTED = {
     "chat_planner": "chat-planner-v1",

@@ -6,6 +6,7 @@ The recordings are made by the in-process chain itself over the demo alerts
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -17,15 +18,20 @@ from replay.evals import EVALS_DIR, Expect, load_suite, score
 from replay.frozen import FrozenTools, with_faults
 from replay.recorded import Recording, export_jsonl, load_jsonl
 from replay.report import render_text
+from services.executor.handler import ExecutorHandler
 from services.executor.tools import build_tools
+from services.planner.handler import PlannerHandler
+from services.planner.skills import load_skills
 from services.verifier.handler import VerifierHandler, VerifierSettings
 from tests.support import fake_openai
+from tests.support.plans import edited_skills
 from tracebound.client import new_request
-from tracebound.events import Event, ToolInvoked
+from tracebound.events import Event, PlanProduced, ToolInvoked
 from tracebound.llm import LLMSettings, OpenAIChatModel
 
 CPU_ZH = "payment-service 当前是否有 HighCPUUsage 告警？"
 SLOW_EN = "Is there a SlowResponse alert on user-service?"
+MEMORY_EN = "Why is order-service using so much memory? Please analyse it."
 
 
 def _metrics_only() -> dict[str, object]:
@@ -91,6 +97,42 @@ def test_pipeline_replay_with_frozen_tools_reproduces_the_verdicts() -> None:
     assert report.summary["verdict_changed"] == 0 and report.summary["answer_changed"] == 0
     assert report.summary["unrecorded_tool_calls"] == 0
     assert all(r["tool_calls_answered"] >= 1 for r in report.per_run)
+
+
+def _as_before_plans_carried_calls(events: list[Event]) -> list[Event]:
+    """The events as recorded before plans carried their calls (``execution`` null)."""
+    return [
+        e.model_copy(update={"plan": e.plan.model_copy(update={"execution": None})})
+        if isinstance(e, PlanProduced)
+        else e
+        for e in events
+    ]
+
+
+def test_a_replay_after_a_skill_edit_runs_the_calls_of_the_recorded_plans() -> None:
+    # Broad question: the skill's steps are the calls. Logs and runbooks are "down"
+    # so their calls are recorded (as failed) without a database.
+    tools = with_faults(build_tools(), ["query_logs", "lookup_knowledge"])
+    result = Chain.build(tools).run(new_request(MEMORY_EN))
+    invoked = [
+        result.evidence[0].reply(ToolInvoked, "executor", tool_invocation=inv)
+        for inv in result.invocations
+    ]
+    assert {i.tool_name for i in result.invocations} >= {"query_logs", "lookup_knowledge"}
+    skills = edited_skills(load_skills())
+    edited = dataclasses.replace(
+        Chain.build({}), planner=PlannerHandler(skills), executor=ExecutorHandler({}, skills)
+    )
+    for events in (result.events, _as_before_plans_carried_calls(result.events)):
+        report = pipeline_report(Recording([*events, *invoked]), edited, {"mode": "rules"})
+        assert report.summary["unrecorded_tool_calls"] == 0, report.per_run
+        assert report.summary["changed"] == 0, report.per_run
+        assert report.per_run[0]["plan"] == "recorded"
+    # Without its plan on record the run is planned again, with the edited skill.
+    unplanned = [e for e in [*result.events, *invoked] if not isinstance(e, PlanProduced)]
+    report = pipeline_report(Recording(unplanned), edited, {"mode": "rules"})
+    assert report.per_run[0]["plan"] == "planned again"
+    assert report.summary["unrecorded_tool_calls"] >= 1
 
 
 def test_an_unrecorded_call_is_reported_and_answered_as_failed() -> None:

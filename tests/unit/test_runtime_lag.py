@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import generate_latest
 
-from tracebound.runtime.metrics import LagGauge, ServiceMetrics
+from tracebound.kafka import LagGauge
+from tracebound.runtime.metrics import ServiceMetrics
 
 
 def series(metrics: ServiceMetrics) -> list[str]:

@@ -28,7 +28,7 @@ from tracebound.settings_check import (
 from tracebound.stack.services import ROLE_INPUTS
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGES = ("tracebound", "services", "projections", "replay", "bench")
+PACKAGES = ("tracebound", "services", "projections", "web", "replay", "bench")
 # A variable's full name, unless it is quoted as an example of the warning itself.
 WRITTEN_NAME = re.compile(r"(?<!unknown environment variable )\bTRACEBOUND_[A-Z0-9_]*[A-Z0-9]\b")
 

@@ -1,4 +1,4 @@
-"""Skill files: they validate against the tool contract and their triggers route questions."""
+"""Skill files: they validate with the tools' parameter models; their triggers route questions."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from tracebound import skills as skills_module
+from services.executor.tools import PARAMS_MODELS
+from services.planner import skills as skills_module
+from services.planner.skills import catalogue_text, load_skills, select_skill
 from tracebound.errors import ConfigError
-from tracebound.skills import TOOL_PARAMS, catalogue_text, load_skills, select_skill
 
 REQUIRED = {
     "diagnose-high-cpu",
@@ -37,8 +38,7 @@ def test_required_skills_exist_and_validate() -> None:
         assert skill.body.strip()
         assert skill.triggers.keywords
         for tool, params in skill.render_params("payment-service"):
-            allowed, required = TOOL_PARAMS[tool]
-            assert required <= set(params) <= allowed
+            PARAMS_MODELS[tool].model_validate(params)
             assert all("{" not in str(v) for v in params.values())
 
 
@@ -130,10 +130,11 @@ def test_valid_custom_skill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     ("tool", "params", "problem"),
     [
         ("query_prometheus", "{}", "tool"),
-        ("query_logs", '{ query = "x" }', "needs"),
-        ("query_logs", '{ log_topic = "nginx", query = "x" }', "log_topic"),
+        ("query_logs", '{ log_topic = "application-logs" }', "query: Field required"),
+        ("query_logs", '{ query = "{service}" }', "query: Field required"),
+        ("query_logs", '{ query = "x", limit = 500 }', "limit"),
         ("query_metrics", '{ state = "resolved" }', "state"),
-        ("query_metrics", '{ pod = "x" }', "does not take"),
+        ("query_metrics", '{ pod = "x" }', "pod: Extra inputs"),
         ("lookup_knowledge", '{ query = "x", top_k = 0 }', "top_k"),
         ("lookup_knowledge", '{ query = "{region} x" }', "placeholder"),
     ],

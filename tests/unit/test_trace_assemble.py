@@ -247,7 +247,8 @@ def sample_rows() -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, 
 
 
 def sample_trace() -> dict[str, Any]:
-    return trace.assemble_trace(*sample_rows())
+    """The served document of the sample run."""
+    return trace.assemble_trace(*sample_rows()).document()
 
 
 def test_trace_is_json_native_and_answers_the_replay_questions() -> None:
@@ -303,7 +304,7 @@ def test_a_malformed_executor_output_still_gives_a_trace() -> None:
     evaluation = run["self_evaluation"]["verifier_evaluation"]
     evaluation["executor_structured_output"] = {"claims": ["not an object", {"claim_id": 7}]}
     evaluation["gatekeeper_result"] = {}
-    t = trace.assemble_trace(run, invocations, steps)
+    t = trace.assemble_trace(run, invocations, steps).document()
     ids = [c["claim_id"] for c in t["claims"]]
     assert ids[:2] == ["#0", "7"]
     assert {"claim-1", "claim-2", "claim-3"} <= set(ids)  # judged claims are still listed
@@ -317,7 +318,7 @@ def test_a_run_without_evaluation_has_an_empty_trace() -> None:
         "timings": {},
         "self_evaluation": None,
     }
-    t = trace.assemble_trace(run, [], [])
+    t = trace.assemble_trace(run, [], []).document()
     assert t["claims"] == [] and t["answer"] is None and t["verifier"] is None
     assert t["timeline"] == []
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import pytest
 
 from projections import trace, trace_cli
-from tests.unit.test_trace_assemble import HOSTILE, sample_trace
+from projections.views import Trace
+from tests.unit.test_trace_assemble import HOSTILE, sample_rows, sample_trace
 from tracebound.cli import build_parser
 
 
@@ -35,7 +35,7 @@ def test_control_characters_cannot_reach_the_terminal() -> None:
     assert HOSTILE.split("\x1b")[0] in text  # the rest of the text is shown as it is
 
 
-def _run(monkeypatch: pytest.MonkeyPatch, argv: list[str], found: dict[str, Any] | None) -> int:
+def _run(monkeypatch: pytest.MonkeyPatch, argv: list[str], found: Trace | None) -> int:
     class Conn:
         def __enter__(self) -> Conn:
             return self
@@ -53,9 +53,9 @@ def _run(monkeypatch: pytest.MonkeyPatch, argv: list[str], found: dict[str, Any]
 def test_json_is_the_trace_document(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    t = sample_trace()
+    t = trace.assemble_trace(*sample_rows())
     assert _run(monkeypatch, ["trace", "run-1", "--json"], t) == 0
-    assert json.loads(capsys.readouterr().out) == t
+    assert json.loads(capsys.readouterr().out) == sample_trace()
 
 
 def test_unknown_run_is_one_line_and_exit_1(

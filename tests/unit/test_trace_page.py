@@ -11,12 +11,15 @@ import pytest
 from pydantic import SecretStr
 from starlette.testclient import TestClient
 
-from projections import run_list, trace, trace_page, trace_routes
-from services.ingest.app import Ports, create_app
+from projections import run_list, trace
+from projections.views import RunList, Trace
 from services.ingest.runs import RunBuffer
 from services.ingest.settings import IngestSettings
 from tests.unit.test_ingest_http import NoDedup, NoPublisher
-from tests.unit.test_trace_assemble import HOSTILE, sample_trace
+from tests.unit.test_trace_assemble import HOSTILE, sample_rows, sample_trace
+from web import trace_page, trace_routes
+from web.app import Ports, create_app
+from web.html import render_message
 
 TOKEN = "page-token"
 
@@ -75,7 +78,7 @@ def test_rows_are_coloured_by_outcome() -> None:
 
 
 def test_message_page_escapes_too() -> None:
-    page = trace_page.render_message("404", HOSTILE)
+    page = render_message("404", HOSTILE)
     assert "<script>" not in page and "&lt;script&gt;" in page
 
 
@@ -85,13 +88,13 @@ def _no_connection() -> Iterator[Any]:
 
 
 def client_for(monkeypatch: pytest.MonkeyPatch, token: str | None) -> TestClient:
-    known = sample_trace()
+    known = trace.assemble_trace(*sample_rows())
 
-    def fake_build(_conn: Any, run_id: str) -> dict[str, Any] | None:
+    def fake_build(_conn: Any, run_id: str) -> Trace | None:
         return known if run_id == "run-1" else None
 
-    def fake_list(_conn: Any, selection: run_list.RunFilter) -> dict[str, Any]:
-        return {"runs": [], "next_cursor": None, "limit": selection.limit}
+    def fake_list(_conn: Any, selection: run_list.RunFilter) -> RunList:
+        return RunList(runs=[], next_cursor=f"limit {selection.limit}")
 
     monkeypatch.setattr(trace, "build_trace", fake_build)
     monkeypatch.setattr(run_list, "list_runs_filtered", fake_list)
@@ -131,4 +134,4 @@ def test_unknown_runs_and_bad_parameters(monkeypatch: pytest.MonkeyPatch) -> Non
         ]
         assert client.get("/api/v1/runs", params={"limit": "-1"}).status_code == 400
         ok = client.get("/api/v1/runs", params={"verdict": "PASS", "limit": "7"})
-        assert ok.status_code == 200 and ok.json()["limit"] == 7
+        assert ok.status_code == 200 and ok.json() == {"runs": [], "next_cursor": "limit 7"}

@@ -9,22 +9,22 @@ from typing import Any
 
 import pytest
 
-from services.gatekeeper import check, default_ruleset
 from tests.support import demo_evidence as demo
+from tests.support.gate import gate
 from tracebound.cli import main
 
 
 def request(name: str, **changes: Any) -> dict[str, Any]:
     s = next(s for s in demo.scenarios() if s.name == name)
     s.structured_output.update(changes)
-    gate = check(s.structured_output, s.tool_invocations, default_ruleset())
+    checked = gate(s.structured_output, s.tool_invocations)
     return {
         "original_query": f"question about {name}",
         "executor_final_answer": "",
-        "executor_structured_output": gate.structured_output,
+        "executor_structured_output": checked.structured_output,
         "executor_output_parse_status": {"status": "valid", "detail": "parsed"},
         "tool_trace_summary": [],
-        "gatekeeper_result": gate.result,
+        "gatekeeper_result": checked.result.model_dump(mode="json"),
         "retry_context": None,
     }
 

@@ -8,13 +8,14 @@ from typing import Any
 import pytest
 
 from services.composer import compose, guard
-from services.gatekeeper import check, default_ruleset
+from services.gatekeeper import default_ruleset
 from services.gatekeeper.handler import GatekeeperHandler
 from services.verifier import VerifierInput, evaluate_aiops, verify
 from services.verifier.input import input_from_event
 from tests.support import demo_evidence as demo
 from tests.support.evidence_events import evidence_event
-from tracebound.events import GatekeeperResult
+from tests.support.gate import gate
+from tracebound.events import Alert, GatekeeperResult
 
 CPU_TEXT = "payment-service has a firing HighCPUUsage alert at 92% CPU."
 ZH_NEGATIVE = "当前查询未检索到 inventory-service 的 HikariCP 连接池耗尽日志。"
@@ -27,16 +28,14 @@ def scenario(name: str) -> demo.Scenario:
 def make_input(
     so: dict[str, Any] | None, invocations: list[dict[str, Any]] | None = None, **extra: Any
 ) -> VerifierInput:
-    gate = check(
-        so, invocations if invocations is not None else demo.tool_invocations(), default_ruleset()
-    )
+    checked = gate(so, invocations if invocations is not None else demo.tool_invocations())
     data: dict[str, Any] = {
         "original_query": "Is payment-service firing HighCPUUsage?",
         "executor_final_answer": "",
-        "executor_structured_output": gate.structured_output,
+        "executor_structured_output": checked.structured_output,
         "executor_output_parse_status": {"status": "valid", "detail": "parsed"},
         "tool_trace_summary": [],
-        "gatekeeper_result": gate.result,
+        "gatekeeper_result": checked.result,
         "retry_context": None,
     }
     data.update(extra)
@@ -236,7 +235,14 @@ def test_aiops_evaluation_in_aiops_mode() -> None:
             "status": "firing",
         }
     ]
-    trace = [{"tool_name": "query_metrics", "source_invocation_id": 517}]
+    trace = [
+        {
+            "tool_name": "query_metrics",
+            "source_invocation_id": 517,
+            "success": True,
+            "evidence_status": "supported",
+        }
+    ]
     so = scenario("narrow-highcpu").structured_output
     outcome = verify(make_input(so, mode="AIOPS", alerts=alerts, tool_trace_summary=trace))
     assert outcome.aiops_rule_evaluation is not None
@@ -246,7 +252,9 @@ def test_aiops_evaluation_in_aiops_mode() -> None:
 
 
 def test_aiops_flags_unrelated_alert_promotion_and_missing_tools() -> None:
-    alerts = [{"labels": {"alertname": "SlowResponse", "service": "user-service"}}]
+    alerts = [
+        Alert(status="firing", labels={"alertname": "SlowResponse", "service": "user-service"})
+    ]
     so = scenario("narrow-highcpu").structured_output
     result = evaluate_aiops(alerts, so, [], answer_exists=True)
     checks = {c["id"]: c["passed"] for c in result["checks"]}

@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 
-from services.gatekeeper import check, default_ruleset
+from services.gatekeeper import default_ruleset
 from services.gatekeeper.handler import GatekeeperHandler
 from services.verifier.handler import VerifierHandler, VerifierSettings
 from tests.support import demo_evidence as demo
 from tests.support import fake_openai as fake
 from tests.support.evidence_events import evidence_event
+from tests.support.gate import gate
 from tracebound.cli import main
 from tracebound.events import AgentStep, Event, GatekeeperResult, RetryRequested, Verdict
 from tracebound.llm import LLMSettings, OpenAIChatModel
@@ -232,14 +233,14 @@ def test_transport_failure_is_a_failed_step(server: fake.FakeOpenAI) -> None:
 
 def cli_input(name: str) -> dict[str, Any]:
     s = scenario(name)
-    gate = check(s.structured_output, s.tool_invocations, default_ruleset())
+    checked = gate(s.structured_output, s.tool_invocations)
     return {
         "original_query": f"question about {name}",
         "executor_final_answer": "",
-        "executor_structured_output": gate.structured_output,
+        "executor_structured_output": checked.structured_output,
         "executor_output_parse_status": {"status": "valid", "detail": "parsed"},
         "tool_trace_summary": [],
-        "gatekeeper_result": gate.result,
+        "gatekeeper_result": checked.result.model_dump(mode="json"),
         "retry_context": None,
     }
 

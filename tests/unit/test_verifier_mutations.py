@@ -29,11 +29,11 @@ from typing import Any
 
 import pytest
 
-from services.gatekeeper import check, default_ruleset
 from services.verifier import VerifierInput, verify
 from services.verifier.facts import extract
 from services.verifier.match import number_found
 from tests.support import demo_evidence as demo
+from tests.support.gate import gate
 
 SEED = 20260708
 KINDS = ("number", "unit", "entity", "negation_inserted", "negation_removed", "overclaim")
@@ -151,14 +151,14 @@ def bases() -> list[Base]:
 
 
 def run(so: dict[str, Any], invocations: list[dict[str, Any]]) -> Any:
-    gate = check(so, invocations, default_ruleset())
-    assert gate.result["severity"] == "none", gate.result["errors"]
+    checked = gate(so, invocations)
+    assert checked.result.severity == "none", checked.result.errors
     inp = VerifierInput.model_validate(
         {
             "original_query": "demo",
-            "executor_structured_output": gate.structured_output,
+            "executor_structured_output": checked.structured_output,
             "executor_output_parse_status": {"status": "valid", "detail": ""},
-            "gatekeeper_result": gate.result,
+            "gatekeeper_result": checked.result,
         }
     )
     return verify(inp)

@@ -51,11 +51,32 @@ class PlannerPlan(Record):
     reasoning: str
 
 
+class PlannedCall(Record):
+    """One tool call of a plan; ``params`` travel as JSON text."""
+
+    tool: str
+    params: JsonValue
+    purpose: str
+
+
+class ExecutionPlan(Record):
+    """The calls the executor runs and the entities its claims keep to.
+
+    The planner records them so the executor (and a replay) runs what was
+    planned, whatever the skill files say later.
+    """
+
+    calls: tuple[PlannedCall, ...] = ()
+    services: tuple[str, ...] = ()
+    alert_names: tuple[str, ...] = ()
+
+
 class PlanSnapshot(Record):
     planner_plan: PlannerPlan
     narrow_scope: bool
     skill_version: str | None = None
     planner_mode: str = "rules"
+    execution: ExecutionPlan | None = None  # None: recorded before plans carried their calls
 
 
 class RetryContext(Record):
@@ -201,6 +222,7 @@ __all__ = [
     "ComposerInput",
     "DiagnosisRequest",
     "EvidenceRef",
+    "ExecutionPlan",
     "FactCheck",
     "GateNote",
     "GatekeeperOutcome",
@@ -208,6 +230,7 @@ __all__ = [
     "JsonValue",
     "ParseStatus",
     "PlanSnapshot",
+    "PlannedCall",
     "PlannerPlan",
     "PromptAudit",
     "PromptRef",

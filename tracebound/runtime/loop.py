@@ -23,31 +23,24 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+from collections.abc import Sequence
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import KafkaException, Message, TopicPartition
 
+from tracebound import kafka as edge
 from tracebound.codec import Codec, make_codec
-from tracebound.errors import PoisonInput, TransientError
-from tracebound.events import Producer as ProducerRef
-from tracebound.runtime.dead_letters import dead_letter
-from tracebound.runtime.fetch import next_batch
-from tracebound.runtime.metrics import LagGauge, ServiceMetrics
+from tracebound.errors import TransientError
+from tracebound.kafka import Severity, severity_of
+from tracebound.runtime.batch import Output, first_offsets, next_offsets, transform
+from tracebound.runtime.bounded import BoundedCalls, ClientStuckError
+from tracebound.runtime.metrics import ServiceMetrics
 from tracebound.runtime.service import ServiceSpec
 from tracebound.settings import KafkaSettings, RuntimeSettings
 
 log = logging.getLogger("tracebound.runtime")
 
-Output = tuple[str, bytes | None, bytes]
 LAG_INTERVAL_S = 10.0
-STUCK_GRACE_S = 5.0
-
-
-class ClientStuckError(Exception):
-    """A librdkafka call overran its own timeout (the client is wedged)."""
 
 
 class ServiceLoop:
@@ -69,10 +62,9 @@ class ServiceLoop:
         self._stop = threading.Event()
         self._consumer: Any = None
         self._producer: Any = None
-        self._lag = LagGauge(self.metrics, spec.name, LAG_INTERVAL_S)
+        self._lag = edge.LagGauge(self.metrics, spec.name, LAG_INTERVAL_S)
         self._consumer_failed = False
-        self._calls = ThreadPoolExecutor(1, thread_name_prefix="kafka-call")
-        self._producer_ref = ProducerRef(service=spec.name)
+        self._calls = BoundedCalls()
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -89,33 +81,15 @@ class ServiceLoop:
         return f"{self.spec.name}-{self.runtime.replica_id}"
 
     def _build_clients(self) -> None:
-        base = self.kafka.client_config()
-        timeout_ms = str(self.runtime.transaction_timeout_ms)
-        self._producer = Producer(
-            {
-                **base,
-                "transactional.id": self.transactional_id,
-                "enable.idempotence": "true",
-                "transaction.timeout.ms": timeout_ms,
-                "message.timeout.ms": timeout_ms,
-                "linger.ms": "5",
-                "compression.type": "lz4",
-            }
+        self._producer = edge.transactional_producer(
+            self.kafka, self.transactional_id, self.runtime.transaction_timeout_ms
         )
         self._producer.init_transactions(self.runtime.transaction_timeout_ms / 1000)
-        self._consumer = Consumer(
-            {
-                **base,
-                "group.id": self.spec.name,
-                "enable.auto.commit": "false",
-                "enable.auto.offset.store": "false",
-                "isolation.level": "read_committed",
-                "auto.offset.reset": "earliest",
-                "fetch.wait.max.ms": "50",
-                "session.timeout.ms": "10000",
-                "heartbeat.interval.ms": "2000",
-                **self.spec.extra_consumer_config,
-            }
+        self._consumer = edge.consumer(
+            self.kafka,
+            self.spec.name,
+            group=self.spec.name,
+            config=self.spec.extra_consumer_config,
         )
         self._consumer.subscribe(
             list(self.spec.input_topics),
@@ -178,27 +152,23 @@ class ServiceLoop:
                     continue
                 if batch:
                     self._process(batch)
-                self._maybe_update_lag()
+                self._lag.refresh(self._consumer)
         finally:
             self._close_clients()
-            self._calls.shutdown(wait=False)
+            self._calls.shutdown()
             log.info("service stopped", extra={"service": self.spec.name})
 
     def _next_batch(self) -> list[Message]:
-        return next_batch(
+        return edge.next_batch(
             self._consumer, self.runtime.batch_size, self.runtime.batch_timeout_ms / 1000
         )
 
     def _is_error(self, message: Message) -> bool:
-        err = message.error()
-        if err is None:
-            return False
-        if err.fatal():
-            log.error("fatal consumer error, rebuilding clients: %s", err.str())
+        severity = edge.consumer_error(message)
+        if severity is Severity.FATAL:
+            log.error("rebuilding the clients after a fatal consumer error")
             self._consumer_failed = True
-        elif err.code() != KafkaError._PARTITION_EOF:
-            log.warning("consumer error: %s", err.str())
-        return True
+        return severity is not None
 
     # -- one batch -------------------------------------------------------------------
 
@@ -207,7 +177,7 @@ class ServiceLoop:
         backoff = self.runtime.retry_backoff_initial_ms / 1000
         while True:
             try:
-                outputs, dead = self._transform(batch)
+                outputs, dead = transform(self.spec, self.codec, batch)
             except TransientError as exc:
                 self.metrics.retries.labels(self.spec.name).inc()
                 log.warning("transient failure, retrying batch in %.1fs: %s", backoff, exc)
@@ -229,62 +199,13 @@ class ServiceLoop:
                 )
             return
 
-    def _transform(self, batch: Sequence[Message]) -> tuple[list[Output], list[str]]:
-        outputs: list[Output] = []
-        dead: list[str] = []
-        for message in batch:
-            try:
-                event = self.codec.decode(message.value(), message.topic())
-                if not isinstance(event, self.spec.accepts):
-                    raise PoisonInput(f"{type(event).__name__} is not an input of {self.spec.name}")
-                results = self.spec.handler(event)
-            except PoisonInput as exc:
-                letter = self._dead_letter(message, exc)
-                outputs.append((self.spec.dead_letter_topic, message.key(), letter))
-                dead.append(type(exc).__name__)
-                continue
-            for result in results:
-                topic = self.spec.route(result)
-                outputs.append((topic, result.run_id.encode(), self.codec.encode(result, topic)))
-        return outputs, dead
-
-    def _dead_letter(self, message: Message, exc: Exception) -> bytes:
-        letter = dead_letter(message, exc, service=self.spec.name, producer=self._producer_ref)
-        log.warning(
-            "dead-lettered input: %s",
-            exc,
-            extra={
-                "run_id": letter.run_id,
-                "topic": message.topic(),
-                "partition": message.partition(),
-                "offset": message.offset(),
-                "error_type": type(exc).__name__,
-            },
-        )
-        return self.codec.encode(letter, self.spec.dead_letter_topic)
-
     # -- transactions ----------------------------------------------------------------
-
-    def _bounded(self, call: Callable[[], None], timeout: float) -> None:
-        """Run a client call with a hard deadline.
-
-        Some librdkafka transactional calls (``send_offsets_to_transaction`` while the
-        group coordinator restarts) can block past their own timeout. The call runs on
-        a worker thread; if it overruns, the clients are abandoned and rebuilt — the new
-        producer's ``init_transactions`` fences the wedged one, so nothing it still
-        holds can ever commit.
-        """
-        future: Future[None] = self._calls.submit(call)
-        try:
-            future.result(timeout + STUCK_GRACE_S)
-        except FutureTimeout as exc:
-            raise ClientStuckError(f"Kafka client call overran {timeout:.0f}s") from exc
 
     def _commit(self, batch: Sequence[Message], outputs: list[Output]) -> bool:
         """Publish outputs and offsets atomically; False when the batch was rewound."""
         timeout = self.runtime.transaction_timeout_ms / 1000
         producer = self._producer
-        offsets = _next_offsets(batch)
+        offsets = next_offsets(batch)
         group = self._consumer.consumer_group_metadata()
 
         def transact() -> None:
@@ -295,7 +216,7 @@ class ServiceLoop:
             self._commit_with_retry(timeout)
 
         try:
-            self._bounded(transact, timeout)
+            self._calls.run(transact, timeout)
             return True
         except KafkaException as exc:
             return self._recover(batch, exc)
@@ -308,8 +229,7 @@ class ServiceLoop:
 
     def _abandon_clients(self) -> None:
         """Drop wedged clients: leave the group if possible, never wait on the producer."""
-        self._calls.shutdown(wait=False)
-        self._calls = ThreadPoolExecutor(1, thread_name_prefix="kafka-call")
+        self._calls.abandon()
         consumer, self._consumer, self._producer = self._consumer, None, None
         closer = threading.Thread(target=consumer.close, name="consumer-close", daemon=True)
         closer.start()
@@ -333,27 +253,24 @@ class ServiceLoop:
                 producer.commit_transaction(max(deadline - time.monotonic(), 1.0))
                 return
             except KafkaException as exc:
-                err: KafkaError = exc.args[0]
-                retriable = err.retriable() and not err.txn_requires_abort() and not err.fatal()
-                if retriable and time.monotonic() < deadline:
-                    log.warning("commit retriable error, retrying: %s", err.str())
+                if severity_of(exc) is Severity.RETRIABLE and time.monotonic() < deadline:
+                    log.warning("commit retriable error, retrying: %s", exc)
                     time.sleep(0.5)
                     continue
                 raise
 
     def _recover(self, batch: Sequence[Message], exc: KafkaException) -> bool:
-        err: KafkaError = exc.args[0]
         self.metrics.aborted.labels(self.spec.name).inc()
-        if err.fatal():
-            log.error("fatal producer error, rebuilding clients: %s", err.str())
+        if severity_of(exc) is Severity.FATAL:
+            log.error("fatal producer error, rebuilding clients: %s", exc)
             self._abandon_clients()
             self._connect()
             return False
-        log.warning("aborting transaction and rewinding: %s", err.str())
+        log.warning("aborting transaction and rewinding: %s", exc)
         timeout = self.runtime.transaction_timeout_ms / 1000
         producer = self._producer
         try:
-            self._bounded(lambda: producer.abort_transaction(timeout), timeout)
+            self._calls.run(lambda: producer.abort_transaction(timeout), timeout)
         except (KafkaException, ClientStuckError) as abort_exc:
             log.error("abort failed (%s), rebuilding clients", abort_exc)
             self._abandon_clients()
@@ -369,35 +286,8 @@ class ServiceLoop:
     def _rewind(self, batch: Sequence[Message]) -> None:
         """Seek every partition of the batch back to its first message of the batch."""
         self._forget_uncommitted()
-        first: dict[tuple[str, int], int] = {}
-        for m in batch:
-            key = (m.topic() or "", m.partition() or 0)
-            offset = m.offset() or 0
-            first[key] = min(offset, first.get(key, offset))
-        for (topic, partition), offset in first.items():
+        for (topic, partition), offset in first_offsets(batch).items():
             try:
                 self._consumer.seek(TopicPartition(topic, partition, offset))
             except KafkaException as exc:  # partition no longer ours: its new owner resumes
                 log.info("seek skipped for %s[%d]: %s", topic, partition, exc.args[0].str())
-
-    # -- lag ---------------------------------------------------------------------------
-
-    def _maybe_update_lag(self) -> None:
-        if not self._lag.due():
-            return
-        try:
-            assignment = self._consumer.assignment()
-            for tp in self._consumer.position(assignment):
-                _, high = self._consumer.get_watermark_offsets(tp, timeout=1.0, cached=True)
-                position = tp.offset if tp.offset >= 0 else high
-                self._lag.set(tp.topic, tp.partition, high - position)
-        except KafkaException as exc:
-            log.debug("lag update skipped: %s", exc)
-
-
-def _next_offsets(batch: Sequence[Message]) -> list[TopicPartition]:
-    last: dict[tuple[str, int], int] = {}
-    for m in batch:
-        key = (m.topic() or "", m.partition() or 0)
-        last[key] = max(m.offset() or 0, last.get(key, -1))
-    return [TopicPartition(t, p, o + 1) for (t, p), o in last.items()]

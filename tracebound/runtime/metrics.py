@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import (
@@ -73,37 +72,6 @@ class ServiceMetrics:
 
     def alive(self, stale_after_s: float = 60.0) -> bool:
         return self.healthy and time.monotonic() - self._last_beat < stale_after_s
-
-
-class LagGauge:
-    """``tracebound_consumer_lag`` of one consumer, refreshed at most every ``interval_s``.
-
-    Partitions are forgotten when revoked, so a departed partition leaves no stale series.
-    """
-
-    def __init__(self, metrics: ServiceMetrics, group: str, interval_s: float = 10.0) -> None:
-        self._metrics = metrics
-        self._group = group
-        self._interval_s = interval_s
-        self._next = 0.0
-        self._shown: set[tuple[str, int]] = set()
-
-    def due(self) -> bool:
-        now = time.monotonic()
-        if now < self._next:
-            return False
-        self._next = now + self._interval_s
-        return True
-
-    def set(self, topic: str, partition: int, lag: int) -> None:
-        self._shown.add((topic, partition))
-        self._metrics.lag.labels(self._group, topic, str(partition)).set(max(lag, 0))
-
-    def forget(self, partitions: Iterable[tuple[str, int]]) -> None:
-        for key in partitions:
-            if key in self._shown:
-                self._shown.discard(key)
-                self._metrics.lag.remove(self._group, key[0], str(key[1]))
 
 
 def serve_metrics(metrics: ServiceMetrics, host: str, port: int) -> ThreadingHTTPServer:

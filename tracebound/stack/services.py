@@ -17,32 +17,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 
-from tracebound import topics
+from tracebound import kafka as edge
 from tracebound.settings import KafkaSettings, StackSettings
 from tracebound.stack.process import owned_pid, spawn_detached, terminate, write_pid
+from tracebound.topology import ROLES
 
-ROLE_INPUTS: dict[str, tuple[str, ...]] = {
-    "ingest": (),  # the HTTP front door: produces requests, consumes no input topic
-    "planner": (topics.REQUESTS,),
-    "executor": (topics.PLANS, topics.RETRIES),
-    "gatekeeper": (topics.EVIDENCE,),
-    "verifier": (topics.GATEKEEPER_RESULTS,),
-    "composer": (topics.VERDICTS,),
-    "sentinel": (),  # watches every stage topic from a time window; no group, no lag
-    "projections": (
-        topics.REQUESTS,
-        topics.PLANS,
-        topics.RETRIES,
-        topics.TOOL_INVOCATIONS,
-        topics.EVIDENCE,
-        topics.GATEKEEPER_RESULTS,
-        topics.VERDICTS,
-        topics.ANSWERS,
-        topics.AGENT_STEPS,
-    ),
-}
+# Each role's input topics (its consumer group's), in start order; from the topology.
+ROLE_INPUTS: dict[str, tuple[str, ...]] = {role.name: role.input_topics for role in ROLES}
 # The module a role runs as, when it is not ``services.<role>``.
 ROLE_MODULES: dict[str, str] = {"projections": "projections"}
 # Roles whose progress is a checkpoint in PostgreSQL, not a Kafka consumer group's
@@ -120,18 +103,12 @@ def group_lag(kafka: KafkaSettings, group: str, topic_names: tuple[str, ...]) ->
     """
     if not topic_names:
         return 0
-    consumer = Consumer({**kafka.client_config(), "group.id": group, "enable.auto.commit": "false"})
+    consumer = edge.consumer(kafka, "status", group=group)  # asks, never joins
     try:
-        metadata = consumer.list_topics(timeout=5)
-        parts = [
-            TopicPartition(t, p)
-            for t in topic_names
-            if t in metadata.topics
-            for p in metadata.topics[t].partitions
-        ]
+        marks = edge.watermarks(consumer, edge.partitions(consumer, topic_names))
         total = 0
-        for tp in consumer.committed(parts, timeout=5):
-            low, high = consumer.get_watermark_offsets(tp, timeout=5)
+        for tp in consumer.committed([TopicPartition(*key) for key in marks], timeout=5):
+            low, high = marks[(tp.topic, tp.partition)]
             total += max(high - (tp.offset if tp.offset >= 0 else low), 0)
         return total
     except KafkaException:

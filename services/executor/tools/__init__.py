@@ -15,6 +15,7 @@ from services.executor.tools.base import (
     ToolOutcome,
     ToolParams,
 )
+from services.executor.tools.knowledge import TOOL_NAME as KNOWLEDGE
 from services.executor.tools.knowledge import (
     LookupKnowledgeParams,
     LookupKnowledgeTool,
@@ -22,8 +23,10 @@ from services.executor.tools.knowledge import (
 )
 from services.executor.tools.knowledge_store import KnowledgeStore
 from services.executor.tools.log_store import PostgresLogStore
+from services.executor.tools.logs import TOOL_NAME as LOGS
 from services.executor.tools.logs import LogSearch, QueryLogsParams, QueryLogsTool
 from services.executor.tools.loki import LokiLogSearch
+from services.executor.tools.metrics import TOOL_NAME as METRICS
 from services.executor.tools.metrics import (
     AlertSource,
     DemoAlertSource,
@@ -32,6 +35,14 @@ from services.executor.tools.metrics import (
 )
 from services.executor.tools.prometheus import PrometheusAlertSource
 from services.executor.tools.settings import ToolSettings
+
+# Each tool's parameter model by tool name: the one parameter contract, which skill
+# files and frozen replays check against too.
+PARAMS_MODELS: dict[str, type[ToolParams]] = {
+    METRICS: QueryMetricsParams,
+    LOGS: QueryLogsParams,
+    KNOWLEDGE: LookupKnowledgeParams,
+}
 
 
 def build_tools(settings: ToolSettings | None = None) -> dict[str, EvidenceTool]:
@@ -64,6 +75,7 @@ def build_tools(settings: ToolSettings | None = None) -> dict[str, EvidenceTool]
 
 
 __all__ = [
+    "PARAMS_MODELS",
     "EvidenceTool",
     "LookupKnowledgeParams",
     "QueryLogsParams",

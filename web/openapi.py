@@ -1,8 +1,10 @@
-"""``GET /openapi.json``: the API described from the very models that validate it.
+"""``GET /openapi.json``: the API described from the very models that validate or serve it.
 
-Component schemas come from pydantic, so the document cannot drift from the
-checks; the paths are written out here because each one's status codes are a
-promise to clients (Alertmanager retries on 5xx, gives up on 4xx).
+Component schemas come from pydantic (the request models, the response bodies,
+the Answer event, and the read side's :mod:`projections.views`), so the document
+cannot drift from the checks or the responses; the paths are written out here
+because each one's status codes are a promise to clients (Alertmanager retries
+on 5xx, gives up on 4xx).
 """
 
 from __future__ import annotations
@@ -12,18 +14,12 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from projections import trace_openapi
-from services.ingest.models import (
-    AlertmanagerWebhook,
-    ChatAccepted,
-    ChatRequest,
-    ErrorBody,
-    Health,
-    RunPending,
-    WebhookAccepted,
-)
+from projections.run_list import DEFAULT_LIMIT, MAX_LIMIT, SERVICE
+from projections.views import STATUSES, VERDICTS, RunList, Trace
+from services.ingest.models import AlertmanagerWebhook, ChatRequest
 from tracebound import __version__
 from tracebound.events import Answer
+from web.bodies import ChatAccepted, ErrorBody, Health, RunPending, WebhookAccepted
 
 REF = "#/components/schemas/{model}"
 _MODELS: tuple[type[BaseModel], ...] = (
@@ -35,6 +31,8 @@ _MODELS: tuple[type[BaseModel], ...] = (
     ErrorBody,
     Health,
 )
+# Documents the API serves but never reads: described as they are written out.
+_SERVED: tuple[type[BaseModel], ...] = (Answer, RunList, Trace)
 
 
 def _ref(model: type[BaseModel]) -> dict[str, str]:
@@ -43,11 +41,6 @@ def _ref(model: type[BaseModel]) -> dict[str, str]:
 
 def _json(model: type[BaseModel], description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": _ref(model)}}}
-
-
-def _json_ref(name: str, description: str) -> dict[str, Any]:
-    schema = {"$ref": REF.format(model=name)}
-    return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
 def _errors(*codes: int) -> dict[str, Any]:
@@ -76,12 +69,44 @@ def _wait_param(limit: float) -> dict[str, Any]:
     }
 
 
+def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "in": "query",
+        "required": False,
+        "description": description,
+        "schema": schema,
+    }
+
+
+def _run_list_params() -> list[dict[str, Any]]:
+    """The query parameters of ``GET /api/v1/runs`` (checked by ``run_list.parse_filter``)."""
+    return [
+        _query("status", {"type": "string", "enum": list(STATUSES)}, "the run's stage"),
+        _query("verdict", {"type": "string", "enum": list(VERDICTS)}, "the final verdict"),
+        _query("since", {"type": "string", "format": "date-time"}, "requested at or after"),
+        _query("until", {"type": "string", "format": "date-time"}, "requested before"),
+        _query(
+            "service",
+            {"type": "string", "pattern": SERVICE.pattern},
+            "a service named in the question or in an alert's service label",
+        ),
+        _query(
+            "limit",
+            {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
+            "runs per page",
+        ),
+        _query("cursor", {"type": "string"}, "next_cursor of the previous page"),
+    ]
+
+
 def build_document(max_wait_s: float = 120.0) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the ingest API."""
     _, defs = models_json_schema(
-        [(m, "validation") for m in _MODELS] + [(Answer, "serialization")], ref_template=REF
+        [(m, "validation") for m in _MODELS] + [(m, "serialization") for m in _SERVED],
+        ref_template=REF,
     )
-    schemas: dict[str, Any] = defs.get("$defs", {}) | trace_openapi.SCHEMAS
+    schemas: dict[str, Any] = defs.get("$defs", {})
     secured: list[dict[str, list[str]]] = [{"bearerAuth": []}]
     paths: dict[str, Any] = {
         "/api/v1/alerts": {
@@ -148,9 +173,9 @@ def build_document(max_wait_s: float = 120.0) -> dict[str, Any]:
             "get": {
                 "summary": "Runs from the read model, newest request first (keyset pages)",
                 "security": secured,
-                "parameters": trace_openapi.openapi_parameters(),
+                "parameters": _run_list_params(),
                 "responses": {
-                    "200": _json_ref("RunList", "one page of runs"),
+                    "200": _json(RunList, "one page of runs"),
                     "400": _json(ErrorBody, "a query parameter is invalid; `detail` names it"),
                     **_errors(401),
                     "503": _json(ErrorBody, "the read models are unavailable; retry later"),
@@ -167,7 +192,7 @@ def build_document(max_wait_s: float = 120.0) -> dict[str, Any]:
                 "security": secured,
                 "parameters": [_run_id_param()],
                 "responses": {
-                    "200": _json_ref("Trace", "the trace"),
+                    "200": _json(Trace, "the trace"),
                     **_errors(401),
                     "404": _json(ErrorBody, "no such run in the read model"),
                     "422": _json(ErrorBody, "the run id is malformed"),

@@ -1,18 +1,16 @@
-"""The ingest ASGI app: webhook, chat, answers and event streams.
+"""The HTTP API as one ASGI app: webhook, chat, answers, event streams, runs and traces.
 
 Handlers validate first and publish last; blocking work (PostgreSQL, waiting
 for Kafka acks) runs in the thread pool, and waiting for answers costs no thread
 (see :mod:`services.ingest.runs`). The ports are injected so the refusal paths
-can be tested without a broker.
+can be tested without a broker. The runs and trace routes are in
+:mod:`web.trace_routes`; every ``/api/v1`` route sits behind the bearer check.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import json
 import logging
-import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
@@ -26,12 +24,18 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from projections import trace_routes
 from services.ingest import alertmanager
 from services.ingest.alertmanager import AlertGroup
-from services.ingest.causal import CausalOrder
 from services.ingest.dedup import Claimed, DedupStore
-from services.ingest.http import (
+from services.ingest.models import AlertmanagerWebhook, ChatRequest, validation_details
+from services.ingest.runs import EventReader, RunBuffer
+from services.ingest.settings import IngestSettings
+from tracebound.errors import TransientError
+from tracebound.events import Alert, DiagnosisRequested, Event
+from tracebound.publisher import KafkaPublisher, Publisher
+from tracebound.settings import KafkaSettings, PostgresSettings
+from web import stream, trace_routes
+from web.http import (
     ApiError,
     BearerAuth,
     api_error_handler,
@@ -40,21 +44,9 @@ from services.ingest.http import (
     read_json,
     run_id_param,
 )
-from services.ingest.models import AlertmanagerWebhook, ChatRequest, validation_details
-from services.ingest.openapi import build_document
-from services.ingest.runs import EventReader, RunBuffer
-from services.ingest.settings import IngestSettings
-from tracebound.errors import TransientError
-from tracebound.events import Alert, Answer, DiagnosisRequested, Event
-from tracebound.publisher import KafkaPublisher, Publisher
-from tracebound.settings import KafkaSettings, PostgresSettings
+from web.openapi import build_document
 
 log = logging.getLogger(__name__)
-KEEPALIVE_S = 15.0
-# How long the event stream holds an event whose cause it has not seen yet, and
-# holds the Answer back while other events of the run are still held.
-CAUSE_WAIT_S = 10.0
-SETTLE_S = 1.5
 MAX_WAIT_S = 120.0
 M = TypeVar("M", bound=BaseModel)
 
@@ -101,11 +93,6 @@ def _validate(model: type[M], data: Any) -> M:
 def _unavailable(exc: TransientError) -> ApiError:
     log.warning("request not accepted: %s", exc)
     return ApiError(503, f"not accepted, retry later: {exc}", headers={"Retry-After": "5"})
-
-
-def _sse(event: Event) -> str:
-    data = json.dumps(event.to_json(), ensure_ascii=False, default=str)
-    return f"id: {event.event_id}\nevent: {event.schema_name}\ndata: {data}\n\n"
 
 
 def create_app(settings: IngestSettings | None = None, ports: Ports | None = None) -> Starlette:
@@ -174,55 +161,10 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
     async def events(request: Request) -> Response:
         run_id = run_id_param(request)
         wait = query_seconds(request, max_wait, max_wait)
-
-        async def stream() -> AsyncIterator[str]:
-            # Events go out in causal order (see causal.py); the Answer goes last, once
-            # nothing else of the run is held or SETTLE_S has passed since it arrived.
-            sub = ports.runs.subscribe(run_id)
-            try:
-                order = CausalOrder(CAUSE_WAIT_S)
-                deadline = time.monotonic() + wait
-                past, _ = ports.runs.snapshot(run_id)
-                ready = [
-                    out
-                    for event in sorted(past, key=lambda e: e.occurred_at)
-                    for out in order.offer(event, time.monotonic())
-                ]
-                answer: Answer | None = None
-                settle = deadline
-                while True:
-                    for event in ready:
-                        if isinstance(event, Answer):
-                            answer = answer or event
-                            settle = min(deadline, time.monotonic() + SETTLE_S)
-                        else:
-                            yield _sse(event)
-                    now = time.monotonic()
-                    if answer is not None and (not order.holding() or now >= settle):
-                        yield _sse(answer)
-                        return
-                    if now >= deadline:
-                        yield "event: timeout\ndata: {}\n\n"
-                        return
-                    expiry = order.next_expiry()
-                    left = min(deadline, settle, expiry or deadline) - now
-                    try:
-                        event = await asyncio.wait_for(
-                            sub[1].get(), max(0.0, min(left, KEEPALIVE_S))
-                        )
-                    except TimeoutError:
-                        ready = order.expired(time.monotonic())
-                        if not ready and answer is None and left > KEEPALIVE_S:
-                            yield ": keep-alive\n\n"
-                        continue
-                    ready = order.offer(event, time.monotonic())
-            finally:
-                ports.runs.unsubscribe(run_id, sub)
-
         return StreamingResponse(
-            stream(),
+            stream.run_events(ports.runs, run_id, wait),
             media_type="text/event-stream",
-            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+            headers=stream.HEADERS,
         )
 
     async def healthz(_request: Request) -> Response:

@@ -1,38 +1,64 @@
-"""Which tool calls a plan means, derived the same way by the planner and the executor.
+"""Which tool calls a plan means: the planner derives them and records them on the plan.
 
 A skill lists the steps of a full diagnosis. A narrow-scope question (contract
 section 2.4) only asks to confirm one thing, so it gets only the calls that
 confirm it — its alert, or its logs — and never runbook lookups, whose general
 knowledge must not be stated as a fact of the current environment.
+
+The result travels as ``PlanSnapshot.execution``, so the executor runs the
+recorded calls. A plan recorded before plans carried them still names them when
+the rules planner wrote it: each of its lines is one call (:func:`describe`), read
+back by :func:`described_calls`. Only a model-written legacy plan is derived
+again, by the executor, from the skill catalogue it has.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
 
-from tracebound.events import DiagnosisRequest
-from tracebound.scope import Focus
-from tracebound.skills import Skill
+from services.executor.tools import PARAMS_MODELS
+from services.planner.scope import Focus
+from services.planner.skills import Skill
+from tracebound.events import DiagnosisRequest, ExecutionPlan, PlannedCall, PlanSnapshot
+
+RULES_MODES = frozenset({"rules", "rules-fallback"})
 
 
-@dataclass(frozen=True, slots=True)
-class PlannedCall:
-    tool: str
-    params: dict[str, Any]
-    purpose: str
+def describe(call: PlannedCall) -> str:
+    """One line of ``planner_plan.plan``."""
+    shown = json.dumps(call.params, ensure_ascii=False, sort_keys=True)
+    return f"{call.tool} {shown}: {call.purpose}"
 
-    def describe(self) -> str:
-        """One line of ``planner_plan.plan``."""
-        shown = json.dumps(self.params, ensure_ascii=False, sort_keys=True)
-        return f"{self.tool} {shown}: {self.purpose}"
+
+def _read_line(line: str) -> PlannedCall | None:
+    tool, _space, rest = line.partition(" ")
+    try:
+        params, end = json.JSONDecoder().raw_decode(rest)
+    except ValueError:
+        return None
+    if tool not in PARAMS_MODELS or not isinstance(params, dict) or rest[end : end + 2] != ": ":
+        return None
+    return PlannedCall(tool=tool, params=params, purpose=rest[end + 2 :])
+
+
+def described_calls(plan: PlanSnapshot) -> tuple[PlannedCall, ...] | None:
+    """The calls a legacy rules plan's lines name; None when any line is not one."""
+    if plan.planner_mode not in RULES_MODES or not plan.planner_plan.plan:
+        return None
+    calls = []
+    for line in plan.planner_plan.plan:
+        call = _read_line(line)
+        if call is None:
+            return None
+        calls.append(call)
+    return tuple(calls)
 
 
 def _skill_calls(skill: Skill, service: str | None) -> list[PlannedCall]:
     return [
-        PlannedCall(step.tool, step.render_params(service), step.purpose) for step in skill.steps
+        PlannedCall(tool=step.tool, params=step.render_params(service), purpose=step.purpose)
+        for step in skill.steps
     ]
 
 
@@ -49,17 +75,22 @@ def _alert_calls(focus: Focus, request: DiagnosisRequest) -> list[PlannedCall]:
     calls = []
     for name, service in dict.fromkeys(pairs):
         params = {k: v for k, v in (("alert_name", name), ("service", service)) if v}
-        calls.append(PlannedCall("query_metrics", params, "confirm the alert and its figures"))
+        purpose = "confirm the alert and its figures"
+        calls.append(PlannedCall(tool="query_metrics", params=params, purpose=purpose))
     return calls
 
 
 def _default_calls(focus: Focus) -> list[PlannedCall]:
     service = focus.service
-    calls = [PlannedCall("query_metrics", {"service": service} if service else {}, "alerts")]
+    metrics = {"service": service} if service else {}
+    calls = [PlannedCall(tool="query_metrics", params=metrics, purpose="alerts")]
     if service:
         logs = {"log_topic": "application-logs", "query": service, "service": service}
-        calls.append(PlannedCall("query_logs", logs, "recent logs of the service"))
-    calls.append(PlannedCall("lookup_knowledge", {"query": focus.text[:200]}, "runbook guidance"))
+        calls.append(
+            PlannedCall(tool="query_logs", params=logs, purpose="recent logs of the service")
+        )
+    knowledge = {"query": focus.text[:200]}
+    calls.append(PlannedCall(tool="lookup_knowledge", params=knowledge, purpose="runbook guidance"))
     return calls
 
 
@@ -102,6 +133,17 @@ def planned_calls(
         logs = [c for c in full if c.tool == "query_logs"][:1]
         if not logs and focus.service:
             params = {"log_topic": "application-logs", "query": focus.service}
-            logs = [PlannedCall("query_logs", params, "logs of the service")]
+            logs = [PlannedCall(tool="query_logs", params=params, purpose="logs of the service")]
         calls += logs
     return _dedupe(calls)
+
+
+def execution_plan(
+    focus: Focus, skill: Skill | None, request: DiagnosisRequest, narrow: bool
+) -> ExecutionPlan:
+    """What the executor runs for this plan: its calls and the entities claims keep to."""
+    return ExecutionPlan(
+        calls=tuple(planned_calls(focus, skill, request, narrow)),
+        services=focus.services,
+        alert_names=focus.alert_names,
+    )

@@ -1,4 +1,4 @@
-"""The trace HTTP routes mounted into the ingest app: run list, trace JSON, trace page.
+"""The read-side routes of the API: run list, trace JSON and the trace page.
 
 The routes read PostgreSQL in the thread pool (psycopg is blocking) with a
 connection per request: traces are read by people, not at a rate where a pool
@@ -8,7 +8,7 @@ would pay off.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from pydantic import SecretStr
@@ -17,13 +17,15 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
-from projections import run_list, trace, trace_page
-from services.ingest.http import ApiError, bearer_matches, run_id_param
+from projections import run_list, trace
 from tracebound.events.base import RUN_ID
 from tracebound.settings import PostgresSettings
+from web import trace_page
+from web.html import PAGE_HEADERS, render_message
+from web.http import ApiError, bearer_matches, run_id_param
 
 Connect = Callable[[], psycopg.Connection[Any]]
-PAGE_HEADERS = trace_page.PAGE_HEADERS
+T = TypeVar("T")
 
 
 def default_connect(settings: PostgresSettings | None = None) -> Connect:
@@ -36,7 +38,7 @@ def default_connect(settings: PostgresSettings | None = None) -> Connect:
     return connect
 
 
-def _read(connect: Connect, work: Callable[[psycopg.Connection[Any]], Any]) -> Any:
+def _read(connect: Connect, work: Callable[[psycopg.Connection[Any]], T]) -> T:
     """Run ``work`` on a fresh connection; database trouble becomes a 503 (retry later)."""
     try:
         with connect() as conn:
@@ -74,19 +76,19 @@ def routes(token: SecretStr | None, connect: Connect | None = None) -> list[Rout
         page = await run_in_threadpool(
             _read, opened, lambda conn: run_list.list_runs_filtered(conn, selection)
         )
-        return JSONResponse(page)
+        return JSONResponse(page.document())
 
     async def run_trace(request: Request) -> Response:
         run_id = run_id_param(request)
         found = await run_in_threadpool(_read, opened, lambda conn: trace.build_trace(conn, run_id))
         if found is None:
             raise ApiError(404, f"no run {run_id} in the read model")
-        return JSONResponse(found)
+        return JSONResponse(found.document())
 
     async def page(request: Request) -> Response:
         if not _authorized(request, secret):
             return HTMLResponse(
-                trace_page.render_message("401 unauthorized", "missing or invalid bearer token"),
+                render_message("401 unauthorized", "missing or invalid bearer token"),
                 401,
                 headers={
                     **PAGE_HEADERS,
@@ -104,11 +106,11 @@ def routes(token: SecretStr | None, connect: Connect | None = None) -> list[Rout
                 raise ApiError(404, f"no run {run_id} in the read model")
         except ApiError as exc:
             return HTMLResponse(
-                trace_page.render_message(f"{exc.status}", exc.error),
+                render_message(f"{exc.status}", exc.error),
                 exc.status,
                 headers={**PAGE_HEADERS, **exc.headers},
             )
-        return HTMLResponse(trace_page.render_page(found), headers=PAGE_HEADERS)
+        return HTMLResponse(trace_page.render_page(found.document()), headers=PAGE_HEADERS)
 
     return [
         Route("/api/v1/runs", list_runs, methods=["GET"]),

@@ -5,7 +5,7 @@ English and Chinese keywords) and the evidence-tool steps it runs. Keeping them
 as data lets the rules planner and the llm planner share one catalogue, lets a
 replay swap a candidate set (``TRACEBOUND_PROMPTS_DIR``), and lets every plan
 record the skill version that shaped it. Tool names and parameters are checked
-at load time against the executor's tool contract, so a typo fails at start-up
+at load time with the tools' own parameter models, so a typo fails at start-up
 rather than as a rejected tool call in the middle of a diagnosis.
 """
 
@@ -20,31 +20,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from services.executor.tools import PARAMS_MODELS
 from tracebound.errors import ConfigError
 from tracebound.events import PromptRef
 from tracebound.prompts import prompts_dir, read_front_matter, resource_name
 
 ToolName = Literal["query_metrics", "query_logs", "lookup_knowledge"]
 SERVICE_PLACEHOLDER = "{service}"
+SAMPLE_SERVICE = "sample-service"
 ALERT_WEIGHT = 10
 KEYWORD_WEIGHT = 1
-
-# tool -> (allowed params, required params): the executor's parameter contract.
-TOOL_PARAMS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
-    "query_metrics": (frozenset({"alert_name", "service", "state"}), frozenset()),
-    "query_logs": (
-        frozenset({"log_topic", "query", "service", "level", "window_minutes", "limit"}),
-        frozenset({"log_topic", "query"}),
-    ),
-    "lookup_knowledge": (frozenset({"query", "alert_name", "top_k"}), frozenset({"query"})),
-}
-CHOICES: dict[str, frozenset[str]] = {
-    "state": frozenset({"firing", "pending", "all"}),
-    "log_topic": frozenset(
-        {"system-metrics", "application-logs", "database-slow-query", "system-events"}
-    ),
-}
-INT_PARAMS = frozenset({"window_minutes", "limit", "top_k"})
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 _SPACE = re.compile(r"\s+")
 
@@ -52,6 +37,14 @@ _SPACE = re.compile(r"\s+")
 def _squash(text: str) -> str:
     """Case- and whitespace-insensitive form, so "CPU 使用率" matches "cpu使用率"."""
     return _SPACE.sub("", text).casefold()
+
+
+def _problems(exc: ValidationError, limit: int = 5) -> str:
+    """The first few validation errors as ``where: what``."""
+    return "; ".join(
+        f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}"
+        for err in exc.errors()[:limit]
+    )
 
 
 class SkillStep(BaseModel):
@@ -65,22 +58,19 @@ class SkillStep(BaseModel):
 
     @model_validator(mode="after")
     def _check_params(self) -> SkillStep:
-        allowed, required = TOOL_PARAMS[self.tool]
-        unknown = sorted(set(self.params) - allowed)
-        if unknown:
-            raise ValueError(f"{self.tool} does not take {unknown}")
-        missing = sorted(required - set(self.params))
-        if missing:
-            raise ValueError(f"{self.tool} needs {missing}")
         for key, value in self.params.items():
-            if key in INT_PARAMS and (not isinstance(value, int) or value <= 0):
-                raise ValueError(f"{self.tool}.{key} must be a positive integer")
-            if key in CHOICES and value not in CHOICES[key]:
-                raise ValueError(f"{self.tool}.{key} must be one of {sorted(CHOICES[key])}")
             if isinstance(value, str):
                 extra = [p for p in _PLACEHOLDER.findall(value) if p != SERVICE_PLACEHOLDER]
                 if extra:
                     raise ValueError(f"{self.tool}.{key}: only {{service}} may be a placeholder")
+        # Both forms the executor may send: with a known service, and without one.
+        for service in (SAMPLE_SERVICE, None):
+            try:
+                PARAMS_MODELS[self.tool].model_validate(self.render_params(service))
+            except ValidationError as exc:
+                raise ValueError(
+                    f"{self.tool} params do not fit the tool: {_problems(exc)}"
+                ) from None
         return self
 
     def render_params(self, service: str | None) -> dict[str, Any]:
@@ -171,11 +161,7 @@ def parse_skill(path: Path) -> Skill:
     try:
         skill = Skill.model_validate({**meta, "resource": resource_name(path), "body": body})
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}"
-            for err in exc.errors()[:5]
-        )
-        raise ConfigError(f"{path}: invalid skill: {problems}") from None
+        raise ConfigError(f"{path}: invalid skill: {_problems(exc)}") from None
     if skill.name != path.stem:
         raise ConfigError(f"{path}: skill name {skill.name!r} does not match the file name")
     return skill
@@ -218,7 +204,6 @@ def clear_cache() -> None:
 
 
 __all__ = [
-    "TOOL_PARAMS",
     "Skill",
     "SkillStep",
     "Triggers",

@@ -1,9 +1,10 @@
 """What a request is about: its services, alerts, evidence kinds and breadth.
 
-The planner and the rules executor read a question the same way, so this lives
-in the shared core. Marker words are data (``rules/scope-rules.json``); a narrow
-question (contract section 2.4) asks only to confirm something about a named
-service or alert, which limits the executor to observations and no widening.
+The planner reads the question once and records what it found on the plan (the
+narrow flag, and the services and alert names the executor's claims keep to).
+Marker words are data (``rules/scope-rules.json``); a narrow question (contract
+section 2.4) asks only to confirm something about a named service or alert,
+which limits the executor to observations and no widening.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""HTTP plumbing of the ingest API: errors, bearer auth and bounded body reading.
+"""HTTP plumbing of the API: errors, bearer auth and bounded body reading.
 
 Every refusal is a JSON ``ErrorBody`` with a reason a person can act on, and it
 happens before anything is published: the body is size-checked while it is

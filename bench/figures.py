@@ -1,0 +1,135 @@
+"""The bench's figures: medians of the runs, set against their targets.
+
+The runs are measured in :mod:`bench.cli`; here they become the table's lines
+(and the medians the report keeps), so the two can change independently.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from typing import Any
+
+from bench import processes
+from bench.report import Figure, fmt, median
+
+TARGETS = {
+    "pipeline_rps": 200.0,
+    "open_loop_p99_ms": 1000.0,
+    "runtime_ratio": 0.5,
+    "gatekeeper_cps": 20_000.0,
+    "projections_live_eps": 5_000.0,
+    "projections_rebuild_eps": 10_000.0,
+    "rss_mb": 150.0,
+}
+
+
+def med(runs: Sequence[dict[str, Any]], *path: str) -> float:
+    values = []
+    for run in runs:
+        value: Any = run
+        for key in path:
+            value = value[key]
+        values.append(float(value))
+    return median(values)
+
+
+def runs_note(count: int) -> str:
+    return f"(median of {count})" if count > 1 else "(1 run)"
+
+
+def pipeline_figures(
+    args: argparse.Namespace,
+    bursts: Sequence[dict[str, Any]],
+    loops: Sequence[dict[str, Any]],
+    rss_end: dict[str, float],
+) -> tuple[list[Figure], float, float]:
+    """Throughput, open-loop latency, overhead and memory; with the median rps and p99."""
+    figures: list[Figure] = []
+    rps = med(bursts, "requests_per_second")
+    answered = sum(int(b["answered"]) for b in bursts)
+    asked = sum(int(b["asked"]) for b in bursts)
+    lat = {q: med(bursts, "latency_ms", q) for q in ("p50", "p95", "p99")}
+    figures.append(
+        Figure(
+            "pipeline",
+            f"{fmt(rps)} requests/s ({args.requests} requests at once,"
+            f" {answered}/{asked} answered; latency p50/p95/p99"
+            f" {fmt(lat['p50'], 0)}/{fmt(lat['p95'], 0)}/{fmt(lat['p99'], 0)} ms)",
+            f">= {TARGETS['pipeline_rps']:.0f} requests/s",
+            rps >= TARGETS["pipeline_rps"],
+            runs_note(len(bursts)),
+        )
+    )
+    p99 = med(loops, "latency_ms", "p99")
+    p50 = med(loops, "latency_ms", "p50")
+    sent = med(loops, "achieved_send_rate")
+    lost = sum(int(r["asked"]) - int(r["answered"]) for r in loops)
+    ok = p99 < TARGETS["open_loop_p99_ms"] and lost == 0
+    figures.append(
+        Figure(
+            "pipeline open loop",
+            f"p99 {fmt(p99, 0)} ms at {args.rate:g} requests/s offered"
+            f" (p50 {fmt(p50, 0)} ms, sent {fmt(sent)}/s for {args.rate_seconds:g}s,"
+            f" {lost} unanswered)",
+            f"p99 < {TARGETS['open_loop_p99_ms']:.0f} ms",
+            ok,
+            runs_note(len(loops)),
+        )
+    )
+    over = med(loops, "overhead_ms", "p50")
+    tool = med(loops, "tool_ms_per_request", "mean")
+    step = med(loops, "agent_step_ms_per_request", "mean")
+    burst_over = med(bursts, "overhead_ms", "p50")
+    cpu = {role: med(bursts, "cpu_ms_per_request", role) for role in processes.ROLES}
+    cpu_text = ", ".join(f"{r} {v:.1f}" for r, v in cpu.items())
+    figures.append(
+        Figure(
+            "pipeline overhead",
+            f"p50 {fmt(over, 0)} ms/request at {args.rate:g}/s beyond tool"
+            f" {tool:.1f} ms + agent-step {step:.1f} ms (latency = answer received −"
+            f" requested_at; burst: {fmt(burst_over, 0)} ms); CPU ms/request: {cpu_text}",
+        )
+    )
+    top_role, top_rss = max(rss_end.items(), key=lambda kv: kv[1]) if rss_end else ("-", 0.0)
+    figures.append(
+        Figure(
+            "service RSS",
+            f"max {fmt(top_rss)} MB ({top_role}; "
+            + ", ".join(f"{r} {v:.0f}" for r, v in rss_end.items())
+            + " MB, VmRSS after the pipeline runs)",
+            f"< {TARGETS['rss_mb']:.0f} MB each",
+            bool(rss_end) and top_rss < TARGETS["rss_mb"],
+        )
+    )
+    return figures, rps, p99
+
+
+def projections_figures(
+    live: Sequence[dict[str, Any]], rebuilt: Sequence[dict[str, Any]]
+) -> tuple[list[Figure], float, float]:
+    """Catch-up and rebuild rates; with both medians."""
+    figures: list[Figure] = []
+    live_eps = med(live, "events_per_second")
+    rebuild_eps = med(rebuilt, "events_per_second")
+    events = med(live, "events")
+    figures.append(
+        Figure(
+            "projections live",
+            f"{fmt(live_eps)} events/s (catch-up of {events:,.0f} model events,"
+            f" {fmt(med(live, 'distinct_events_per_second'))} distinct events/s)",
+            f">= {TARGETS['projections_live_eps']:,.0f} events/s",
+            live_eps >= TARGETS["projections_live_eps"],
+            runs_note(len(live)),
+        )
+    )
+    figures.append(
+        Figure(
+            "projections rebuild",
+            f"{fmt(rebuild_eps)} events/s ({med(rebuilt, 'events'):,.0f} model events)",
+            f">= {TARGETS['projections_rebuild_eps']:,.0f} events/s",
+            rebuild_eps >= TARGETS["projections_rebuild_eps"],
+            runs_note(len(rebuilt)),
+        )
+    )
+    return figures, live_eps, rebuild_eps

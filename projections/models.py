@@ -1,0 +1,197 @@
+"""The read models as objects: each knows its table, its events (so its topics) and how
+its rows are written.
+
+Which events feed which model is declared in the topology
+(:data:`tracebound.topology.READ_MODELS`); this module adds the behaviour. The
+projection workers, a rebuild and the status report treat every model alike and
+ask it to write, so a new model is one class here and one line there, not a new
+branch in each of them.
+
+Every model is its own consumer group (``<group_prefix><name>``), so one slow model
+never holds the others back and each resumes from its own checkpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+from psycopg import sql
+
+from projections import reducers
+from projections.runs import State
+from projections.runs import row as run_row
+from projections.settings import ProjectionSettings
+from projections.store import Connection, RunStates, held_runs, upsert
+from tracebound.errors import InvalidInputError
+from tracebound.events import EVENT_TYPES, Event
+from tracebound.topology import READ_MODELS, ReadModelSpec
+
+Events = Sequence[Event]
+Cache = RunStates | None  # what a projection worker keeps between batches
+REBUILD_RUNS = 2000  # run states a rebuild keeps in memory before writing the oldest
+
+
+class RebuildWriter(Protocol):
+    """Writes a rebuild's batches into the new table; :meth:`flush` writes what it held back."""
+
+    def apply(self, events: Sequence[Event]) -> int: ...
+
+    def flush(self) -> int: ...
+
+
+class ReadModel:
+    """One read model: its table (``name``), key column, events and topics."""
+
+    def __init__(self, spec: ReadModelSpec) -> None:
+        self.name = spec.name
+        self.key = spec.key
+        self.topics = spec.topics
+        self.events: tuple[type[Event], ...] = tuple(EVENT_TYPES[e] for e in spec.events)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    def group(self, settings: ProjectionSettings) -> str:
+        return f"{settings.group_prefix}{self.name}"
+
+    def live_cache(self) -> Cache:
+        """What a projection worker keeps between its batches (nothing, unless overridden)."""
+        return None
+
+    def write(self, conn: Connection, table: str, events: Events, cache: Cache = None) -> int:
+        """Apply decoded events to ``table`` (the live model or a rebuild); returns rows written."""
+        raise NotImplementedError
+
+    def rebuild_writer(self, conn: Connection, table: str) -> RebuildWriter:
+        return _Immediate(self, conn, table)
+
+
+class _Immediate:
+    """A rebuild writer that writes every batch as it comes."""
+
+    def __init__(self, model: ReadModel, conn: Connection, table: str) -> None:
+        self._model, self._conn, self._table = model, conn, table
+
+    def apply(self, events: Sequence[Event]) -> int:
+        return self._model.write(self._conn, self._table, events)
+
+    def flush(self) -> int:
+        return 0
+
+
+class FactModel(ReadModel):
+    """A model with one row per event (``tool_invocation``, ``agent_step``).
+
+    ``update_when`` says which stored rows a re-delivered or competing event may
+    overwrite (``{t}`` is the table).
+    """
+
+    def __init__(self, spec: ReadModelSpec, rows: reducers.KeyedRows, update_when: sql.SQL) -> None:
+        super().__init__(spec)
+        self.rows = rows
+        self.update_when = update_when
+
+    def write(self, conn: Connection, table: str, events: Events, cache: Cache = None) -> int:
+        rows = list(self.rows(events).values())
+        upsert(conn, table, self.key, rows, when=self.update_when)
+        return len(rows)
+
+
+class RunModel(ReadModel):
+    """``diagnosis_run``: one row per run, merged from all its events (:mod:`projections.runs`)."""
+
+    def live_cache(self) -> RunStates:
+        # Run states the worker wrote last; emptied on every rebalance, since another
+        # instance may write the runs of partitions it held meanwhile.
+        return RunStates()
+
+    def fold(
+        self, conn: Connection, table: str, held: RunStates | None, events: Sequence[Event]
+    ) -> reducers.RunChanges:
+        """Merge ``events`` into the states of their runs: kept in ``held``, else stored."""
+        run_ids = sorted({e.run_id for e in events})
+        states = held.held(run_ids) if held is not None else {}
+        missing = [r for r in run_ids if r not in states]
+        if missing:
+            states.update(held_runs(conn, table, missing))
+        return reducers.reduce_runs(states, events)
+
+    def write(self, conn: Connection, table: str, events: Events, cache: Cache = None) -> int:
+        if not events:
+            return 0
+        changes = self.fold(conn, table, cache, events)
+        rows = changes.rows()
+        self.write_rows(conn, table, rows)
+        if cache is not None:
+            cache.keep(changes.states)
+        return len(rows)
+
+    def write_rows(self, conn: Connection, table: str, rows: list[dict[str, Any]]) -> None:
+        upsert(conn, table, self.key, rows, touch=True)
+
+    def rebuild_writer(self, conn: Connection, table: str) -> RebuildWriter:
+        return _DeferredRuns(self, conn, table)
+
+
+class _DeferredRuns:
+    """``diagnosis_run`` rows for a rebuild: written when their run leaves memory, or at flush.
+
+    A rebuild is its table's only writer and starts over if it dies, so a row need
+    not be written after every batch: each run's state is kept (up to
+    :data:`REBUILD_RUNS`, least recently touched written out first) and its row
+    written about once.
+    """
+
+    def __init__(self, model: RunModel, conn: Connection, table: str) -> None:
+        self._model, self._conn, self._table = model, conn, table
+        self._states = RunStates(REBUILD_RUNS)
+        self._dirty: set[str] = set()
+
+    def apply(self, events: Sequence[Event]) -> int:
+        """Fold ``events`` in; returns the rows written to make room."""
+        runs = [e for e in events if isinstance(e, reducers.RUN_EVENTS)]
+        changes = self._model.fold(self._conn, self._table, self._states, runs)
+        self._dirty |= changes.changed
+        dropped = self._states.keep({r: changes.states[r] for r in sorted(changes.states)})
+        leaving = {r: s for r, s in dropped.items() if r in self._dirty}
+        self._dirty -= set(leaving)
+        return self._write(leaving)
+
+    def flush(self) -> int:
+        """Write every row not written yet; returns how many."""
+        rows = self._states.held(self._dirty)
+        self._dirty.clear()
+        return self._write(rows)
+
+    def _write(self, states: Mapping[str, State]) -> int:
+        rows = [run_row(run_id, states[run_id]) for run_id in sorted(states)]
+        self._model.write_rows(self._conn, self._table, rows)
+        return len(rows)
+
+
+_SPECS = {spec.name: spec for spec in READ_MODELS}
+MODELS: dict[str, ReadModel] = {
+    m.name: m
+    for m in (
+        RunModel(_SPECS["diagnosis_run"]),
+        FactModel(
+            _SPECS["tool_invocation"],
+            reducers.INVOCATION_ROWS,
+            # of two events for one invocation the larger event id wins, as in the reducer
+            sql.SQL("WHERE {t}.event_id < EXCLUDED.event_id"),
+        ),
+        # a model call is written once; a re-delivery changes nothing
+        FactModel(_SPECS["agent_step"], reducers.STEP_ROWS, sql.SQL("WHERE FALSE")),
+    )
+}
+ALL_TOPICS: tuple[str, ...] = tuple(dict.fromkeys(t for m in MODELS.values() for t in m.topics))
+
+
+def select_models(name: str | None) -> list[ReadModel]:
+    """One model by name, or all of them; an unknown name is a usage error."""
+    if name is None:
+        return list(MODELS.values())
+    if name not in MODELS:
+        raise InvalidInputError(f"unknown read model {name!r}; choose from {', '.join(MODELS)}")
+    return [MODELS[name]]

@@ -1,0 +1,55 @@
+"""The Kafka edge: every client, offset lookup, read loop and error verdict in one place.
+
+- :mod:`~tracebound.kafka.clients`: consumers and producers with the shared defaults;
+- :mod:`~tracebound.kafka.offsets`: partitions, watermarks, a point in time, assignment;
+- :mod:`~tracebound.kafka.reading`: a batch of what is ready, a range read to its end,
+  decoding;
+- :mod:`~tracebound.kafka.errors`: what an error means (end, fatal, abortable, retriable);
+- :mod:`~tracebound.kafka.lag`: the consumer-lag gauge.
+"""
+
+from __future__ import annotations
+
+from tracebound.kafka.clients import (
+    READ_TO_END,
+    consumer,
+    producer,
+    transactional_producer,
+)
+from tracebound.kafka.errors import Severity, classify, consumer_error, severity_of
+from tracebound.kafka.lag import LagGauge
+from tracebound.kafka.offsets import (
+    Key,
+    Offsets,
+    assign,
+    assign_whole,
+    end_offsets,
+    offsets_since,
+    partitions,
+    watermarks,
+)
+from tracebound.kafka.reading import RangeReader, decoded, next_batch, read_range
+
+__all__ = [
+    "READ_TO_END",
+    "Key",
+    "LagGauge",
+    "Offsets",
+    "RangeReader",
+    "Severity",
+    "assign",
+    "assign_whole",
+    "classify",
+    "consumer",
+    "consumer_error",
+    "decoded",
+    "end_offsets",
+    "next_batch",
+    "offsets_since",
+    "partitions",
+    "producer",
+    "read_range",
+    "severity_of",
+    "transactional_producer",
+    "watermarks",
+]

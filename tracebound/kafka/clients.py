@@ -1,0 +1,98 @@
+"""Every Kafka client of the project is built here, with the defaults they share.
+
+Consumers read ``read_committed`` (an aborted transaction's output never
+happened), never commit on their own (progress is a transaction, a checkpoint
+in PostgreSQL, or nothing for a one-off read), and keep a small prefetch: a
+process reading many partitions at once (a projection catching up, a replay)
+would otherwise queue up to 64 MiB per consumer before handing out a message.
+The session settings of a group member are shared too (a dead member is noticed
+within seconds); a caller adds only what is particular to it, such as
+:data:`READ_TO_END` for a read that must know where a partition ends.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+
+from confluent_kafka import Consumer, Producer
+
+from tracebound.settings import KafkaSettings
+
+CONSUMER_DEFAULTS: dict[str, str] = {
+    "enable.auto.commit": "false",
+    "enable.auto.offset.store": "false",
+    "isolation.level": "read_committed",
+    "auto.offset.reset": "earliest",
+    "fetch.wait.max.ms": "50",
+    "queued.max.messages.kbytes": "8192",
+    "fetch.max.bytes": "8388608",
+    "max.partition.fetch.bytes": "524288",
+    "session.timeout.ms": "10000",
+    "heartbeat.interval.ms": "2000",
+}
+PRODUCER_DEFAULTS: dict[str, str] = {"enable.idempotence": "true"}
+# Reading to the end offsets needs to hear that a partition has nothing more.
+READ_TO_END = {"enable.partition.eof": "true"}
+
+
+def client_id(purpose: str) -> str:
+    """``tracebound-<purpose>``: what the broker's logs and quotas see."""
+    return f"tracebound-{purpose}"
+
+
+def consumer(
+    kafka: KafkaSettings,
+    purpose: str,
+    *,
+    group: str | None = None,
+    config: Mapping[str, str] | None = None,
+) -> Consumer:
+    """A consumer with the shared defaults.
+
+    ``group`` is the consumer group a subscribing member joins. Without one the
+    consumer is for assigned partitions only; the client still insists on a
+    ``group.id``, so a throw-away one is set that is never joined and never
+    committed to.
+    """
+    return Consumer(
+        {
+            **kafka.client_config(),
+            **CONSUMER_DEFAULTS,
+            "client.id": client_id(purpose),
+            "group.id": group or f"{client_id(purpose)}-{uuid.uuid4().hex[:8]}",
+            **(config or {}),
+        }
+    )
+
+
+def producer(
+    kafka: KafkaSettings, purpose: str, *, config: Mapping[str, str] | None = None
+) -> Producer:
+    """An idempotent producer (a retried send is never written twice)."""
+    return Producer(
+        {
+            **kafka.client_config(),
+            **PRODUCER_DEFAULTS,
+            "client.id": client_id(purpose),
+            **(config or {}),
+        }
+    )
+
+
+def transactional_producer(
+    kafka: KafkaSettings, transactional_id: str, timeout_ms: int
+) -> Producer:
+    """The producer of an exactly-once loop; a stable id fences a zombie predecessor."""
+    timeout = str(timeout_ms)
+    return producer(
+        kafka,
+        transactional_id,
+        config={
+            "transactional.id": transactional_id,
+            "transaction.timeout.ms": timeout,
+            "message.timeout.ms": timeout,
+            "linger.ms": "5",
+            "compression.type": "lz4",
+        },
+    )

@@ -1,0 +1,84 @@
+"""Where a read starts and ends: partitions, watermarks, offsets of a point in time.
+
+Offsets are plain ``{(topic, partition): offset}`` maps, so a caller can keep,
+compare and store them (the projections' checkpoints have the same shape).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from confluent_kafka import TopicPartition
+
+from tracebound.errors import TransientError
+
+Key = tuple[str, int]
+Offsets = dict[Key, int]
+METADATA_TIMEOUT_S = 10.0
+
+
+def partitions(consumer: Any, topic_names: Iterable[str], *, required: bool = False) -> list[Key]:
+    """Every partition of ``topic_names`` in order; a missing topic has none.
+
+    ``required``: a missing topic is a ``TransientError`` (it may be created yet).
+    """
+    meta = consumer.list_topics(timeout=METADATA_TIMEOUT_S)
+    found: list[Key] = []
+    for topic in topic_names:
+        info = meta.topics.get(topic)
+        if info is None or info.error is not None:
+            if required:
+                raise TransientError(f"topic {topic} is not available")
+            continue
+        found += [(topic, p) for p in sorted(info.partitions)]
+    return found
+
+
+def watermarks(consumer: Any, keys: Iterable[Key]) -> dict[Key, tuple[int, int]]:
+    """(low, high) of every partition, asked of the broker (not the cached ones)."""
+    return {
+        key: consumer.get_watermark_offsets(
+            TopicPartition(*key), timeout=METADATA_TIMEOUT_S, cached=False
+        )
+        for key in keys
+    }
+
+
+def end_offsets(consumer: Any, topic_names: Iterable[str]) -> Offsets:
+    """High watermarks of every partition of ``topic_names`` (missing topics: none)."""
+    keys = partitions(consumer, topic_names)
+    return {key: high for key, (_low, high) in watermarks(consumer, keys).items()}
+
+
+def offsets_since(consumer: Any, keys: Iterable[Key], since_ms: int | None) -> Offsets:
+    """Per partition the first offset at or after ``since_ms`` (None: the first offset).
+
+    A partition with nothing that recent starts at its end, so a read from there
+    sees what is published from now on and nothing older than asked for.
+    """
+    marks = watermarks(consumer, keys)
+    starts = {key: low for key, (low, _high) in marks.items()}
+    if since_ms is None or not marks:
+        return starts
+    asked = [TopicPartition(t, p, since_ms) for t, p in marks]
+    for tp in consumer.offsets_for_times(asked, timeout=METADATA_TIMEOUT_S):
+        key = (tp.topic, tp.partition)
+        starts[key] = max(tp.offset, marks[key][0]) if tp.offset >= 0 else marks[key][1]
+    return starts
+
+
+def assign(consumer: Any, offsets: Mapping[Key, int]) -> None:
+    """Read exactly these partitions from these offsets, outside any consumer group."""
+    consumer.assign([TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])
+
+
+def assign_whole(consumer: Any, topic_names: Iterable[str], *, from_end: bool) -> Offsets:
+    """Read every partition of ``topic_names`` from its first offset, or ``from_end``: from
+    the end offsets now, so only what is published from now on. A missing topic is a
+    ``TransientError``."""
+    keys = partitions(consumer, topic_names, required=True)
+    marks = watermarks(consumer, keys)
+    starts = {key: high if from_end else low for key, (low, high) in marks.items()}
+    assign(consumer, starts)
+    return starts

@@ -1,0 +1,86 @@
+"""One batch of the service loop without Kafka: its outputs, its offsets, its start.
+
+The handler's results are encoded and routed here, and an input the role cannot
+process becomes a dead letter in the same list, so the loop only has to publish
+the list and the batch's offsets in one transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from confluent_kafka import TopicPartition
+
+from tracebound.codec import Codec
+from tracebound.errors import PoisonInput
+from tracebound.events import Producer as ProducerRef
+from tracebound.runtime.dead_letters import dead_letter
+from tracebound.runtime.service import ServiceSpec
+
+log = logging.getLogger("tracebound.runtime")
+
+Output = tuple[str, bytes | None, bytes]
+
+
+def transform(
+    spec: ServiceSpec, codec: Codec, batch: Sequence[Any]
+) -> tuple[list[Output], list[str]]:
+    """The encoded outputs of ``batch``, and the error type of each dead-lettered input.
+
+    A ``TransientError`` of the handler propagates: the loop retries the whole batch.
+    """
+    outputs: list[Output] = []
+    dead: list[str] = []
+    for message in batch:
+        try:
+            event = codec.decode(message.value(), message.topic())
+            if not isinstance(event, spec.accepts):
+                raise PoisonInput(f"{type(event).__name__} is not an input of {spec.name}")
+            results = spec.handler(event)
+        except PoisonInput as exc:
+            outputs.append(
+                (spec.dead_letter_topic, message.key(), _dead_letter(spec, codec, message, exc))
+            )
+            dead.append(type(exc).__name__)
+            continue
+        for result in results:
+            topic = spec.route(result)
+            outputs.append((topic, result.run_id.encode(), codec.encode(result, topic)))
+    return outputs, dead
+
+
+def _dead_letter(spec: ServiceSpec, codec: Codec, message: Any, exc: Exception) -> bytes:
+    letter = dead_letter(message, exc, service=spec.name, producer=ProducerRef(service=spec.name))
+    log.warning(
+        "dead-lettered input: %s",
+        exc,
+        extra={
+            "run_id": letter.run_id,
+            "topic": message.topic(),
+            "partition": message.partition(),
+            "offset": message.offset(),
+            "error_type": type(exc).__name__,
+        },
+    )
+    return codec.encode(letter, spec.dead_letter_topic)
+
+
+def next_offsets(batch: Sequence[Any]) -> list[TopicPartition]:
+    """Per partition, the offset after the batch's last message: the progress to commit."""
+    last: dict[tuple[str, int], int] = {}
+    for m in batch:
+        key = (m.topic() or "", m.partition() or 0)
+        last[key] = max(m.offset() or 0, last.get(key, -1))
+    return [TopicPartition(t, p, o + 1) for (t, p), o in last.items()]
+
+
+def first_offsets(batch: Sequence[Any]) -> dict[tuple[str, int], int]:
+    """Per partition, the batch's first offset: where a rewound batch is read again."""
+    first: dict[tuple[str, int], int] = {}
+    for m in batch:
+        key = (m.topic() or "", m.partition() or 0)
+        offset = m.offset() or 0
+        first[key] = min(offset, first.get(key, offset))
+    return first

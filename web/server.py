@@ -1,0 +1,30 @@
+"""Serving the API: uvicorn in the foreground until SIGINT/SIGTERM.
+
+The ingest role's ``__main__`` and ``tracebound serve`` start it; nothing else
+imports :mod:`web`, so the ingest core and the read models stay importable
+without the HTTP stack.
+"""
+
+from __future__ import annotations
+
+import uvicorn
+
+from services.ingest.settings import IngestSettings
+from tracebound import logs
+from tracebound.settings_check import report_unknown_variables
+from web.app import create_app
+
+
+def serve(settings: IngestSettings) -> int:
+    """Run the API until it is told to stop (uvicorn shuts down gracefully)."""
+    logs.configure()
+    report_unknown_variables("ingest")
+    uvicorn.run(
+        create_app(settings),
+        host=settings.host,
+        port=settings.port,
+        log_config=None,  # uvicorn's records go through our JSON formatter
+        proxy_headers=False,
+        server_header=False,
+    )
+    return 0
