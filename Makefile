@@ -5,32 +5,51 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup lint test test-unit demo up down status bench clean
+.PHONY: setup lint test test-unit coverage demo up down status bench clean
 
-$(STAMP): pyproject.toml
+# The tested versions: constraints.txt pins every package the ranges in
+# pyproject.toml resolve to.
+$(STAMP): pyproject.toml constraints.txt
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11+ is required")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
 	@touch $(STAMP)
 
 setup: $(STAMP)
 
+# mypy checks the folders listed in pyproject.toml ([tool.mypy] files).
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy tracebound services projections web replay
+	$(BIN)/mypy
 
-# The test command: lint, then every test against a real Kafka and PostgreSQL.
-# The pytest session starts the local stack when none is configured and stops it
-# again if it started it. pytest's "no tests collected" (exit 5) is a failure.
-test: lint
-	@rc=0; $(BIN)/python -m pytest $(PYTEST_ARGS) || rc=$$?; \
-	if [ $$rc -eq 5 ]; then echo "make test: no tests were collected" >&2; exit 1; fi; \
+# pytest with $(1) and PYTEST_ARGS; its "no tests collected" (exit 5) is a failure.
+define pytest
+	@rc=0; $(BIN)/python -m pytest $(1) $(PYTEST_ARGS) || rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make $@: no tests were collected" >&2; exit 1; fi; \
 	exit $$rc
+endef
+
+UNIT := -m "not integration and not faults"
+
+# The test command: lint, the unit tests under coverage, then every test against a
+# real Kafka and PostgreSQL. The pytest session starts the local stack when none is
+# configured and stops it again if it started it.
+test: lint coverage
+	$(call pytest,-m "integration or faults")
 
 test-unit: setup
-	$(BIN)/python -m pytest -m "not integration and not faults" $(PYTEST_ARGS)
+	$(call pytest,$(UNIT))
+
+# The unit tests under coverage of tracebound/ and the pure role cores; fails below
+# the floor in pyproject.toml ([tool.coverage.report] fail_under), and below
+# CORES_FLOOR for the role cores alone (measured at 94.6%).
+CORES_FLOOR := 91
+coverage: setup
+	$(call pytest,$(UNIT) --cov --cov-report=term)
+	@echo "coverage of the role cores (services/), floor $(CORES_FLOOR)%:"
+	@$(BIN)/coverage report --include='services/*' --format=total --fail-under=$(CORES_FLOOR)
 
 up: setup
 	$(BIN)/tracebound up
@@ -48,4 +67,4 @@ bench: setup
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .coverage htmlcov

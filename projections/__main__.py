@@ -23,6 +23,7 @@ from projections.store import connect
 from tracebound import logs
 from tracebound.runtime.metrics import ServiceMetrics, serve_metrics
 from tracebound.settings import KafkaSettings, PostgresSettings, RuntimeSettings
+from tracebound.settings_check import report_unknown_variables
 
 log = logging.getLogger("projections")
 
@@ -50,6 +51,7 @@ def main() -> int:
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     runtime = ProjectionRuntimeSettings.for_service(SERVICE)
+    report_unknown_variables(SERVICE)
     settings = ProjectionSettings()
     kafka, postgres = KafkaSettings(), PostgresSettings()
     metrics = ServiceMetrics(SERVICE)

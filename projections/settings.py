@@ -8,15 +8,15 @@ partitions with the stack's projection process.
 from __future__ import annotations
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
-from tracebound.settings import RuntimeSettings
+from tracebound.settings import RuntimeSettings, TraceboundSettings
 
 SERVICE = "projections"
 
 
-class ProjectionSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_PROJECTIONS_", extra="ignore")
+class ProjectionSettings(TraceboundSettings):
+    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_PROJECTIONS_", frozen=True)
 
     group_prefix: str = "projection."
     idle_poll_ms: int = 200

@@ -35,6 +35,27 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bench.cli",
 )
 
+# Modules that define settings classes, loaded by `up` and `status` so that they know
+# every variable a process of the stack reads (tests check that none is missing).
+SETTINGS_MODULES: tuple[str, ...] = (
+    "tracebound.settings",
+    "tracebound.llm.settings",
+    "services.common.mode",
+    "services.executor.settings",
+    "services.executor.tools.settings",
+    "services.gatekeeper.__main__",
+    "services.verifier.handler",
+    "services.sentinel.runner",
+    "services.ingest.settings",
+    "projections.settings",
+)
+
+
+def load_settings_classes() -> None:
+    """Define every settings class of the project in this process."""
+    for name in SETTINGS_MODULES:
+        importlib.import_module(name)
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from confluent_kafka import KafkaException
 
@@ -41,7 +41,7 @@ def new_request(
     )
 
 
-def publish(kafka: KafkaSettings, events: list[Event], codec: Codec | None = None) -> None:
+def publish(kafka: KafkaSettings, events: Sequence[Event], codec: Codec | None = None) -> None:
     """Publish and wait until the broker acknowledged every event (idempotent producer).
 
     One producer per call: for repeated publishing keep a :class:`KafkaPublisher`.

@@ -2,16 +2,63 @@
 
 Prefixes: ``TRACEBOUND_KAFKA_``, ``TRACEBOUND_PG_``, ``TRACEBOUND_STACK_`` and one per
 service (``TRACEBOUND_<SERVICE>_``, e.g. ``TRACEBOUND_GATEKEEPER_BATCH_SIZE``).
-Secrets are ``SecretStr`` so they never print in reprs or logs.
+Secrets are ``SecretStr`` so they never print in reprs or logs. Every settings
+class derives from :class:`TraceboundSettings`: it is frozen (a process reads its
+environment once; nothing changes a setting behind the back of the code that read
+it) and registered, so that :mod:`tracebound.settings_check` can tell which
+``TRACEBOUND_*`` variables no class reads and report them instead of ignoring them.
 """
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+# Variables read without a settings class; known to the unknown-variable check.
+PLAIN_VARIABLES: dict[str, str] = {
+    "TRACEBOUND_PROMPTS_DIR": "another folder of prompt and skill files (replay candidates)",
+    "TRACEBOUND_BENCH_PROFILE": "1: the benchmarks also profile",
+    "TRACEBOUND_TEST_KEEP_STACK": "1: the test session leaves the local stack it started running",
+}
+
+_CLASSES: list[type[TraceboundSettings]] = []
+_SERVICES: set[str] = set()
+
+
+class TraceboundSettings(BaseSettings):
+    """Base of every settings class: frozen, and registered when defined."""
+
+    model_config = SettingsConfigDict(extra="ignore", frozen=True)
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        _CLASSES.append(cls)
+
+
+def settings_classes() -> tuple[type[TraceboundSettings], ...]:
+    """Every settings class defined so far in this process."""
+    return tuple(_CLASSES)
+
+
+def prefix_for(service: str) -> str:
+    """``TRACEBOUND_<SERVICE>_``, the prefix of the classes read once per service."""
+    return f"TRACEBOUND_{service.upper().replace('-', '_')}_"
+
+
+def service_prefix(service: str) -> str:
+    """:func:`prefix_for`, recording the service: its variables are known in this process."""
+    _SERVICES.add(service)
+    return prefix_for(service)
+
+
+def services_seen() -> frozenset[str]:
+    """The services whose per-service settings this process has read."""
+    return frozenset(_SERVICES)
 
 
 def _xdg(var: str, fallback: str) -> Path:
@@ -19,10 +66,10 @@ def _xdg(var: str, fallback: str) -> Path:
     return Path(base) if base else Path.home() / fallback
 
 
-class StackSettings(BaseSettings):
+class StackSettings(TraceboundSettings):
     """Where the local stack keeps its state and which loopback ports it uses."""
 
-    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_STACK_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_STACK_", frozen=True)
 
     state_dir: Path = Field(
         default_factory=lambda: _xdg("XDG_STATE_HOME", ".local/state") / "tracebound"
@@ -37,10 +84,10 @@ class StackSettings(BaseSettings):
     partitions: int = Field(default=3, ge=1, le=256)
 
 
-class KafkaSettings(BaseSettings):
+class KafkaSettings(TraceboundSettings):
     """Connection to the Kafka cluster; security settings pass through to librdkafka."""
 
-    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_KAFKA_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_KAFKA_", frozen=True)
 
     bootstrap_servers: str = "127.0.0.1:19092"
     security_protocol: str | None = None
@@ -80,18 +127,18 @@ class KafkaSettings(BaseSettings):
         return conf
 
 
-class PostgresSettings(BaseSettings):
+class PostgresSettings(TraceboundSettings):
     """Connection to PostgreSQL; by default the local stack's private cluster."""
 
-    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_PG_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_PG_", frozen=True)
 
     dsn: SecretStr = SecretStr("postgresql://tracebound@127.0.0.1:15432/tracebound")
 
 
-class RuntimeSettings(BaseSettings):
+class RuntimeSettings(TraceboundSettings):
     """Knobs of one service process; build with :meth:`for_service` to get its prefix."""
 
-    model_config = SettingsConfigDict(extra="ignore")
+    model_config = SettingsConfigDict(frozen=True)
 
     replica_id: str = "0"
     batch_size: int = Field(default=500, ge=1, le=100_000)
@@ -106,5 +153,4 @@ class RuntimeSettings(BaseSettings):
 
     @classmethod
     def for_service(cls, service: str) -> RuntimeSettings:
-        prefix = f"TRACEBOUND_{service.upper().replace('-', '_')}_"
-        return cls(_env_prefix=prefix)
+        return cls(_env_prefix=service_prefix(service))

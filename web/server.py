@@ -11,12 +11,14 @@ import uvicorn
 
 from services.ingest.settings import IngestSettings
 from tracebound import logs
+from tracebound.settings_check import report_unknown_variables
 from web.app import create_app
 
 
 def serve(settings: IngestSettings) -> int:
     """Run the API until it is told to stop (uvicorn shuts down gracefully)."""
     logs.configure()
+    report_unknown_variables("ingest")
     uvicorn.run(
         create_app(settings),
         host=settings.host,

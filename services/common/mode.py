@@ -10,22 +10,23 @@ from __future__ import annotations
 import logging
 from typing import Literal
 
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from tracebound.llm import ChatModel, LLMSettings, chat_model_from_settings
+from tracebound.settings import TraceboundSettings, service_prefix
 
 Mode = Literal["rules", "llm"]
 log = logging.getLogger("tracebound.services")
 
 
-class RoleSettings(BaseSettings):
-    model_config = SettingsConfigDict(extra="ignore")
+class RoleSettings(TraceboundSettings):
+    model_config = SettingsConfigDict(frozen=True)
 
     mode: Mode = "rules"
 
     @classmethod
     def for_role(cls, role: str) -> RoleSettings:
-        return cls(_env_prefix=f"TRACEBOUND_{role.upper()}_")
+        return cls(_env_prefix=service_prefix(role))
 
 
 def model_for(role: str, mode: Mode | None = None) -> ChatModel | None:

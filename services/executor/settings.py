@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from tracebound.settings import TraceboundSettings
 
 
-class ExecutorSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_EXECUTOR_", extra="ignore")
+class ExecutorSettings(TraceboundSettings):
+    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_EXECUTOR_", frozen=True)
 
     mode: Literal["rules", "llm"] = "rules"
     max_calls_per_round: int = Field(default=6, ge=1, le=50)

@@ -5,16 +5,17 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from services.common.inputs import role_inputs
 from services.gatekeeper.handler import SERVICE, GatekeeperHandler
 from services.gatekeeper.ruleset import DEFAULT_RULES_PATH, load_ruleset
 from tracebound.runtime import ServiceSpec, run_service
+from tracebound.settings import TraceboundSettings
 
 
-class GatekeeperSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_GATEKEEPER_", extra="ignore")
+class GatekeeperSettings(TraceboundSettings):
+    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_GATEKEEPER_", frozen=True)
 
     rules_path: Path = DEFAULT_RULES_PATH
 

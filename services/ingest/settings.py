@@ -5,19 +5,21 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from tracebound.settings import TraceboundSettings
 
 MIB = 1024 * 1024
 
 
-class IngestSettings(BaseSettings):
+class IngestSettings(TraceboundSettings):
     """Where the HTTP API listens and how it turns alerts into runs.
 
     ``token`` is a ``SecretStr`` so it never shows in reprs or logs; when it is
     unset the API is open, which is only sensible on the loopback default.
     """
 
-    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_INGEST_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_INGEST_", frozen=True)
 
     host: str = "127.0.0.1"
     port: int = Field(default=8088, ge=0, le=65535)

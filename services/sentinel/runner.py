@@ -18,22 +18,22 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from services.sentinel.watch import SERVICE, WATCHED, Watch, deadline_verdict
 from tracebound import kafka as edge
 from tracebound import topics
 from tracebound.codec import Codec, make_codec
 from tracebound.runtime import ServiceProcess, start_process
-from tracebound.settings import KafkaSettings
+from tracebound.settings import KafkaSettings, TraceboundSettings
 
 log = logging.getLogger("tracebound.sentinel")
 LAG_INTERVAL_S = 10.0
 BATCH = 500
 
 
-class SentinelSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_SENTINEL_", extra="ignore")
+class SentinelSettings(TraceboundSettings):
+    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_SENTINEL_", frozen=True)
 
     deadline_s: float = Field(default=300.0, gt=0)
     lookback_s: float = Field(default=3600.0, gt=0)

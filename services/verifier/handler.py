@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from services.verifier.input import input_from_event
 from services.verifier.judge import LOW_CONFID, verify
@@ -31,12 +31,13 @@ from tracebound.events import (
 )
 from tracebound.llm import ChatModel, StepRecorder
 from tracebound.prompts import Prompt
+from tracebound.settings import TraceboundSettings
 
 SERVICE = "verifier"
 
 
-class VerifierSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_VERIFIER_", extra="ignore")
+class VerifierSettings(TraceboundSettings):
+    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_VERIFIER_", frozen=True)
 
     max_rounds: int = Field(default=2, ge=1, le=5)
 

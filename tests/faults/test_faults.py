@@ -42,8 +42,6 @@ from tests.support.stack import StackHandle
 from tracebound import topics
 from tracebound.stack import postgres
 
-pytestmark = [pytest.mark.faults, pytest.mark.integration, pytest.mark.slow]
-
 IN_FLIGHT = 500
 SLOW_IN_FLIGHT = 100
 SETTLE_S = 5.0  # read on after the last answer: a duplicate would show up now
@@ -176,8 +174,8 @@ def _restart_mid_stream(
     capsys: pytest.CaptureFixture[str],
     *,
     seed: int,
-    stop: Callable[[], None],
-    start: Callable[[], None],
+    stop: Callable[[], object],
+    start: Callable[[], object],
     down_s: float,
 ) -> None:
     """500 requests in flight; once 50 are answered, ``stop``, wait ``down_s``, ``start``."""

@@ -7,8 +7,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.markers import mark_folder
 from tests.support.projection import Projection, projections_in_private_schemas
 from tests.support.stack import StackHandle
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test here needs the real stack; marked once here (before ``-m`` selects)."""
+    mark_folder(items, Path(__file__).parent, pytest.mark.integration)
 
 
 @pytest.fixture

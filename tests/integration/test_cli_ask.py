@@ -9,13 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from tests.support.kafka_io import REPO
 from tests.support.pipeline import running_pipeline
 from tests.support.stack import StackHandle
 
-pytestmark = [pytest.mark.integration]
 CLI = [sys.executable, "-m", "tracebound.cli"]
 
 

@@ -6,16 +6,13 @@ import socket
 from pathlib import Path
 
 import httpx
-import pytest
 
 from tests.support.kafka_io import Collector
 from tests.support.pipeline import ROLES, running_pipeline
 from tests.support.stack import StackHandle
 from tracebound import topics
 from tracebound.client import AnswerReader, new_request, publish
-from tracebound.events import Answer, Verdict
-
-pytestmark = [pytest.mark.integration]
+from tracebound.events import Answer, Event, Verdict
 
 
 def _free_port() -> int:
@@ -56,7 +53,7 @@ def test_stalled_run_is_answered_as_failed_and_a_late_verdict_adds_nothing(
     late = tuple(r for r in ROLES if r not in stalled)
     with running_pipeline(stack, tmp_path / "b", roles=(*late, "composer")):
 
-        def real_verdict(events: list[object]) -> bool:
+        def real_verdict(events: list[Event]) -> bool:
             return any(
                 isinstance(e, Verdict)
                 and e.run_id == request.run_id

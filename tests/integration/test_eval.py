@@ -12,8 +12,6 @@ from replay.store import load_report
 from tests.support.stack import StackHandle
 from tracebound.cli import main
 
-pytestmark = [pytest.mark.integration]
-
 
 def test_the_demo_suite_passes_and_is_stored(
     stack: StackHandle, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

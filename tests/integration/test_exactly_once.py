@@ -23,8 +23,6 @@ from tests.support.stack import StackHandle
 from tracebound.events import AgentStep, DeadLetter, DiagnosisRequest, DiagnosisRequested
 from tracebound.events import Producer as ProducerRef
 
-pytestmark = [pytest.mark.integration]
-
 
 def _topics(stack: StackHandle, name: str) -> dict[str, str]:
     return {
@@ -99,7 +97,11 @@ def test_poison_inputs_are_dead_lettered_and_the_partition_moves_on(stack: Stack
         causation_id=None,
         session_id=None,
         request=DiagnosisRequest.model_construct(
-            mode="NOT-A-MODE", query="q", alerts=(), language="en", requested_by=""
+            mode="NOT-A-MODE",  # type: ignore[arg-type]  # deliberately not a mode
+            query="q",
+            alerts=(),
+            language="en",
+            requested_by="",
         ),
     )
     handler_refused = request_event("poison: refuse me", run_id="run-p")

@@ -7,16 +7,12 @@ import signal
 import subprocess
 import sys
 
-import pytest
-
 from tests.support import demo_evidence
 from tests.support.evidence_events import evidence_event
 from tests.support.kafka_io import REPO, Collector, produce_events
 from tests.support.stack import StackHandle
 from tracebound import topics
 from tracebound.events import GatekeeperResult
-
-pytestmark = [pytest.mark.integration]
 
 
 def test_gatekeeper_service_end_to_end(stack: StackHandle) -> None:

@@ -31,8 +31,6 @@ from tracebound.events import DiagnosisRequested
 from tracebound.publisher import KafkaPublisher
 from web.app import Ports, create_app
 
-pytestmark = [pytest.mark.integration]
-
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "alertmanager"
 TOKEN = secrets.token_urlsafe(16)
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

@@ -8,8 +8,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import pytest
-
 from tests.support.evidence_events import evidence_event
 from tests.support.kafka_io import Collector
 from tests.support.pipeline import running_pipeline
@@ -25,8 +23,6 @@ from tracebound.events import (
     PlanSnapshot,
     RetryRequested,
 )
-
-pytestmark = [pytest.mark.integration]
 
 CPU_ZH = "payment-service 当前是否有 HighCPUUsage 告警？"
 HIKARI_ZH = "inventory-service 是否有 HikariCP 连接池耗尽日志？"

@@ -30,8 +30,6 @@ from tracebound.events import Producer as ProducerRef
 from tracebound.events.base import utcnow
 from tracebound.settings import PostgresSettings
 
-pytestmark = [pytest.mark.integration]
-
 QUESTIONS = (
     "payment-service 当前是否有 HighCPUUsage 告警？",
     "Are there HikariCP pool exhaustion logs for inventory-service?",

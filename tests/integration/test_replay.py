@@ -33,8 +33,6 @@ from tracebound.client import AnswerReader, new_request, publish
 from tracebound.events import EvidenceProduced, PlanProduced
 from tracebound.prompts import PROMPTS_DIR, PROMPTS_ENV
 
-pytestmark = [pytest.mark.integration]
-
 QUESTIONS = (
     ("payment-service 当前是否有 HighCPUUsage 告警？", "zh"),
     ("inventory-service 是否有 HikariCP 连接池耗尽日志？", "zh"),

@@ -22,8 +22,6 @@ from tracebound.stack import cli, stack
 from tracebound.stack.topics import ensure_topics
 from tracebound.topics import topic_table
 
-pytestmark = [pytest.mark.integration]
-
 
 @pytest.fixture(scope="module")
 def settings() -> StackSettings:

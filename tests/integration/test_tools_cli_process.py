@@ -7,12 +7,8 @@ import subprocess
 import sys
 from typing import Any
 
-import pytest
-
 from tests.support.kafka_io import REPO
 from tests.support.stack import StackHandle
-
-pytestmark = [pytest.mark.integration]
 
 
 def tool(stack: StackHandle, *args: str) -> subprocess.CompletedProcess[str]:

@@ -13,8 +13,6 @@ from services.executor.tools.knowledge import LookupKnowledgeTool, load_relevanc
 from services.executor.tools.knowledge_store import KnowledgeStore
 from tests.support.stack import StackHandle
 
-pytestmark = [pytest.mark.integration]
-
 SETTINGS = ToolSettings()
 RULES = load_relevance_rules(SETTINGS.relevance_rules)
 

@@ -16,7 +16,6 @@ from tracebound.errors import TransientError
 
 DEMO_RECORDS = len(json.loads((ToolSettings().demo_data_dir / "logs.json").read_text())["logs"])
 
-pytestmark = [pytest.mark.integration]
 
 SETTINGS = ToolSettings()
 NOW = SETTINGS.demo_now

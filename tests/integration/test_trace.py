@@ -42,8 +42,6 @@ from tests.support.stack import StackHandle
 from tests.unit.test_trace_assemble import sample_rows
 from tracebound.client import AnswerReader, new_request, publish
 
-pytestmark = [pytest.mark.integration]
-
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = "/usr/bin/chromium"
 HIGH_CPU = "payment-service 当前是否有 HighCPUUsage 告警？"
@@ -316,7 +314,7 @@ def test_trace_api_page_and_cli_replay_a_real_run(
         timeout=60,
     )
     assert text.returncode == 0 and "[SUPPORTED] claim-1" in text.stdout
-    unknown = subprocess.run(
+    missing = subprocess.run(
         [sys.executable, "-m", "tracebound.cli", "trace", "no-such-run"],
         env=model.env(),
         capture_output=True,
@@ -324,8 +322,8 @@ def test_trace_api_page_and_cli_replay_a_real_run(
         check=False,
         timeout=60,
     )
-    assert unknown.returncode == 1
-    assert unknown.stderr == "tracebound: no run no-such-run in the read model\n"
+    assert missing.returncode == 1
+    assert missing.stderr == "tracebound: no run no-such-run in the read model\n"
 
 
 def _insert(conn: psycopg.Connection[Any], table: str, row: dict[str, Any]) -> None:

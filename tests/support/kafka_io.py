@@ -76,9 +76,10 @@ class Collector:
                 time.sleep(0.2)
                 continue
             for msg in batch:
-                if msg.error() is None and msg.value() is not None:
+                value = msg.value()
+                if msg.error() is None and value is not None:
                     with self._lock:
-                        self.raw.append(msg.value())
+                        self.raw.append(value)
                         # other tests' poison in shared topics is passed over
                         self.events += edge.decoded(CODEC, [msg])
 
@@ -118,13 +119,12 @@ def start_echo(env: dict[str, str], **topics: str) -> subprocess.Popen[bytes]:
     full = dict(env)
     full.update({f"TB_TEST_{k.upper()}": v for k, v in topics.items()})
     full.setdefault("PYTHONPATH", str(REPO))
-    log = open(os.devnull, "wb")  # noqa: SIM115 - handed to the child
-    if os.environ.get("TB_TEST_SERVICE_LOG"):
-        log = open(os.environ["TB_TEST_SERVICE_LOG"], "ab")  # noqa: SIM115
-    return subprocess.Popen(
-        [sys.executable, "-m", "tests.support.echo_service"],
-        cwd=REPO,
-        env=full,
-        stdout=log,
-        stderr=log,
-    )
+    log_path = os.environ.get("TB_TEST_SERVICE_LOG") or os.devnull
+    with open(log_path, "ab") as log:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(
+            [sys.executable, "-m", "tests.support.echo_service"],
+            cwd=REPO,
+            env=full,
+            stdout=log,
+            stderr=log,
+        )

@@ -9,9 +9,7 @@ from typing import Any, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel
 
-from tracebound.events import Record
-
-M = TypeVar("M", bound=Record)
+M = TypeVar("M", bound=BaseModel)
 WHEN = datetime(2026, 7, 8, 23, 5, 28, 123000, tzinfo=UTC)
 
 

@@ -58,7 +58,7 @@ def test_every_route_is_documented_with_its_errors() -> None:
         (r.path, m.lower())
         for r in app.routes
         if isinstance(r, Route) and r.path != "/openapi.json"
-        for m in (r.methods or ()) - {"HEAD"}
+        for m in (r.methods or set()) - {"HEAD"}
     }
     documented = {(p, m) for p, ops in doc["paths"].items() for m in ops if m in METHODS}
     assert routes == documented

@@ -64,7 +64,7 @@ class FakeConsumer:
         return self.queue.popleft() if self.queue else None
 
     def consume(self, num_messages: int, timeout: float) -> list[Msg]:
-        out = []
+        out: list[Msg] = []
         while self.queue and len(out) < num_messages:
             out.append(self.queue.popleft())
         return out

@@ -65,7 +65,9 @@ def test_verifier_replay_in_llm_mode_reports_what_the_model_changed() -> None:
     # The real openai client against a local server that refutes every claim: the
     # replay re-judges each recorded gatekeeper result and reports both runs changed.
     recording, results = _record(CPU_ZH, SLOW_EN)
-    claim_ids = sorted({c.claim_id for r in results for c in r.verdict.claim_checks})
+    verdicts = [r.verdict for r in results]
+    assert all(v is not None for v in verdicts)
+    claim_ids = sorted({c.claim_id for v in verdicts if v is not None for c in v.claim_checks})
     assert claim_ids
     refuted = {
         "verdict": "REJECT",

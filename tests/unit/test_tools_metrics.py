@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -18,7 +19,7 @@ def tool(now: datetime = SETTINGS.demo_now) -> QueryMetricsTool:
     return QueryMetricsTool(DemoAlertSource(lambda: now, SETTINGS.demo_data_dir))
 
 
-def run(**params: object) -> tuple[dict[str, object], list[tuple[str, str]], str]:
+def run(**params: object) -> tuple[dict[str, Any], list[tuple[str, str]], str]:
     outcome = tool().run(QueryMetricsParams.model_validate(params), RunContext("r"))
     details = outcome.retrieval_details
     return (
@@ -47,7 +48,7 @@ def test_default_returns_the_three_firing_alerts() -> None:
 
 def test_envelope_items_have_every_field() -> None:
     output, _, _ = run(alert_name="HighMemoryUsage")
-    (alert,) = output["alerts"]  # type: ignore[misc]
+    (alert,) = output["alerts"]
     assert set(alert) == {
         "alert_name",
         "service",
@@ -74,9 +75,9 @@ def test_filters_are_exact() -> None:
 
 def test_state_all_includes_pending() -> None:
     output, _, _ = run(state="all")
-    assert [a["state"] for a in output["alerts"]] == ["firing", "firing", "firing", "pending"]  # type: ignore[union-attr]
+    assert [a["state"] for a in output["alerts"]] == ["firing", "firing", "firing", "pending"]
     output, _, _ = run(state="pending")
-    assert [a["alert_name"] for a in output["alerts"]] == ["HighDiskUsage"]  # type: ignore[union-attr]
+    assert [a["alert_name"] for a in output["alerts"]] == ["HighDiskUsage"]
 
 
 def test_no_match_gives_one_no_evidence_ref_with_the_filter() -> None:

@@ -312,7 +312,12 @@ def test_a_malformed_executor_output_still_gives_a_trace() -> None:
 
 
 def test_a_run_without_evaluation_has_an_empty_trace() -> None:
-    run = {"run_id": "r", "status": "requested", "timings": {}, "self_evaluation": None}
+    run: dict[str, Any] = {
+        "run_id": "r",
+        "status": "requested",
+        "timings": {},
+        "self_evaluation": None,
+    }
     t = trace.assemble_trace(run, [], []).document()
     assert t["claims"] == [] and t["answer"] is None and t["verifier"] is None
     assert t["timeline"] == []

@@ -10,13 +10,15 @@ vLLM, Ollama ``http://127.0.0.1:11434/v1``, llama.cpp server).
 from __future__ import annotations
 
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from tracebound.settings import TraceboundSettings
 
 
-class LLMSettings(BaseSettings):
+class LLMSettings(TraceboundSettings):
     """Where the model lives and how patiently to talk to it."""
 
-    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_LLM_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_LLM_", frozen=True)
 
     base_url: str | None = None
     api_key: SecretStr = SecretStr("not-needed")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from tracebound import logs
 from tracebound.runtime.metrics import ServiceMetrics, serve_metrics
 from tracebound.settings import RuntimeSettings
+from tracebound.settings_check import report_unknown_variables
 
 log = logging.getLogger("tracebound.runtime")
 
@@ -41,6 +42,7 @@ def start_process(name: str, runtime: RuntimeSettings | None = None) -> ServiceP
     logs.configure()
     faulthandler.register(signal.SIGUSR1)
     runtime = runtime or RuntimeSettings.for_service(name)
+    report_unknown_variables(name)
     metrics = ServiceMetrics(name)
     if runtime.metrics_port:
         server = serve_metrics(metrics, runtime.metrics_host, runtime.metrics_port)

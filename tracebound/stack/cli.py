@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 from typing import Any
 
+from tracebound.cli import load_settings_classes
 from tracebound.settings import StackSettings
+from tracebound.settings_check import known_variables, unknown_variables
 from tracebound.stack import stack
+from tracebound.stack.services import ROLE_INPUTS
 from tracebound.stack.stack import StackStatus
 
 
@@ -39,7 +44,18 @@ def _print(status: StackStatus) -> None:
     print("\n".join(format_status(status)))
 
 
+def warn_unknown_variables() -> int:
+    """Print a warning per ``TRACEBOUND_*`` variable no process of the stack reads."""
+    load_settings_classes()
+    known, _ = known_variables(ROLE_INPUTS)
+    unknown = unknown_variables(os.environ, known)
+    for item in unknown:
+        print(f"tracebound: warning: {item.message()}", file=sys.stderr)
+    return len(unknown)
+
+
 def _cmd_up(args: argparse.Namespace) -> int:
+    warn_unknown_variables()
     result = stack.up(StackSettings(), services=not args.infra_only)
     _print(result)
     if not result.started:
@@ -54,6 +70,7 @@ def _cmd_down(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
+    warn_unknown_variables()
     result = stack.status(StackSettings())
     if args.json:
         print(json.dumps(result.to_dict(), indent=None, sort_keys=False))

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from tracebound.errors import ConfigError
-from tracebound.settings import PostgresSettings
+from tracebound.settings import PostgresSettings, TraceboundSettings
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -25,10 +25,10 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 DEMO_NOW = datetime(2026, 7, 8, 23, 10, 0, tzinfo=UTC)
 
 
-class ToolSettings(BaseSettings):
+class ToolSettings(TraceboundSettings):
     """Which backend each tool uses and how to reach it."""
 
-    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_TOOLS_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_TOOLS_", frozen=True)
 
     metrics_backend: Literal["demo", "prometheus"] = "demo"
     prometheus_url: str | None = None
