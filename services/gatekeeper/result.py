@@ -62,7 +62,10 @@ class Binding:
         self.reason: str | None = None
 
     def record(self) -> CheckedBinding:
-        return CheckedBinding(
+        # Every field was set above from typed values (``shown`` makes strings, the id
+        # an int or None), so the record is built without validating it again: this
+        # runs for every binding of every claim.
+        return CheckedBinding.model_construct(
             claim_id=self.claim_id,
             binding_index=self.binding_index,
             tool_name=self.tool_name,
