@@ -129,11 +129,15 @@ class Sampler:
         return summaries
 
 
+# Frames of the repository's own modules are shown relative to its root.
+REPO_PREFIX = f"{Path(__file__).resolve().parents[1]}/"
+
+
 def _frame_name(frame: str) -> str:
     """``func (path/to/file.py:123)`` → ``path/to/file.py:func`` relative to known roots."""
     func, _, where = frame.partition(" (")
     path = where.rstrip(")").rsplit(":", 1)[0]
-    for marker in ("site-packages/", "/work/main/", "lib/python3"):
+    for marker in ("site-packages/", REPO_PREFIX, "lib/python3"):
         if marker in path:
             path = path.split(marker, 1)[1]
             break
