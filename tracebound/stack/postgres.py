@@ -28,7 +28,7 @@ from psycopg import sql
 
 from tracebound.errors import StackError
 from tracebound.settings import StackSettings
-from tracebound.stack import progress
+from tracebound.stack import apt, progress
 from tracebound.stack.paths import StackPaths, grant_search
 from tracebound.stack.process import (
     is_alive,
@@ -45,7 +45,6 @@ DB_NAME = "tracebound"
 BIN_ROOT = Path("/usr/lib/postgresql")
 START_TIMEOUT_S = 90
 STOP_TIMEOUT_S = 60
-APT_TIMEOUT_S = 1800.0
 _SOCKET_PATH_MAX = 107  # sizeof(sun_path) - 1 on Linux
 INSTALL_HINT = (
     "PostgreSQL server binaries (initdb, pg_ctl) not found: install the Debian package "
@@ -97,31 +96,7 @@ def find_binaries(wanted_major: str | None = None) -> Binaries | None:
 
 def install_binaries(paths: StackPaths) -> Binaries:
     """Install the distribution's PostgreSQL with apt-get (root only) and find it."""
-    if os.geteuid() != 0:
-        raise StackError(INSTALL_HINT)
-    progress("installing PostgreSQL with apt-get (first run only)…")
-    paths.cache_dir.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    with paths.apt_log.open("w", encoding="utf-8") as log:
-        for argv in (["apt-get", "update"], ["apt-get", "install", "-y", "postgresql"]):
-            log.write(f"$ {' '.join(argv)}\n")
-            log.flush()
-            try:
-                done = subprocess.run(
-                    argv,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    env=env,
-                    timeout=APT_TIMEOUT_S,
-                    check=False,
-                )
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                raise StackError(f"{argv[0]} failed: {exc} (log: {paths.apt_log})") from exc
-            if done.returncode != 0:
-                raise StackError(
-                    f"`{' '.join(argv)}` failed: {tail(paths.apt_log, 1)} "
-                    f"(full output: {paths.apt_log})"
-                )
+    apt.install(["postgresql"], paths.apt_log, INSTALL_HINT)
     found = find_binaries()
     if found is None:
         raise StackError(f"{INSTALL_HINT}; apt-get reported success (log: {paths.apt_log})")
