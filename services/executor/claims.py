@@ -14,11 +14,11 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
+from tracebound import resources
 from tracebound.errors import ConfigError
 from tracebound.events import ExecutionPlan, ToolInvocation
-from tracebound.topics import REPO_ROOT
 
-CLAIMS_PATH = REPO_ROOT / "rules" / "executor-claims.json"
+CLAIMS_PATH = resources.path("rules", "executor-claims.json")
 NO_EVIDENCE = "$.no_evidence"
 ANSWER_VERSION = "executor_evidence_v2"
 TEMPLATE_KEYS = (

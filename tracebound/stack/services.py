@@ -20,6 +20,7 @@ from pathlib import Path
 from confluent_kafka import KafkaException, TopicPartition
 
 from tracebound import kafka as edge
+from tracebound import resources
 from tracebound.settings import KafkaSettings, StackSettings
 from tracebound.stack.process import owned_pid, spawn_detached, terminate, write_pid
 from tracebound.topology import ROLES
@@ -70,7 +71,9 @@ def start_services(
     messages: list[str] = []
     # Few malloc arenas: the services are threaded (librdkafka, the projection workers)
     # and glibc's default of 8 per core keeps freed memory resident.
-    full_env = {"MALLOC_ARENA_MAX": "2", **os.environ, **env}
+    # ``PYTHONPATH`` names the application folders, so ``-m services.<role>`` runs
+    # from any working directory, in a checkout and in an installed wheel alike.
+    full_env = resources.child_env({"MALLOC_ARENA_MAX": "2", **os.environ, **env})
     for role in roles:
         pid, notes = _pid(settings, role)
         messages += notes
