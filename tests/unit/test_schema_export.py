@@ -44,6 +44,7 @@ def test_one_file_per_event_and_nothing_else(exported: Path) -> None:
 @pytest.mark.parametrize("event", sorted(EVENT_TYPES))
 def test_each_file_parses_alone_in_apache_avro(exported: Path, event: str) -> None:
     parsed = avro.schema.parse(_file(exported, event))  # a fresh name table per file
+    assert isinstance(parsed, avro.schema.RecordSchema)
     assert parsed.fullname == f"tracebound.{event}"
 
 
