@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tracebound.cli import load_settings_classes
 from tracebound.errors import InvalidInputError
 from tracebound.settings import KafkaSettings, StackSettings, settings_classes
 from tracebound.stack.lag import Lag, group_lag
@@ -68,7 +69,11 @@ class ServiceState:
 
     @property
     def backends(self) -> dict[str, str]:
-        return self.record.backends(settings_classes()) if self.record is not None else {}
+        """Its backends as recorded, defaults taken from every settings class there is."""
+        if self.record is None:
+            return {}
+        load_settings_classes()
+        return self.record.backends(settings_classes())
 
 
 def _folder(settings: StackSettings) -> Path:
