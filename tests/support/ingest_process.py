@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-from tests.support.prometheus import free_port
+from tests.support.prometheus import free_port, stop_process
 
 
 @contextlib.contextmanager
@@ -37,9 +37,4 @@ def ingest_server(env: dict[str, str], log: Path, port: int | None = None) -> It
             raise AssertionError(f"ingest did not come up: {log.read_text()}")
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
+        stop_process(proc, 30)

@@ -111,10 +111,9 @@ class Monitoring:
         reply.raise_for_status()
         return reply.json()["data"]
 
-    def alert_states(self) -> dict[str, str]:
-        """``alertname`` → state of each active Prometheus alert."""
-        alerts = self.prometheus("/api/v1/alerts")["alerts"]
-        return {a["labels"]["alertname"]: a["state"] for a in alerts}
+    def alert_states(self) -> list[str]:
+        """The state of each active Prometheus alert."""
+        return [a["state"] for a in self.prometheus("/api/v1/alerts")["alerts"]]
 
     def webhook_notifications(self) -> int:
         """Webhook notifications Alertmanager has sent so far (from its own metrics)."""
@@ -139,11 +138,12 @@ def _ready(mon: Monitoring, url: str, proc: subprocess.Popen[bytes]) -> bool | N
     return True if mon.client.get(f"{url}/-/ready").status_code == 200 else None
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def stop_process(proc: subprocess.Popen[bytes], timeout_s: float = 15) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within ``timeout_s``."""
     if proc.poll() is None:
         proc.terminate()
         try:
-            proc.wait(15)
+            proc.wait(timeout_s)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(10)
@@ -213,5 +213,5 @@ def running_monitoring(
         yield monitoring
     finally:
         for proc in reversed(procs):
-            _stop(proc)
+            stop_process(proc)
         monitoring.client.close()
