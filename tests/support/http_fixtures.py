@@ -3,7 +3,8 @@
 The adapters under test run their real HTTP code against it. The first path
 segment picks the behaviour: ``/ok`` serves the recordings below, ``/empty``
 successful answers without alerts or streams, ``/fail`` HTTP 500, ``/badjson``
-a body that is not JSON, and ``/error`` a JSON ``status: error`` answer. Every
+a body that is not JSON, ``/error`` a JSON ``status: error`` answer, and
+``/rulesfail`` the recorded alerts but HTTP 500 for rules and queries. Every
 request's path and query parameters are kept for assertions.
 """
 
@@ -247,7 +248,7 @@ def _handler(server_state: FixtureServer) -> type[BaseHTTPRequestHandler]:
             kind = KINDS.get(rest)
             if kind is None:
                 self._send(404, b'{"status":"error","error":"not found"}')
-            elif mode == "fail":
+            elif mode == "fail" or (mode == "rulesfail" and kind != "alerts"):
                 self._send(500, b"internal server error")
             elif mode == "badjson":
                 self._send(200, b'{"status": "success", "data": [truncated')

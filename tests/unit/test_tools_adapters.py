@@ -85,7 +85,7 @@ def test_prometheus_empty_answer_is_no_evidence(server: FixtureServer) -> None:
     assert outcome.retrieval_details.evidence_status == "no_evidence"
 
 
-@pytest.mark.parametrize("mode", ["fail", "badjson", "error"])
+@pytest.mark.parametrize("mode", ["fail", "badjson", "error", "rulesfail"])
 def test_prometheus_failures_are_recorded_not_raised(server: FixtureServer, mode: str) -> None:
     outcome = metrics(server.url(mode)).run(QueryMetricsParams(), RunContext("r"))
     assert outcome.success is False
@@ -180,7 +180,7 @@ def test_loki_two_services_never_match_and_send_nothing(server: FixtureServer) -
     assert len(server.requests) == before
 
 
-@pytest.mark.parametrize("mode", ["fail", "badjson", "error"])
+@pytest.mark.parametrize("mode", ["fail", "badjson", "error", "rulesfail"])
 def test_loki_failures_are_recorded_not_raised(server: FixtureServer, mode: str) -> None:
     outcome = logs(server.url(mode)).run(QueryLogsParams(query="x"), RunContext("r"))
     assert outcome.success is False

@@ -128,6 +128,9 @@ def test_units_are_never_guessed_beyond_the_naming_conventions() -> None:
     assert unit_of("predict_linear(disk_free_bytes[1h], 3600)") is None
     assert unit_of("a_bytes + b_bytes") is None
     assert unit_of("process_cpu_seconds_total") == "seconds"
+    assert unit_of("clamp_max(heap_used_bytes, 1e9)") == "bytes"
+    assert unit_of("max_over_time(queue_seconds[5m] offset 1h30m)") == "seconds"
+    assert unit_of("avg_over_time(load_ratio[5m] @ 1609746000)") == "ratio"
     assert unit_of('label_replace(temp_celsius, "a", "$1", "b", "(.*)")') == "celsius"
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-COMPARISONS = ("==", "!=", ">=", "<=", ">", "<")
 _FLIPPED = {"==": "==", "!=": "!=", ">=": "<=", "<=": ">=", ">": "<", "<": ">"}
 _SET_OPERATORS = re.compile(r"\b(and|or|unless)\b")
 _MODIFIER = re.compile(
@@ -33,6 +32,11 @@ _NUMBER = re.compile(
 _IDENT = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 _LABEL_LISTS = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)")
 _ARITHMETIC = re.compile(r"[-+*/%^]|\batan2\b")
+# Number literals and durations (``1e9``, ``0x1f``, ``offset 1h30m``): not metric names.
+_LITERALS = re.compile(
+    r"(?<![A-Za-z0-9_:.])(?:(?:\d+(?:ms|[smhdwy]))+|0x[0-9a-f]+|(?:\d+\.?\d*|\.\d+)(?:e[+-]?\d+)?)",
+    re.IGNORECASE,
+)
 
 BASE_UNITS = (
     "seconds",
@@ -237,7 +241,8 @@ def unit_of(lhs: str) -> str | None:
     # Look inside brackets too, but never inside strings, selectors, ranges or
     # label lists (``by (le)`` names a label, not a metric).
     flat = _LABEL_LISTS.sub(" ", re.sub(r"\{[^{}]*\}|\[[^\[\]]*\]", " ", _blank_strings(lhs)))
-    if _ARITHMETIC.search(re.sub(r"(?<=[\d.])e[+-]\d", "", flat)):
+    flat = _LITERALS.sub(" ", flat)
+    if _ARITHMETIC.search(flat):
         return None
     metrics: list[str] = []
     per_second = False
