@@ -10,7 +10,7 @@ import pytest
 
 from services.executor.claims import _observation_text
 from services.executor.tools.prometheus import find_rule, map_alert, pick_sample
-from services.executor.tools.promrules import parse_condition, unit_of
+from services.executor.tools.promrules import generator_expr, parse_condition, unit_of
 from services.executor.tools.refs import alert_figures, alert_text, with_unit
 from tracebound.events import ToolInvocation
 
@@ -209,3 +209,17 @@ def test_with_unit_keeps_values_already_written_with_one() -> None:
     assert with_unit("1.5", "seconds") == "1.5s"
     assert with_unit(None, "percent") is None
     assert with_unit("97", None) == "97"
+
+
+def test_expression_of_a_generator_url() -> None:
+    url = (
+        "http://prometheus:9090/graph?g0.expr=checkout_cpu_usage_percent%7Btb_test%3D%22a%22%7D"
+        "+%3E+90&g0.tab=1"
+    )
+    expr = generator_expr(url)
+    assert expr == 'checkout_cpu_usage_percent{tb_test="a"} > 90'
+    condition = parse_condition(expr)
+    assert (condition.comparison, condition.threshold) == (">", 90.0)
+    assert condition.lhs and unit_of(condition.lhs) == "percent"
+    assert generator_expr("http://prometheus:9090/graph?g0.tab=1") is None
+    assert generator_expr("") is None

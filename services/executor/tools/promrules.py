@@ -19,8 +19,10 @@ any other function makes the unit unknown.
 from __future__ import annotations
 
 import re
+import urllib.parse
 from dataclasses import dataclass
 
+MAX_URL_CHARS = 8192
 _FLIPPED = {"==": "==", "!=": "!=", ">=": "<=", "<=": ">=", ">": "<", "<": ">"}
 _SET_OPERATORS = re.compile(r"\b(and|or|unless)\b")
 _MODIFIER = re.compile(
@@ -274,3 +276,14 @@ def _blank_strings(expr: str) -> str:
     text = strip_comments(expr)
     masked = mask(text)
     return "".join(c if m != " " or c.isspace() else " " for c, m in zip(text, masked, strict=True))
+
+
+def generator_expr(url: str) -> str | None:
+    """The expression of an alert's ``generatorURL`` (``…/graph?g0.expr=…``), if it has one.
+
+    Alertmanager passes the URL on unchanged, so an alert that arrives without a
+    Prometheus to ask still names the comparison it fired on.
+    """
+    query = urllib.parse.urlsplit(url[:MAX_URL_CHARS]).query
+    values = urllib.parse.parse_qs(query).get("g0.expr")
+    return values[0] if values and values[0].strip() else None
