@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
+from services.executor.tools.refs import alert_figures
 from tracebound.errors import ConfigError
 from tracebound.events import ExecutionPlan, ToolInvocation
 from tracebound.topics import REPO_ROOT
@@ -83,8 +84,7 @@ def _observation_text(inv: ToolInvocation, item: Mapping[str, Any], lang: str) -
             "service": item.get("service"),
             "state": item.get("state"),
             "alert_name": item.get("alert_name"),
-            "current": item.get("current_value"),
-            "threshold": item.get("threshold"),
+            **alert_figures(item),
             "duration": item.get("duration"),
         }
         return _fill(t["alert"][lang], values)
