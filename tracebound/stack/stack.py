@@ -20,7 +20,7 @@ from tracebound.stack.paths import StackPaths
 from tracebound.stack.process import port_answers, state_lock
 from tracebound.stack.services import ServiceState, service_states, start_services, stop_services
 from tracebound.stack.topics import create_stack_topics, topic_states
-from tracebound.topics import topic_table
+from tracebound.topics import topic_configs
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +116,7 @@ def status(settings: StackSettings | None = None) -> StackStatus:
     messages += notes
     kafka_up = kafka_pid is not None and port_answers(settings.host, settings.kafka_port)
     pg_up = pg_pid is not None and port_answers(settings.host, settings.pg_port)
-    counts: dict[str, int | None] = {spec.name: None for spec in topic_table()}
+    counts: dict[str, int | None] = dict.fromkeys(topic_configs())
     answered = False
     if kafka_up:
         try:
