@@ -1,0 +1,135 @@
+"""The alerts topic: what a record may be, and where a record that cannot be read goes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from services.ingest.alert_topic import AlertTopicReader, OversizedRecord, parse_record
+from services.ingest.alertmanager import AlertGroup, firing_groups
+from services.ingest.dedup import Claimed
+from services.ingest.intake import Intake
+from tracebound.errors import InvalidInputError
+from tracebound.events import Alert, AlertsResolved, DeadLetter, DiagnosisRequested, Event
+from tracebound.settings import KafkaSettings
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "alertmanager"
+TOPIC = "tracebound.alerts"
+
+
+def firing_text() -> bytes:
+    return (FIXTURES / "firing_group.json").read_bytes()
+
+
+class Message:
+    """The parts of a consumed record the reader looks at."""
+
+    def __init__(self, value: bytes | None, key: bytes | None = b"k-1") -> None:
+        self._value, self._key = value, key
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def topic(self) -> str:
+        return TOPIC
+
+    def partition(self) -> int:
+        return 2
+
+    def offset(self) -> int:
+        return 41
+
+
+class Claims:
+    """Claims every group as new; records what it saw."""
+
+    def __init__(self) -> None:
+        self.groups: list[AlertGroup] = []
+        self.resolved: list[Alert] = []
+
+    def ensure_schema(self) -> None:
+        pass
+
+    def claim(
+        self,
+        group: AlertGroup,
+        request: DiagnosisRequested,
+        publish: Callable[[DiagnosisRequested], None],
+    ) -> Claimed:
+        self.groups.append(group)
+        publish(request)
+        return Claimed(request.run_id, deduplicated=False)
+
+    def record_resolved(
+        self,
+        alerts: Sequence[Alert],
+        requested_by: str,
+        publish: Callable[[list[AlertsResolved]], None],
+    ) -> int:
+        self.resolved += alerts
+        return len(alerts)
+
+
+def reader_and_intake() -> tuple[AlertTopicReader, Intake, list[Event], Claims]:
+    published: list[Event] = []
+
+    def publish(events: Sequence[Event]) -> None:
+        published.extend(events)
+
+    claims = Claims()
+    reader = AlertTopicReader(KafkaSettings(), TOPIC, 4096 * 16, publish)
+    return reader, Intake(claims, publish, "group", "en"), published, claims
+
+
+def test_a_webhook_a_single_alert_and_a_list_are_records() -> None:
+    webhook = parse_record(firing_text(), 1 << 20, TOPIC)
+    alert = json.loads(firing_text())["alerts"][0]
+    single = parse_record(json.dumps(alert).encode(), 1 << 20, TOPIC)
+    listed = parse_record(json.dumps([alert, alert]).encode(), 1 << 20, TOPIC)
+    assert [len(g.alerts) for g in firing_groups(webhook)] == [2]
+    assert [len(g.alerts) for g in firing_groups(single)] == [1]
+    assert [len(g.alerts) for g in firing_groups(listed)] == [1]  # one alert listed twice
+    assert single.receiver == TOPIC
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "reason"),
+    [
+        (b"{not json", InvalidInputError, "not JSON"),
+        (b'"a string"', InvalidInputError, "expected an Alertmanager webhook object"),
+        (b'{"labels": {"severity": "page"}}', InvalidInputError, "alertname"),
+        (None, InvalidInputError, "empty record"),
+        (b"[" + b" " * 5000 + b"]", OversizedRecord, "larger than 4096"),
+    ],
+)
+def test_records_that_cannot_be_read_say_why(
+    value: bytes | None, error: type[Exception], reason: str
+) -> None:
+    with pytest.raises(error, match=reason):
+        parse_record(value, 4096, TOPIC)
+
+
+def test_a_bad_record_becomes_a_dead_letter_with_its_reason_and_place() -> None:
+    reader, intake, published, claims = reader_and_intake()
+    reader.handle(intake, Message(b"{not json"))
+    [letter] = published
+    assert isinstance(letter, DeadLetter)
+    assert (letter.source_topic, letter.source_partition, letter.source_offset) == (TOPIC, 2, 41)
+    assert letter.value == b"{not json" and letter.key == b"k-1"
+    assert letter.service == "ingest" and letter.error_message.startswith("not JSON")
+    assert claims.groups == []
+
+
+def test_a_good_record_takes_the_webhook_path() -> None:
+    reader, intake, published, claims = reader_and_intake()
+    reader.handle(intake, Message(firing_text()))
+    [request] = published
+    assert isinstance(request, DiagnosisRequested)
+    assert request.request.requested_by == "alertmanager:tracebound"
+    assert [g.key for g in claims.groups] == [json.loads(firing_text())["groupKey"]]
