@@ -92,7 +92,7 @@ def ingest(stack: StackHandle) -> Any:
 
 def refired(firing: dict[str, Any]) -> dict[str, Any]:
     """The same alerts firing again after their resolution: new ``startsAt``."""
-    again = json.loads(json.dumps(firing))
+    again: dict[str, Any] = json.loads(json.dumps(firing))
     for alert in again["alerts"]:
         alert["startsAt"] = "2026-07-09T08:00:00Z"
     return again
@@ -108,8 +108,8 @@ def test_resolved_then_firing_again_is_a_new_run_and_the_resolution_is_on_the_fi
     def post(body: dict[str, Any]) -> dict[str, Any]:
         reply = ingest.post("/api/v1/alerts", json=body, headers=AUTH)
         assert reply.status_code == 200, reply.text
-        body: dict[str, Any] = reply.json()
-        return body
+        answer: dict[str, Any] = reply.json()
+        return answer
 
     [first] = post(firing)["runs"]
     assert post(firing)["runs"] == [{"run_id": first["run_id"], "deduplicated": True}]
