@@ -26,19 +26,6 @@ class TopicSpec:
     config: dict[str, str]
 
 
-@cache
-def topic_table() -> tuple[TopicSpec, ...]:
-    path = SCHEMA_DIR / "topics.json"
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-        return tuple(
-            TopicSpec(name=t["name"], event=t["event"], config=dict(t.get("config", {})))
-            for t in raw["topics"]
-        )
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ConfigError(f"topic table {path} is unreadable: {exc}") from exc
-
-
 @dataclass(frozen=True, slots=True)
 class InputTopicSpec:
     """A topic other programs write to: its records are not events of the contract."""
@@ -50,11 +37,15 @@ class InputTopicSpec:
 
 
 @cache
-def input_topic_table() -> tuple[InputTopicSpec, ...]:
+def _table() -> tuple[tuple[TopicSpec, ...], tuple[InputTopicSpec, ...]]:
     path = SCHEMA_DIR / "topics.json"
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
-        return tuple(
+        events = tuple(
+            TopicSpec(name=t["name"], event=t["event"], config=dict(t.get("config", {})))
+            for t in raw["topics"]
+        )
+        inputs = tuple(
             InputTopicSpec(
                 name=t["name"], kind=t["kind"], format=t["format"], config=dict(t["config"])
             )
@@ -62,6 +53,17 @@ def input_topic_table() -> tuple[InputTopicSpec, ...]:
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConfigError(f"topic table {path} is unreadable: {exc}") from exc
+    return events, inputs
+
+
+def topic_table() -> tuple[TopicSpec, ...]:
+    """The event topics: one per event of the contract."""
+    return _table()[0]
+
+
+def input_topic_table() -> tuple[InputTopicSpec, ...]:
+    """The input topics: written by other programs, read by a role."""
+    return _table()[1]
 
 
 def topic_configs() -> dict[str, dict[str, str]]:

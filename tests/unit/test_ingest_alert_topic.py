@@ -12,9 +12,11 @@ from services.ingest.alert_topic import AlertTopicReader, OversizedRecord, parse
 from services.ingest.alertmanager import AlertGroup, firing_groups
 from services.ingest.dedup import Claimed
 from services.ingest.intake import Intake
+from services.ingest.settings import IngestSettings
 from tracebound.errors import InvalidInputError
 from tracebound.events import Alert, AlertsResolved, DeadLetter, DiagnosisRequested, Event
 from tracebound.settings import KafkaSettings
+from web.app import default_ports
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "alertmanager"
 TOPIC = "tracebound.alerts"
@@ -133,3 +135,18 @@ def test_a_good_record_takes_the_webhook_path() -> None:
     assert isinstance(request, DiagnosisRequested)
     assert request.request.requested_by == "alertmanager:tracebound"
     assert [g.key for g in claims.groups] == [json.loads(firing_text())["groupKey"]]
+
+
+def test_the_reader_is_on_by_default_and_an_empty_topic_turns_it_off(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("TRACEBOUND_INGEST_ALERTS_TOPIC", raising=False)
+    assert IngestSettings().alerts_topic == TOPIC
+    on = default_ports(IngestSettings())
+    monkeypatch.setenv("TRACEBOUND_INGEST_ALERTS_TOPIC", "")
+    off = default_ports(IngestSettings())
+    try:
+        assert isinstance(on.alert_topic, AlertTopicReader) and off.alert_topic is None
+    finally:
+        on.publisher.close()
+        off.publisher.close()
