@@ -25,6 +25,7 @@ from confluent_kafka import KafkaException, TopicPartition
 
 from services.ingest.alertmanager import SERVICE, load_document
 from services.ingest.intake import Intake
+from services.ingest.models import AlertmanagerWebhook
 from tracebound import kafka as edge
 from tracebound.errors import InvalidInputError, TransientError
 from tracebound.events import Event
@@ -37,13 +38,16 @@ GROUP = "ingest-alerts"
 BATCH = 100
 BACKOFF_INITIAL_S = 0.5
 BACKOFF_MAX_S = 15.0
+# A dead letter keeps the record's bytes up to this size: well under the producer's
+# message limit, so a large unreadable record can never block its partition.
+MAX_KEPT_BYTES = 512 * 1024
 
 
 class OversizedRecord(InvalidInputError):
     """A record larger than the ingest accepts from any client."""
 
 
-def parse_record(value: bytes | None, max_bytes: int, receiver: str) -> Any:
+def parse_record(value: bytes | None, max_bytes: int, receiver: str) -> AlertmanagerWebhook:
     """The payload of one record; ``InvalidInputError`` says why a record is refused."""
     if value is None:
         raise InvalidInputError("empty record (no value)")
@@ -89,6 +93,11 @@ class AlertTopicReader:
             letter = dead_letter(
                 message, exc, service=SERVICE, producer=ProducerRef(service=SERVICE)
             )
+            if len(letter.value or b"") > MAX_KEPT_BYTES:
+                note = f" (value of {len(letter.value or b'')} bytes not kept)"
+                letter = letter.model_copy(
+                    update={"value": None, "error_message": letter.error_message + note}
+                )
             self._publish([letter])
             log.warning(
                 "alerts record %s[%d]@%d dead-lettered: %s",

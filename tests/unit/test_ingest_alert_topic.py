@@ -78,14 +78,16 @@ class Claims:
         return len(alerts)
 
 
-def reader_and_intake() -> tuple[AlertTopicReader, Intake, list[Event], Claims]:
+def reader_and_intake(
+    max_bytes: int = 4096 * 16,
+) -> tuple[AlertTopicReader, Intake, list[Event], Claims]:
     published: list[Event] = []
 
     def publish(events: Sequence[Event]) -> None:
         published.extend(events)
 
     claims = Claims()
-    reader = AlertTopicReader(KafkaSettings(), TOPIC, 4096 * 16, publish)
+    reader = AlertTopicReader(KafkaSettings(), TOPIC, max_bytes, publish)
     return reader, Intake(claims, publish, "group", "en"), published, claims
 
 
@@ -150,3 +152,12 @@ def test_the_reader_is_on_by_default_and_an_empty_topic_turns_it_off(
     finally:
         on.publisher.close()
         off.publisher.close()
+
+
+def test_a_large_unreadable_record_is_dead_lettered_without_its_bytes() -> None:
+    reader, intake, published, _ = reader_and_intake(max_bytes=1 << 20)
+    reader.handle(intake, Message(b"x" * (600 * 1024)))
+    [letter] = published
+    assert isinstance(letter, DeadLetter) and letter.value is None
+    assert letter.error_message.startswith("not JSON")
+    assert letter.error_message.endswith(f"(value of {600 * 1024} bytes not kept)")
