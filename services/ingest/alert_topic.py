@@ -65,6 +65,7 @@ class AlertTopicReader:
         topic: str,
         max_bytes: int,
         publish: Callable[[Sequence[Event]], None],
+        backoff_s: float = BACKOFF_INITIAL_S,
     ) -> None:
         self._kafka = kafka
         self._topic = topic
@@ -72,7 +73,7 @@ class AlertTopicReader:
         self._publish = publish
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._backoff = BACKOFF_INITIAL_S
+        self._first_backoff = self._backoff = backoff_s
 
     def start(self, intake: Intake) -> None:
         self._thread = threading.Thread(
@@ -120,11 +121,11 @@ class AlertTopicReader:
                     log.warning("alerts topic reader cannot start yet: %s", exc)
                     self._stop.wait(2)
                     continue
-            self._batch(consumer, intake)
+            self.step(consumer, intake)
         if consumer is not None:
             consumer.close()
 
-    def _batch(self, consumer: Any, intake: Intake) -> None:
+    def step(self, consumer: Any, intake: Intake) -> None:
         """Handle and commit record by record; on a failure, rewind and come back later.
 
         Going back to ``poll`` between retries keeps the reader in its group while
@@ -142,7 +143,7 @@ class AlertTopicReader:
                 self._stop.wait(self._backoff)
                 self._backoff = min(self._backoff * 2, BACKOFF_MAX_S)
                 return
-            self._backoff = BACKOFF_INITIAL_S
+            self._backoff = self._first_backoff
             try:
                 consumer.commit(
                     offsets=[

@@ -7,13 +7,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
+from confluent_kafka import TopicPartition
 
 from services.ingest.alert_topic import AlertTopicReader, OversizedRecord, parse_record
 from services.ingest.alertmanager import AlertGroup, firing_groups
 from services.ingest.dedup import Claimed
 from services.ingest.intake import Intake
 from services.ingest.settings import IngestSettings
-from tracebound.errors import InvalidInputError
+from tracebound.errors import InvalidInputError, TransientError
 from tracebound.events import Alert, AlertsResolved, DeadLetter, DiagnosisRequested, Event
 from tracebound.settings import KafkaSettings
 from web.app import default_ports
@@ -29,8 +30,11 @@ def firing_text() -> bytes:
 class Message:
     """The parts of a consumed record the reader looks at."""
 
-    def __init__(self, value: bytes | None, key: bytes | None = b"k-1") -> None:
-        self._value, self._key = value, key
+    def __init__(self, value: bytes | None, key: bytes | None = b"k-1", offset: int = 41) -> None:
+        self._value, self._key, self._offset = value, key, offset
+
+    def error(self) -> None:
+        return None
 
     def value(self) -> bytes | None:
         return self._value
@@ -45,7 +49,7 @@ class Message:
         return 2
 
     def offset(self) -> int:
-        return 41
+        return self._offset
 
 
 class Claims:
@@ -161,3 +165,65 @@ def test_a_large_unreadable_record_is_dead_lettered_without_its_bytes() -> None:
     assert isinstance(letter, DeadLetter) and letter.value is None
     assert letter.error_message.startswith("not JSON")
     assert letter.error_message.endswith(f"(value of {600 * 1024} bytes not kept)")
+
+
+class Partition:
+    """One partition's records and the reader's position and commits on it."""
+
+    def __init__(self, values: list[bytes]) -> None:
+        self.records = [Message(v, offset=i) for i, v in enumerate(values)]
+        self.position = 0
+        self.commits: list[int] = []
+
+    def poll(self, timeout: float) -> Message | None:
+        if self.position >= len(self.records):
+            return None
+        self.position += 1
+        return self.records[self.position - 1]
+
+    def consume(self, num_messages: int, timeout: float) -> list[Message]:
+        taken = self.records[self.position : self.position + num_messages]
+        self.position += len(taken)
+        return taken
+
+    def seek(self, where: TopicPartition) -> None:
+        self.position = where.offset
+
+    def commit(self, offsets: list[TopicPartition], asynchronous: bool) -> None:
+        self.commits += [o.offset for o in offsets]
+
+
+class Outage(Claims):
+    """PostgreSQL away for the first ``down`` claims."""
+
+    def __init__(self, down: int) -> None:
+        super().__init__()
+        self.down = down
+
+    def claim(
+        self,
+        group: AlertGroup,
+        request: DiagnosisRequested,
+        publish: Callable[[DiagnosisRequested], None],
+    ) -> Claimed:
+        if self.down:
+            self.down -= 1
+            raise TransientError("PostgreSQL unreachable")
+        return super().claim(group, request, publish)
+
+
+def test_an_outage_skips_nothing_and_commits_only_what_was_published() -> None:
+    published: list[Event] = []
+    reader = AlertTopicReader(KafkaSettings(), TOPIC, 1 << 20, published.extend, backoff_s=0)
+    claims = Outage(down=2)
+    intake = Intake(claims, lambda events: published.extend(events), "group", "en")
+    partition = Partition([b"{bad", firing_text(), firing_text()])
+    for _ in range(6):
+        reader.step(partition, intake)
+    assert partition.commits == [1, 2, 3]  # the record of the outage was read again
+    assert [type(e).__name__ for e in published] == [
+        "DeadLetter",
+        "DiagnosisRequested",
+        "DiagnosisRequested",  # this fake claims every group anew; the store dedupes
+    ]
+    assert claims.down == 0 and len(claims.groups) == 2
