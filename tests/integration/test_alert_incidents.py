@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ import pytest
 
 from projections.run_list import list_runs
 from projections.trace import build_trace
+from services.ingest.alertmanager import build_request, firing_groups, parse_document
+from services.ingest.dedup import Claimed, DedupStore
 from tests.integration.test_ingest import (
     AUTH,
     FIXTURES,
@@ -33,7 +36,8 @@ from tests.support.projection import Projection
 from tests.support.stack import StackHandle
 from tracebound import topics
 from tracebound.client import AnswerReader
-from tracebound.events import AlertsResolved, DeadLetter
+from tracebound.errors import TransientError
+from tracebound.events import AlertsResolved, DeadLetter, DiagnosisRequested
 from tracebound.stack.apt import ensure_binary
 
 
@@ -147,3 +151,38 @@ def test_resolved_then_firing_again_is_a_new_run_and_the_resolution_is_on_the_fi
     ]
     assert later.run.resolved_at is None and later.run.resolved_alerts is None
     assert listed[first["run_id"]].resolved_at == trace.run.resolved_at
+
+
+def test_the_window_only_separates_alerts_without_starts_at(stack: StackHandle) -> None:
+    tag = uuid.uuid4().hex[:8]
+    bare = {"labels": {"alertname": "DiskFull", "service": f"svc-{tag}"}}
+    dated = {**bare, "startsAt": "2026-07-08T22:00:00Z"}
+    published: list[DiagnosisRequested] = []
+
+    def claim(alert: dict[str, Any], window_s: int) -> Claimed:
+        [group] = firing_groups(parse_document([alert], receiver=f"test-{tag}"))
+        request = build_request(group, "en")
+        return DedupStore(stack.pg_dsn, window_s).claim(group, request, published.append)
+
+    first = claim(bare, 3600)
+    assert claim(bare, 3600) == Claimed(first.run_id, deduplicated=True)
+    later = claim(bare, 0)  # past the window: the next incident of an undated alert
+    assert not later.deduplicated and later.run_id != first.run_id
+    incident = claim(dated, 0)
+    assert claim(dated, 0) == Claimed(incident.run_id, deduplicated=True)
+
+    def refuse(_: DiagnosisRequested) -> None:
+        raise TransientError("Kafka did not acknowledge")
+
+    other = {**dated, "startsAt": "2026-07-08T23:00:00Z"}
+    [group] = firing_groups(parse_document([other], receiver=f"test-{tag}"))
+    with pytest.raises(TransientError):
+        DedupStore(stack.pg_dsn, 0).claim(group, build_request(group, "en"), refuse)
+    retried = claim(other, 0)  # the failed publish claimed nothing
+    assert not retried.deduplicated
+    assert [e.run_id for e in published] == [
+        first.run_id,
+        later.run_id,
+        incident.run_id,
+        retried.run_id,
+    ]
