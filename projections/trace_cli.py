@@ -64,6 +64,11 @@ def _wrap(text: Any, indent: str) -> list[str]:
 def _run(t: Trace) -> list[str]:
     run = t.get("run") or {}
     tokens = (t.get("tokens") or {}).get("total") or {}
+    resolved = [
+        f"  resolved   {clean(a.get('alertname'))} ({clean(a.get('fingerprint'))})"
+        f" fired {clean(a.get('startsAt'))}, ended {clean(a.get('endsAt'))}"
+        for a in run.get("resolved_alerts") or []
+    ]
     return [
         f"RUN {clean(run.get('run_id'))}",
         f"  query      {clean(run.get('query'))}",
@@ -76,6 +81,7 @@ def _run(t: Trace) -> list[str]:
         f"  tokens     {clean(tokens.get('token_count'))}"
         f" (prompt {clean(tokens.get('prompt_tokens'))},"
         f" completion {clean(tokens.get('completion_tokens'))})",
+        *resolved,
     ]
 
 

@@ -94,9 +94,9 @@ def _docker() -> Iterator[StackHandle]:
         dsn = pg.get_connection_url().replace("postgresql+psycopg2://", "postgresql://")
         handle = StackHandle(kind="docker", bootstrap=kafka.get_bootstrap_server(), pg_dsn=dsn)
         from tracebound.stack.topics import ensure_topics
-        from tracebound.topics import topic_table
+        from tracebound.topics import topic_configs
 
-        ensure_topics(handle.kafka, {t.name: t.config for t in topic_table()}, 3)
+        ensure_topics(handle.kafka, topic_configs(), 3)
         yield handle
 
 

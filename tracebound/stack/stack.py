@@ -28,7 +28,7 @@ from tracebound.stack.services import (
     stop_services,
 )
 from tracebound.stack.topics import create_stack_topics, topic_states
-from tracebound.topics import topic_table
+from tracebound.topics import topic_configs
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +145,7 @@ def status(settings: StackSettings | None = None) -> StackStatus:
     paths = StackPaths.from_settings(settings)
     messages: list[str] = []
     kafka_pid, pg_pid, kafka_up, pg_up = _servers(settings, messages)
-    counts: dict[str, int | None] = {spec.name: None for spec in topic_table()}
+    counts: dict[str, int | None] = dict.fromkeys(topic_configs())
     answered = False
     if kafka_up:
         try:
