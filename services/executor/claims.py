@@ -137,15 +137,22 @@ class _Round:
                 continue
             if inv.tool_name == "lookup_knowledge":
                 if not self.narrow:
-                    self.knowledge(item)
+                    self.knowledge(inv, item)
                 continue
             wording = _observation_text(inv, item, self.lang)
             if wording and _relevant(item, self.focus):
                 binding = _binding(inv, ref.raw_path, ref.text)
                 self.claims.append(_claim("observation", wording, [binding]))
 
-    def knowledge(self, block: Mapping[str, Any]) -> None:
-        """A runbook block's causes as hypotheses and its checks as steps, one line each."""
+    def knowledge(self, inv: ToolInvocation, block: Mapping[str, Any]) -> None:
+        """A runbook block's causes as hypotheses and its checks as steps, one line each.
+
+        Only the best-ranked runbook of a lookup counts: lower-ranked documents
+        describe other failure modes and would be guidance about something else.
+        """
+        best = _item(inv, "$.evidence_blocks[0]") or {}
+        if block.get("doc_id") != best.get("doc_id"):
+            return
         kind = section_kind(str(block.get("heading") or ""), self.t["runbook_sections"])
         target = {"causes": (self.hypotheses, "hypothesis"), "checks": (self.actions, "action")}
         if kind not in target:

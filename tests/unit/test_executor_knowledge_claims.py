@@ -19,10 +19,11 @@ RUNBOOKS = sorted((REPO_ROOT / "runbooks").glob("*.md"))
 MARKDOWN = ("- ", "**", "##", "\n", "`")
 
 
-def lookup(path: Path) -> ToolInvocation:
-    """A lookup_knowledge invocation returning every section of one runbook."""
+def lookup(*paths: Path) -> ToolInvocation:
+    """A lookup_knowledge invocation returning every section of the runbooks, in order."""
     blocks: list[dict[str, Any]] = [
         {"doc_id": c.doc_id, "title": c.title, "heading": c.heading, "content": c.content}
+        for path in paths
         for c in parse_runbook(path)
     ]
     texts = [refs.knowledge_text(b) for b in blocks]
@@ -110,3 +111,11 @@ def test_runbook_lines_survive_the_composer_screen() -> None:
     cause = "Binary logs or slow query logs not purged."
     assert f"Possible cause from the runbook, not verified here: {cause}" in text
     assert "Symptoms" not in text and "**" not in text
+
+
+def test_only_the_best_ranked_runbook_gives_hypotheses() -> None:
+    disk, cpu = (REPO_ROOT / "runbooks" / f"{n}.md" for n in ("high-disk-usage", "high-cpu-usage"))
+    out = build_evidence(
+        [lookup(disk, cpu)], ExecutionPlan(calls=()), "en", narrow=False, max_claims=5
+    )
+    assert out == evidence(disk)
