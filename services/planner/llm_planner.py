@@ -5,8 +5,9 @@ names a skill outside the catalogue gets no skill: the executor must never run
 steps nobody reviewed. The model is told the deterministic routing choice
 (``$routing``); when the input alerts decided it (alertname, label, or the
 generic investigation of an unknown alert) the model cannot overrule it, so
-both planners keep one routing precedence. The model writes the plan's text; the calls the plan
-records for the executor come from the chosen skill, as in the rules planner.
+both planners keep one routing precedence. The model writes the plan's text;
+the calls the plan records for the executor come from the chosen skill, as in
+the rules planner.
 """
 
 from __future__ import annotations

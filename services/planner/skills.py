@@ -88,8 +88,8 @@ class SkillStep(BaseModel):
                     f"{self.tool}.{key}: only {{service}} and {{alert_name}} may be placeholders"
                     f" ({{alert_window}} only as the whole of {WINDOW_PARAM})"
                 )
-        # Every form the executor may send: with known values, and without them.
-        for values in (SAMPLE_VALUES, {}) if not self.needs else (SAMPLE_VALUES,):
+        # Every form the executor may send: all values known, and only those the step needs.
+        for values in (SAMPLE_VALUES, {name: SAMPLE_VALUES[name] for name in self.needs}):
             try:
                 PARAMS_MODELS[self.tool].model_validate(self.fill(values))
             except ValidationError as exc:
@@ -122,10 +122,6 @@ class SkillStep(BaseModel):
     def ready(self, values: Mapping[str, str | int | None]) -> bool:
         """Whether every placeholder the step needs has a value."""
         return all(values.get(name) for name in self.needs)
-
-    def render_params(self, service: str | None) -> dict[str, Any]:
-        """Params with ``{service}`` filled in (and no alert known)."""
-        return self.fill({SERVICE_PLACEHOLDER: service})
 
 
 class Triggers(BaseModel):

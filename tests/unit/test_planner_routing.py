@@ -156,3 +156,15 @@ def test_llm_planner_keeps_alert_routing() -> None:
     reply = PlannerReply(selected_skill="diagnose-slow-response", selection_reason="r", plan=["x"])
     skill, reason = _chosen(reply, skills, question)
     assert skill is not None and skill.name == "diagnose-slow-response" and reason == "r"
+
+
+def test_generic_investigation_without_a_service_skips_the_service_logs() -> None:
+    bare = Alert(status="firing", labels={"alertname": "Watchdog"}, startsAt="2026-05-04T10:00:00Z")
+    snapshot, skill = plan_rules(aiops_bare(bare), load_skills())
+    assert skill is not None and skill.fallback
+    assert snapshot.execution is not None
+    assert [c.tool for c in snapshot.execution.calls] == ["query_metrics", "lookup_knowledge"]
+
+
+def aiops_bare(alert: Alert) -> DiagnosisRequest:
+    return DiagnosisRequest(mode="AIOPS", query="Diagnose firing alerts: Watchdog", alerts=(alert,))

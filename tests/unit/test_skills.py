@@ -113,6 +113,7 @@ def test_valid_custom_skill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
         ("lookup_knowledge", '{ query = "{region} x" }', "placeholder"),
         ("query_logs", '{ query = "x", window_minutes = "{service}" }', "window_minutes"),
         ("query_logs", '{ query = "{alert_window}" }', "placeholder"),
+        ("query_logs", '{ query = "x" }\nneeds = ["{region}"]', "needs may only name"),
     ],
 )
 def test_bad_skill_file_is_a_config_error_naming_it(
