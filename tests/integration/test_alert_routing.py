@@ -3,16 +3,13 @@ with the alerts; runbook knowledge arrives as labelled hypotheses and checks."""
 
 from __future__ import annotations
 
-import time
 from datetime import timedelta
 from pathlib import Path
 
 from services.ingest.alertmanager import AlertGroup, build_request
-from tests.support.kafka_io import Collector
-from tests.support.pipeline import running_pipeline
+from tests.support.pipeline import answered
 from tests.support.stack import StackHandle
 from tracebound import topics
-from tracebound.client import AnswerReader, publish
 from tracebound.events import Alert, EvidenceProduced, PlanProduced
 from tracebound.events.base import utcnow
 
@@ -39,18 +36,10 @@ def test_alerts_route_by_name_and_answers_open_with_them(
         "disk": build_request(AlertGroup("itest-disk", "itest", (disk,)), "en"),
         "unknown": build_request(AlertGroup("itest-unknown", "itest", (unknown,)), "zh"),
     }
-    plans = Collector(stack.kafka, topics.PLANS)
-    evidence = Collector(stack.kafka, topics.EVIDENCE)
-    reader = AnswerReader(stack.kafka)
-    with running_pipeline(stack, tmp_path):
-        publish(stack.kafka, list(asked.values()))
-        answers = reader.wait_for({e.run_id for e in asked.values()}, timeout_s=180)
-        time.sleep(2)
-    reader.close()
-    plans.close()
-    evidence.close()
-    assert set(answers) == {e.run_id for e in asked.values()}
-    chosen = {e.run_id: e.plan.planner_plan for e in plans.events if isinstance(e, PlanProduced)}
+    answers, seen = answered(stack, tmp_path, list(asked.values()), topics.PLANS, topics.EVIDENCE)
+    chosen = {
+        e.run_id: e.plan.planner_plan for e in seen[topics.PLANS] if isinstance(e, PlanProduced)
+    }
     disk_plan = chosen[asked["disk"].run_id]
     assert disk_plan.selected_skill == "diagnose-high-disk-usage"
     assert disk_plan.selection_reason.startswith("alertname HighDiskUsage matches")
@@ -70,7 +59,7 @@ def test_alerts_route_by_name_and_answers_open_with_them(
     assert zh_lines[1].startswith("- checkout-service 的 QueueBacklogGrowing：自 ")
     disk_rounds = [
         e
-        for e in evidence.events
+        for e in seen[topics.EVIDENCE]
         if isinstance(e, EvidenceProduced) and e.run_id == asked["disk"].run_id
     ]
     disk_round = disk_rounds[0]  # a retry round re-collects the same calls
