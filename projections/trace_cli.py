@@ -76,6 +76,7 @@ def _run(t: Trace) -> list[str]:
         f"   final status {clean(run.get('final_status'))}",
         f"  mode       {clean(run.get('mode'))}   skill {clean(run.get('selected_skill'))}"
         f"   narrow scope {clean(run.get('narrow_scope'))}   rounds {clean(run.get('round'))}",
+        f"  chosen     {clean((run.get('plan') or {}).get('selection_reason'))}",
         f"  requested  {clean(run.get('requested_at'))} by {clean(run.get('requested_by'))}"
         f"   latency {_ms(run.get('latency_ms'))}",
         f"  tokens     {clean(tokens.get('token_count'))}"
