@@ -23,6 +23,14 @@ from tracebound.errors import ConfigError
 TEMPLATES_PATH = resources.path("rules", "composer-templates.json")
 
 Language = Literal["zh", "en"]
+# The placeholders each alert phrase of an answer's opening lines must carry.
+_ALERT_FIELDS = {
+    "alert_subject": ("name", "service"),
+    "alert_line": ("subject", "details"),
+    "alert_value": ("value",),
+    "alert_threshold": ("threshold",),
+    "alert_since": ("since",),
+}
 
 
 class Phrases(BaseModel):
@@ -47,6 +55,15 @@ class Phrases(BaseModel):
     reject_summary: str
     no_claims_summary: str
     bullet: str
+    alerts_header: str
+    alerts_more: str
+    alert_unnamed: str
+    alert_subject: str
+    alert_line: str
+    alert_separator: str
+    alert_value: str
+    alert_threshold: str
+    alert_since: str
 
     @model_validator(mode="after")
     def _safe(self) -> Phrases:
@@ -57,6 +74,9 @@ class Phrases(BaseModel):
             raise ValueError("negative must contain {subject}")
         if "{first}" not in self.more_findings:
             raise ValueError("more_findings must contain {first}")
+        for name, fields in _ALERT_FIELDS.items():
+            if not all(f"{{{field}}}" in getattr(self, name) for field in fields):
+                raise ValueError(f"{name} must contain {', '.join(fields)}")
         return self
 
 

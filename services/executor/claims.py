@@ -3,8 +3,10 @@
 Each claim cites one evidence ref and copies its text verbatim as the excerpt;
 its wording takes every value from the same tool item (templates in
 ``rules/executor-claims.json``), so the claim says nothing its evidence does not.
-Runbook knowledge never becomes a claim about the current environment: it is a
-hypothesis or an evidence-gathering action (contract section 2.4).
+Runbook knowledge never becomes a claim about the current environment (contract
+section 2.4): each item of a runbook's likely-causes section becomes one labelled,
+unverified hypothesis and each item of its checks section one next step, as
+plain lines; other sections (symptoms among them) become neither.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
+from services.executor.tools.refs import alert_figures
+from services.executor.tools.runbook_items import section_items, section_kind
 from tracebound import resources
 from tracebound.errors import ConfigError
 from tracebound.events import ExecutionPlan, ToolInvocation
@@ -42,6 +46,9 @@ def templates() -> dict[str, Any]:
     for key in TEMPLATE_KEYS:
         if not all(isinstance(data.get(key, {}).get(lang), str) for lang in ("en", "zh")):
             raise ConfigError(f"claim templates {CLAIMS_PATH}: {key} needs en and zh text")
+    sections = data.get("runbook_sections", {})
+    if not all(isinstance(sections.get(k), list) for k in ("causes", "checks")):
+        raise ConfigError(f"claim templates {CLAIMS_PATH}: runbook_sections needs causes, checks")
     return data
 
 
@@ -83,8 +90,7 @@ def _observation_text(inv: ToolInvocation, item: Mapping[str, Any], lang: str) -
             "service": item.get("service"),
             "state": item.get("state"),
             "alert_name": item.get("alert_name"),
-            "current": item.get("current_value"),
-            "threshold": item.get("threshold"),
+            **alert_figures(item),
             "duration": item.get("duration"),
         }
         return _fill(t["alert"][lang], values)
@@ -131,13 +137,31 @@ class _Round:
                 continue
             if inv.tool_name == "lookup_knowledge":
                 if not self.narrow:
-                    self.hypotheses.append(self.text("hypothesis", text=ref.text))
-                    self.actions.append(self.text("action", title=item.get("title", "")))
+                    self.knowledge(inv, item)
                 continue
             wording = _observation_text(inv, item, self.lang)
             if wording and _relevant(item, self.focus):
                 binding = _binding(inv, ref.raw_path, ref.text)
                 self.claims.append(_claim("observation", wording, [binding]))
+
+    def knowledge(self, inv: ToolInvocation, block: Mapping[str, Any]) -> None:
+        """A runbook block's causes as hypotheses and its checks as steps, one line each.
+
+        Only the best-ranked runbook of a lookup counts: lower-ranked documents
+        describe other failure modes and would be guidance about something else.
+        """
+        best = _item(inv, "$.evidence_blocks[0]") or {}
+        if block.get("doc_id") != best.get("doc_id"):
+            return
+        kind = section_kind(str(block.get("heading") or ""), self.t["runbook_sections"])
+        target = {"causes": (self.hypotheses, "hypothesis"), "checks": (self.actions, "action")}
+        if kind not in target:
+            return
+        found, key = target[kind]
+        for line in section_items(str(block.get("content") or "")):
+            wording = self.text(key, text=line)
+            if wording not in found:
+                found.append(wording)
 
     def negative(self, inv: ToolInvocation, raw_path: str, ref_text: str) -> None:
         params = inv.input_params if isinstance(inv.input_params, Mapping) else {}

@@ -86,3 +86,13 @@ def test_the_readme_roles_table_matches() -> None:
         reads, writes = table[role.name]
         assert reads == {*role.input_topics, *role.watched_topics}, role.name
         assert writes == set(role.output_topics) - side, role.name
+
+
+def test_a_resolution_is_a_fact_of_the_run_that_no_stage_answers() -> None:
+    resolved = topology.ALERTS_RESOLVED
+    assert resolved in topology.RUN_EVENTS and resolved not in topology.STAGE_EVENTS
+    assert resolved not in topology.WATCHED_EVENTS  # the sentinel's deadline ignores it
+    readers = [r.name for r in topology.ROLES if resolved in r.accepts]
+    assert readers == ["projections"]
+    assert [r.name for r in topology.ROLES if resolved in r.emits] == ["ingest"]
+    assert "tracebound.resolutions" not in topology.EXPORT_TOPICS

@@ -31,22 +31,58 @@ def _value(value: Any) -> str:
     return str(value)
 
 
+# How a unit is written after a number; any other unit follows after a space.
+UNIT_SYMBOLS: dict[str, str] = {"percent": "%", "seconds": "s"}
+
+
+def with_unit(value: Any, unit: str | None) -> str | None:
+    """``97`` and ``percent`` → ``97%``; a value already written with its unit stays."""
+    if value in (None, ""):
+        return None
+    text = _value(value)
+    try:
+        float(text)
+    except ValueError:
+        return text
+    if not unit:
+        return text
+    symbol = UNIT_SYMBOLS.get(unit)
+    return f"{text}{symbol}" if symbol else f"{text} {unit}"
+
+
+def alert_figures(alert: Mapping[str, Any]) -> dict[str, str | None]:
+    """The alert's current value and threshold as stated, units attached.
+
+    A threshold its rule did not let us read is ``unknown`` (the reason is in
+    ``threshold_note``), never left out silently.
+    """
+    unit = alert.get("unit")
+    threshold = with_unit(alert.get("threshold"), unit)
+    if threshold is None and alert.get("threshold_note"):
+        threshold = "unknown"
+    return {"current": with_unit(alert.get("current_value"), unit), "threshold": threshold}
+
+
 def alert_text(alert: Mapping[str, Any]) -> str:
     """``Name, service=…, state=…, current=…, threshold=…, duration=…, pod=…, active_at=…``.
 
-    The alert's description follows after ``;`` because some facts (JVM heap
-    3.8 GB / 4 GB) live only there.
+    Values carry their unit; a rule's comparison, ``for`` and the reason an
+    unknown threshold is unknown follow the threshold. The alert's description
+    follows after ``;`` because some facts (JVM heap 3.8 GB / 4 GB) live only there.
     """
+    figures = alert_figures(alert)
     parts = [str(alert.get("alert_name") or "unnamed-alert")]
-    for key, field in (
-        ("service", "service"),
-        ("state", "state"),
-        ("current", "current_value"),
-        ("threshold", "threshold"),
-        ("duration", "duration"),
-    ):
-        if alert.get(field) not in (None, ""):
-            parts.append(f"{key}={_value(alert[field])}")
+    fields = (
+        ("service", alert.get("service")),
+        ("state", alert.get("state")),
+        ("current", figures["current"]),
+        ("threshold", figures["threshold"]),
+        ("comparison", alert.get("comparison")),
+        ("threshold_note", alert.get("threshold_note") if figures["threshold"] else None),
+        ("for", alert.get("for")),
+        ("duration", alert.get("duration")),
+    )
+    parts.extend(f"{key}={_value(value)}" for key, value in fields if value not in (None, ""))
     labels: Mapping[str, Any] = alert.get("labels") or {}
     parts.extend(f"{k}={labels[k]}" for k in ALERT_REF_LABELS if labels.get(k))
     if alert.get("active_at"):
