@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from functools import cache
-from pathlib import Path
 
+from tracebound import resources
 from tracebound.errors import ConfigError
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-SCHEMA_DIR = REPO_ROOT / "schemas"
+SCHEMA_DIR = resources.path("schemas")
 
 
 @dataclass(frozen=True, slots=True)

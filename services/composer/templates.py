@@ -17,10 +17,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from tracebound import resources
 from tracebound.errors import ConfigError
-from tracebound.topics import REPO_ROOT
 
-TEMPLATES_PATH = REPO_ROOT / "rules" / "composer-templates.json"
+TEMPLATES_PATH = resources.path("rules", "composer-templates.json")
 
 Language = Literal["zh", "en"]
 # The placeholders each alert phrase of an answer's opening lines must carry.

@@ -18,11 +18,11 @@ from typing import Any
 
 from services.executor.tools.refs import alert_figures
 from services.executor.tools.runbook_items import section_items, section_kind
+from tracebound import resources
 from tracebound.errors import ConfigError
 from tracebound.events import ExecutionPlan, ToolInvocation
-from tracebound.topics import REPO_ROOT
 
-CLAIMS_PATH = REPO_ROOT / "rules" / "executor-claims.json"
+CLAIMS_PATH = resources.path("rules", "executor-claims.json")
 NO_EVIDENCE = "$.no_evidence"
 ANSWER_VERSION = "executor_evidence_v2"
 TEMPLATE_KEYS = (

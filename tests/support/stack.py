@@ -10,6 +10,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from tracebound import resources
 from tracebound.settings import KafkaSettings, PostgresSettings, StackSettings
 
 
@@ -30,11 +31,11 @@ class StackHandle:
         return PostgresSettings.model_validate({"dsn": self.pg_dsn})
 
     def env(self) -> dict[str, str]:
-        """Environment for subprocesses (services under test)."""
+        """Environment for subprocesses (services under test), from any working directory."""
         env = dict(os.environ)
         env["TRACEBOUND_KAFKA_BOOTSTRAP_SERVERS"] = self.bootstrap
         env["TRACEBOUND_PG_DSN"] = self.pg_dsn
-        return env
+        return resources.child_env(env)
 
     def stop_broker(self) -> None:
         from tracebound.stack import kafka

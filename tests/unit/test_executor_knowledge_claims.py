@@ -13,7 +13,7 @@ from services.executor.tools import refs
 from services.executor.tools.knowledge_store import parse_runbook
 from services.executor.tools.runbook_items import section_items, section_kind
 from tracebound.events import ComposerInput, ExecutionPlan, ToolInvocation
-from tracebound.topics import REPO_ROOT
+from tracebound.resources import ROOT as REPO_ROOT
 
 RUNBOOKS = sorted((REPO_ROOT / "runbooks").glob("*.md"))
 MARKDOWN = ("- ", "**", "##", "\n", "`")

@@ -5,8 +5,9 @@ from __future__ import annotations
 from tests.support.diagram import Diagram, architecture, roles_table
 from tracebound import topology
 from tracebound.events import EVENT_TYPES
+from tracebound.resources import ROOT as REPO_ROOT
 from tracebound.stack.services import ROLE_INPUTS
-from tracebound.topics import REPO_ROOT, topic_table
+from tracebound.topics import topic_table
 
 README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
 ROLE_NAMES = frozenset(r.name for r in topology.ROLES)

@@ -25,6 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from tracebound import resources
 from tracebound.cli import load_settings_classes
 from tracebound.errors import InvalidInputError
 from tracebound.settings import KafkaSettings, StackSettings, settings_classes
@@ -101,8 +102,10 @@ def check_roles(names: Sequence[str]) -> tuple[str, ...]:
 def service_env(env: Mapping[str, str]) -> dict[str, str]:
     """The environment of a service process: this one's plus ``env`` (the stack's)."""
     # Few malloc arenas: the services are threaded (librdkafka, the projection workers)
-    # and glibc's default of 8 per core keeps freed memory resident.
-    return {"MALLOC_ARENA_MAX": "2", **os.environ, **env}
+    # and glibc's default of 8 per core keeps freed memory resident. ``PYTHONPATH``
+    # names the application folders, so ``-m services.<role>`` runs from any working
+    # directory, in a checkout and in an installed wheel alike.
+    return resources.child_env({"MALLOC_ARENA_MAX": "2", **os.environ, **env})
 
 
 def _pid(settings: StackSettings, role: str) -> tuple[int | None, list[str]]:
