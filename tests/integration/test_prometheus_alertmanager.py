@@ -179,13 +179,9 @@ def answered(stack: StackHandle, run_id: str) -> Answer:
 
 
 def resolution_of(client: httpx.Client, run_id: str) -> Any:
-    """What the trace API says about the run's resolution (None: nothing recorded).
-
-    One place to adapt to the name the ingest gives the resolution record.
-    """
-    trace = client.get(f"/api/v1/runs/{run_id}/trace").json()
-    run = trace.get("run") or {}
-    return run.get("resolution") or run.get("resolved_at") or trace.get("resolution")
+    """The run's resolved alerts as the trace API shows them (None: nothing recorded yet)."""
+    run = client.get(f"/api/v1/runs/{run_id}/trace").json().get("run") or {}
+    return run.get("resolved_alerts") if run.get("resolved_at") else None
 
 
 def demo_leaks(events: list[Event]) -> list[str]:
