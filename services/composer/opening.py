@@ -21,6 +21,8 @@ from tracebound.events import Alert, DiagnosisRequest
 
 VALUE_KEYS = ("value", "current_value")
 WHERE_KEYS = ("service", "instance", "job")
+# What tells two alerts of one rule and service apart (two pods at different values).
+INSTANCE_KEYS = ("pod", "instance")
 MAX_ALERT_LINES = 10
 MAX_FIELD_CHARS = 120
 _TIGHT_UNITS = frozenset({"%", "‰"})
@@ -34,6 +36,10 @@ def _field(alert: Alert, *keys: str) -> str:
             if value:
                 return value[:MAX_FIELD_CHARS]
     return ""
+
+
+def _label(alert: Alert, key: str) -> str:
+    return " ".join(str(alert.labels.get(key, "")).split())[:MAX_FIELD_CHARS]
 
 
 def _with_unit(figure: str, unit: str) -> str:
@@ -58,6 +64,9 @@ def alert_line(alert: Alert, p: Phrases) -> str:
     name = alert.labels.get("alertname") or p.alert_unnamed
     where = _field(alert, *WHERE_KEYS)
     subject = p.alert_subject.format(name=name, service=where) if where else name
+    instance = next((v for k in INSTANCE_KEYS if (v := _label(alert, k)) and v != where), "")
+    if instance:
+        subject = f"{subject} ({instance})"
     unit = _field(alert, "unit")
     details: list[str] = []
     if value := _field(alert, *VALUE_KEYS):

@@ -67,3 +67,18 @@ def test_the_answer_opens_with_the_alerts_before_the_findings() -> None:
     assert lines[0] == "Alerts this answer is about:"
     assert lines[1].startswith("- HighDiskUsage on mysql: value 91.5%")
     assert lines[2] == "" and lines[3] == "Verified findings:"
+
+
+def test_two_pods_of_one_alert_are_told_apart() -> None:
+    pods = [
+        Alert(
+            status="firing",
+            labels={"alertname": "HighCPUUsage", "service": "checkout", "pod": pod},
+            startsAt="2026-05-04T10:00:00Z",
+        )
+        for pod in ("checkout-a", "checkout-b")
+    ]
+    assert opening_lines(pods, "en")[1:] == [
+        "- HighCPUUsage on checkout (checkout-a): firing since 2026-05-04 10:00:00 UTC",
+        "- HighCPUUsage on checkout (checkout-b): firing since 2026-05-04 10:00:00 UTC",
+    ]
