@@ -46,6 +46,7 @@ class Phrases(BaseModel):
     reject_intro: str
     reject_summary: str
     no_claims_summary: str
+    demo_note: str
     bullet: str
 
     @model_validator(mode="after")

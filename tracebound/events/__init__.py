@@ -38,6 +38,7 @@ from tracebound.events.records import (
     RetrievalDetails,
     RetryContext,
     RuleMeta,
+    ToolBackend,
     ToolInvocation,
     ToolTraceEntry,
 )
@@ -79,6 +80,7 @@ __all__ = [
     "RetryContext",
     "RetryRequested",
     "RuleMeta",
+    "ToolBackend",
     "ToolInvocation",
     "ToolInvoked",
     "ToolTraceEntry",

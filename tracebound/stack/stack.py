@@ -10,6 +10,7 @@ process of ours *and* its port accepts connections.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -143,10 +144,16 @@ def status(settings: StackSettings | None = None) -> StackStatus:
     )
 
 
-def up(settings: StackSettings | None = None, *, services: bool = False) -> StackStatus:
+def up(
+    settings: StackSettings | None = None,
+    *,
+    services: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> StackStatus:
     """Start whatever is not running yet, create missing topics, return the new status.
 
-    With ``services`` the pipeline's role processes start too, wired to this stack.
+    With ``services`` the pipeline's role processes start too, wired to this stack;
+    ``env`` adds settings of theirs (``tracebound demo`` selects the demo tools).
     """
     settings = settings or StackSettings()
     paths = StackPaths.from_settings(settings)
@@ -173,6 +180,7 @@ def up(settings: StackSettings | None = None, *, services: bool = False) -> Stac
             env = {
                 "TRACEBOUND_KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap(settings),
                 "TRACEBOUND_PG_DSN": postgres.dsn(settings),
+                **(env or {}),
             }
             launched = start_services(settings, env)
             messages += launched

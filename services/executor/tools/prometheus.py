@@ -14,7 +14,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from services.executor.tools.base import ToolBackendError
+from services.executor.tools.base import RunContext, ToolBackendError
 from services.executor.tools.demo_env import format_duration, iso_utc
 from services.executor.tools.httpjson import get_json
 
@@ -78,7 +78,7 @@ class PrometheusAlertSource:
         self._timeout_s = timeout_s
         self._now = now
 
-    def fetch_alerts(self) -> list[dict[str, Any]]:
+    def fetch_alerts(self, ctx: RunContext | None = None) -> list[dict[str, Any]]:
         body = get_json("prometheus", f"{self._url}/api/v1/alerts", {}, self._timeout_s)
         data = body.get("data")
         raw = data.get("alerts") if isinstance(data, dict) else None

@@ -21,6 +21,8 @@ KNOWLEDGE_TEXT_LIMIT = 400
 
 # Alert labels worth a place in the ref text; the rest repeat other fields.
 ALERT_REF_LABELS: tuple[str, ...] = ("pod", "instance")
+# What an alert's value or threshold reads as when the alert does not carry it.
+UNSTATED = "unstated"
 
 _SENTENCE_END = re.compile(r"[.!?;](?=\s|$)")
 
@@ -31,29 +33,40 @@ def _value(value: Any) -> str:
     return str(value)
 
 
+def with_unit(value: Any, unit: Any) -> str:
+    """``97%``, ``4.2 s``: a value and its unit as an alert states them, ``unstated`` if absent."""
+    if value in (None, ""):
+        return UNSTATED
+    text = _value(value)
+    unit_text = str(unit or "").strip()
+    if not unit_text or text.endswith(unit_text):
+        return text
+    return f"{text}{unit_text}" if not unit_text[0].isalnum() else f"{text} {unit_text}"
+
+
 def alert_text(alert: Mapping[str, Any]) -> str:
     """``Name, service=…, state=…, current=…, threshold=…, duration=…, pod=…, active_at=…``.
 
-    The alert's description follows after ``;`` because some facts (JVM heap
-    3.8 GB / 4 GB) live only there.
+    A value or threshold the alert does not carry reads ``unstated``: said, not
+    guessed. The alert's summary and description follow after ``;`` because
+    some facts (JVM heap 3.8 GB / 4 GB) live only there.
     """
     parts = [str(alert.get("alert_name") or "unnamed-alert")]
-    for key, field in (
-        ("service", "service"),
-        ("state", "state"),
-        ("current", "current_value"),
-        ("threshold", "threshold"),
-        ("duration", "duration"),
-    ):
-        if alert.get(field) not in (None, ""):
-            parts.append(f"{key}={_value(alert[field])}")
+    for key in ("service", "state"):
+        if alert.get(key) not in (None, ""):
+            parts.append(f"{key}={_value(alert[key])}")
+    unit = alert.get("unit")
+    parts.append(f"current={with_unit(alert.get('current_value'), unit)}")
+    parts.append(f"threshold={with_unit(alert.get('threshold'), unit)}")
+    if alert.get("duration") not in (None, ""):
+        parts.append(f"duration={alert['duration']}")
     labels: Mapping[str, Any] = alert.get("labels") or {}
     parts.extend(f"{k}={labels[k]}" for k in ALERT_REF_LABELS if labels.get(k))
     if alert.get("active_at"):
         parts.append(f"active_at={alert['active_at']}")
-    text = ", ".join(parts)
-    description = str(alert.get("description") or "").strip()
-    return f"{text}; {description}" if description else text
+    notes = [str(alert.get(k) or "").strip() for k in ("summary", "description")]
+    notes = list(dict.fromkeys(n for n in notes if n))
+    return "; ".join([", ".join(parts), *notes])
 
 
 def log_text(record: Mapping[str, Any]) -> str:
