@@ -38,6 +38,7 @@ JSON_COLUMNS = {
     "merge_state",
     "input_params",
     "output",
+    "backend",
     "retrieval_details",
 }
 

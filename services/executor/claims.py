@@ -18,7 +18,7 @@ from functools import cache
 from typing import Any
 
 from services.executor import coverage
-from services.executor.tools.refs import with_unit
+from services.executor.tools.refs import ALERT_REF_LABELS, with_unit
 from tracebound.errors import ConfigError
 from tracebound.events import Alert, ExecutionPlan, ToolInvocation
 from tracebound.topics import REPO_ROOT
@@ -90,7 +90,7 @@ def _fill(template: str, values: Mapping[str, Any]) -> str:
 
 
 def _alert_facts(item: Mapping[str, Any], lang: str) -> str:
-    """``current 97%, threshold 80%, for 2m``; an absent value reads "unstated", never "-"."""
+    """``current 97%, threshold 80%, for 2m, pod p``; an absent value reads "unstated"."""
     t = templates()["alert_facts"]
     unit = item.get("unit")
     facts = [
@@ -101,6 +101,9 @@ def _alert_facts(item: Mapping[str, Any], lang: str) -> str:
         facts.append(t["duration"][lang].format(value=item["duration"]))
     elif item.get("active_at"):
         facts.append(t["since"][lang].format(value=item["active_at"]))
+    labels: Mapping[str, Any] = item.get("labels") or {}
+    # which pod or instance: two alerts of one service differ only there
+    facts.extend(f"{k} {labels[k]}" for k in ALERT_REF_LABELS[:1] if labels.get(k))
     return str(t["separator"][lang]).join(facts)
 
 
