@@ -102,8 +102,10 @@ def _alert_facts(item: Mapping[str, Any], lang: str) -> str:
     elif item.get("active_at"):
         facts.append(t["since"][lang].format(value=item["active_at"]))
     labels: Mapping[str, Any] = item.get("labels") or {}
-    # which pod or instance: two alerts of one service differ only there
-    facts.extend(f"{k} {labels[k]}" for k in ALERT_REF_LABELS[:1] if labels.get(k))
+    # which pod (else instance): two alerts of one service differ only there
+    target = next((k for k in ALERT_REF_LABELS if labels.get(k)), None)
+    if target is not None:
+        facts.append(f"{target} {labels[target]}")
     return str(t["separator"][lang]).join(facts)
 
 
@@ -148,13 +150,21 @@ class _Round:
     def text(self, key: str, **values: Any) -> str:
         return _fill(self.t[key][self.lang], values)
 
+    def kind(self, tool: str) -> str:
+        """What a tool returns, in words: logs, alerts, runbook sections."""
+        kinds = self.t["kinds"]
+        return str(kinds.get(tool, kinds["query_logs"])[self.lang])
+
     def add(self, inv: ToolInvocation) -> None:
         details = inv.retrieval_details
         if details is None or not inv.success:
-            kinds = self.t["kinds"]
-            kind = kinds.get(inv.tool_name, kinds["query_logs"])[self.lang]
             self.missing.append(
-                self.text("missing_failed", kind=kind, tool=inv.tool_name, error=inv.error_message)
+                self.text(
+                    "missing_failed",
+                    kind=self.kind(inv.tool_name),
+                    tool=inv.tool_name,
+                    error=inv.error_message,
+                )
             )
             return
         for ref in details.evidence_refs:
@@ -191,8 +201,7 @@ class _Round:
                 self.text("missing_contradicted", tool=inv.tool_name, backend=backend, query=query)
             )
             return
-        kind = self.t["kinds"].get(inv.tool_name, self.t["kinds"]["query_logs"])[self.lang]
-        wording = self.text("negative", kind=kind, query=query or "-")
+        wording = self.text("negative", kind=self.kind(inv.tool_name), query=query or "-")
         self.claims.append(
             _claim("negative_observation", wording, [_binding(inv, raw_path, ref_text)])
         )

@@ -161,3 +161,37 @@ def test_failed_backend_exits_1_with_failed_status(
         "dedup_reason": None,
     }
     assert "HTTP 500" in record["error_message"]
+
+
+def test_recorded_backend_urls_carry_no_credentials_or_query() -> None:
+    settings = ToolSettings(
+        metrics_backend="prometheus",
+        prometheus_url="https://ops:s3cret@prom.example:9090/prom/?token=abc#x",
+        logs_backend="loki",
+        loki_url="http://loki.example:3100/",
+    )
+    tools = build_tools(settings)
+    assert tools["query_metrics"].backend.model_dump() == {
+        "name": "prometheus",
+        "url": "https://prom.example:9090/prom",
+    }
+    assert tools["query_logs"].backend.label() == "loki (http://loki.example:3100)"
+    assert tools["lookup_knowledge"].backend.label() == "knowledge-base"
+
+
+def test_defaults_are_the_request_and_no_logs_and_demo_is_explicit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for key in DEMO_ENV:
+        monkeypatch.delenv(key)
+    fresh = ToolSettings()
+    assert (fresh.metrics_backend, fresh.logs_backend) == ("request", "none")
+    assert {t.backend.name for t in build_tools(fresh).values()} == {
+        "request",
+        "none",
+        "knowledge-base",
+    }
+    demo = ToolSettings.demo()
+    assert (demo.metrics_backend, demo.logs_backend) == ("demo", "demo")
+    with pytest.raises(ValueError, match="logs_backend"):
+        ToolSettings(logs_backend="postgres")
