@@ -125,6 +125,9 @@ def test_timeout_becomes_a_failed_invocation() -> None:
     result = gate.call("query_logs", {"query": "a"})
     assert isinstance(result, ToolInvocation) and not result.success
     assert "timed out" in (result.error_message or "")
+    assert result.backend == ScriptedLogs.backend  # a timeout is still the backend's failure
+    assert result.retrieval_details is not None
+    assert result.retrieval_details.evidence_status == "failed"
 
 
 def test_narrow_scope_forbids_widening_after_no_evidence() -> None:

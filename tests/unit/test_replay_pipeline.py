@@ -159,6 +159,8 @@ def test_frozen_tools_match_on_normalised_parameters() -> None:
     params = tool.params_model.model_validate(recorded.input_params)
     outcome = tool.run(params, None)  # type: ignore[arg-type]
     assert outcome.retrieval_details == recorded.retrieval_details
+    assert recorded.backend is not None and recorded.backend.name == "demo"
+    assert outcome.backend == recorded.backend  # a replay keeps the backend it was recorded with
     assert frozen.hits == 1 and not frozen.misses
     other = tool.params_model.model_validate({"service": "checkout-service"})
     assert not tool.run(other, None).success  # type: ignore[arg-type]
