@@ -43,6 +43,8 @@ RUN_COLUMNS = (
     "latency_ms",
     "token_count",
     "updated_at",
+    "resolved_at",
+    "resolved_alerts",
 )
 
 

@@ -1,6 +1,6 @@
 """The ``diagnosis_run`` reducer: events of one run → its merge state → its row.
 
-A run's events come from nine topics. Each topic is keyed by ``run_id``, so the
+A run's events come from ten topics. Each topic is keyed by ``run_id``, so the
 events of a run arrive in order *within* a topic, but the relative order *across*
 topics depends on how the consumer happened to interleave its fetches — and is
 different after a crash, a restart or a rebuild. The reducer therefore never
@@ -31,6 +31,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from projections import resolutions
 from tracebound.events import (
     AgentStep,
     Answer,
@@ -239,6 +240,7 @@ def merge(new: State, event: Event) -> bool:
             changed = True
     changed |= _carried(new, event)
     changed |= _payload(new, event, round_no)
+    changed |= resolutions.merge(new, event)
     return changed
 
 
@@ -341,6 +343,7 @@ def row(run_id: str, state: State) -> dict[str, Any]:
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "self_evaluation": self_evaluation,
+        **resolutions.columns(state),
         "merge_state": state,
         "last_event_id": status["event_id"],
     }

@@ -31,6 +31,7 @@ Checkpoints = dict[TopicPartitionKey, int]
 
 JSON_COLUMNS = {
     "plan",
+    "resolved_alerts",
     "request",
     "final_answer",
     "timings",

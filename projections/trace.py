@@ -179,6 +179,8 @@ def assemble_trace(run: Row, invocations: Sequence[Row], steps: Sequence[Row]) -
         "request": run.get("request"),
         "plan": run.get("plan"),
         "updated_at": run.get("updated_at"),
+        "resolved_at": run.get("resolved_at"),
+        "resolved_alerts": run.get("resolved_alerts"),
     }
     trace = {
         "trace_version": TRACE_VERSION,

@@ -64,6 +64,11 @@ def _wrap(text: Any, indent: str) -> list[str]:
 def _run(t: Trace) -> list[str]:
     run = t.get("run") or {}
     tokens = (t.get("tokens") or {}).get("total") or {}
+    resolved = [
+        f"  resolved   {clean(a.get('alertname'))} ({clean(a.get('fingerprint'))})"
+        f" fired {clean(a.get('startsAt'))}, ended {clean(a.get('endsAt'))}"
+        for a in run.get("resolved_alerts") or []
+    ]
     return [
         f"RUN {clean(run.get('run_id'))}",
         f"  query      {clean(run.get('query'))}",
@@ -71,11 +76,13 @@ def _run(t: Trace) -> list[str]:
         f"   final status {clean(run.get('final_status'))}",
         f"  mode       {clean(run.get('mode'))}   skill {clean(run.get('selected_skill'))}"
         f"   narrow scope {clean(run.get('narrow_scope'))}   rounds {clean(run.get('round'))}",
+        f"  chosen     {clean((run.get('plan') or {}).get('selection_reason'))}",
         f"  requested  {clean(run.get('requested_at'))} by {clean(run.get('requested_by'))}"
         f"   latency {_ms(run.get('latency_ms'))}",
         f"  tokens     {clean(tokens.get('token_count'))}"
         f" (prompt {clean(tokens.get('prompt_tokens'))},"
         f" completion {clean(tokens.get('completion_tokens'))})",
+        *resolved,
     ]
 
 

@@ -45,6 +45,19 @@ class View(BaseModel):
 # --------------------------------------------------------------------------- run list
 
 
+class ResolvedAlert(View):
+    """An alert of the run that Alertmanager reported resolved (an ``AlertsResolved`` event)."""
+
+    fingerprint: str
+    alertname: str
+    labels: dict[str, str]
+    startsAt: str
+    endsAt: str
+
+
+RESOLVED_AT = "when the last resolved alert of the run ended (its endsAt); null while none is"
+
+
 class RunSummary(View):
     run_id: str
     session_id: str | None
@@ -59,6 +72,10 @@ class RunSummary(View):
     latency_ms: int | None
     token_count: int | None
     updated_at: Timestamp | None
+    resolved_at: Timestamp | None = Field(description=RESOLVED_AT)
+    resolved_alerts: list[ResolvedAlert] | None = Field(
+        description="the run's alerts reported resolved, by endsAt; null while none is"
+    )
 
 
 class RunList(View):
@@ -91,6 +108,10 @@ class TraceRun(View):
     request: JsonValue
     plan: JsonValue
     updated_at: Timestamp | None
+    resolved_at: Timestamp | None = Field(description=RESOLVED_AT)
+    resolved_alerts: list[ResolvedAlert] | None = Field(
+        description="the run's alerts reported resolved, by endsAt; null while none is"
+    )
 
 
 class TimelineStage(View):

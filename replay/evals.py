@@ -31,6 +31,7 @@ from replay.frozen import FrozenTools, with_faults
 from replay.recorded import Progress, quiet
 from replay.report import CaseResult, Report
 from services.executor.tools.base import EvidenceTool
+from tracebound import resources
 from tracebound.errors import InvalidInputError
 from tracebound.events import (
     Alert,
@@ -42,7 +43,7 @@ from tracebound.events import (
 from tracebound.events.base import utcnow
 
 Verdict = Literal["PASS", "LOW_CONFID", "REJECT"]
-EVALS_DIR = Path(__file__).resolve().parent.parent / "evals"
+EVALS_DIR = resources.path("evals")
 
 
 class _Strict(BaseModel):

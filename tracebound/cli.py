@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from tracebound import __version__
+from tracebound import __version__, resources
 from tracebound.errors import ConfigError, InvalidInputError, StackError, TraceboundError
 
 Command = Callable[[argparse.Namespace], int]
@@ -53,11 +53,13 @@ SETTINGS_MODULES: tuple[str, ...] = (
 
 def load_settings_classes() -> None:
     """Define every settings class of the project in this process."""
+    resources.make_importable()
     for name in SETTINGS_MODULES:
         importlib.import_module(name)
 
 
 def build_parser() -> argparse.ArgumentParser:
+    resources.make_importable()  # the command modules live in the application folders
     parser = argparse.ArgumentParser(
         prog="tracebound",
         description="Evidence-gated diagnosis of alerts and questions on Apache Kafka.",

@@ -25,15 +25,15 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel
 
+from tracebound import resources
 from tracebound.errors import ConfigError
 from tracebound.events import PromptAudit, PromptRef
-from tracebound.topics import REPO_ROOT
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
 
-PROMPTS_DIR = REPO_ROOT / "prompts"
+PROMPTS_DIR = resources.path("prompts")
 PROMPTS_ENV = "TRACEBOUND_PROMPTS_DIR"
 AUDIT_VERSION = "chat-prompts-v1"
 FENCE = "+++"
@@ -48,7 +48,7 @@ def prompts_dir() -> Path:
 def resource_name(path: Path) -> str:
     """Where a prompt came from, as the audit records it: repo-relative when possible."""
     try:
-        return path.resolve().relative_to(REPO_ROOT).as_posix()
+        return path.resolve().relative_to(resources.ROOT).as_posix()
     except ValueError:
         return path.resolve().as_posix()
 

@@ -21,6 +21,7 @@ from tracebound.topics import topic_for
 
 DEAD_LETTER = "DeadLetter"
 AGENT_STEP = "AgentStep"
+ALERTS_RESOLVED = "AlertsResolved"
 # The events that move a run from stage to stage, in topic-table order.
 STAGE_EVENTS: tuple[str, ...] = (
     "DiagnosisRequested",
@@ -32,8 +33,9 @@ STAGE_EVENTS: tuple[str, ...] = (
     "Verdict",
     "Answer",
 )
-# Every event that belongs to a run: its stages and the model calls made for it.
-RUN_EVENTS: tuple[str, ...] = (*STAGE_EVENTS, AGENT_STEP)
+# Every event that belongs to a run: its stages, the model calls made for it, and the
+# resolution of its alerts (a fact recorded on the run that no role answers).
+RUN_EVENTS: tuple[str, ...] = (*STAGE_EVENTS, AGENT_STEP, ALERTS_RESOLVED)
 # What the sentinel counts as progress. Tool invocations are left out: the executor
 # commits them in one transaction with the round's evidence, so they never show
 # progress the evidence does not.
@@ -99,7 +101,13 @@ READ_MODELS: tuple[ReadModelSpec, ...] = (
 
 # In start order: the front door first, the read side last.
 ROLES: tuple[Role, ...] = (
-    Role("ingest", emits=("DiagnosisRequested",), watches=RUN_EVENTS),
+    # The ingest also reads the alerts input topic (not an event topic, see
+    # ``schemas/topics.json`` "inputs"); what it cannot parse goes to the dead letters.
+    Role(
+        "ingest",
+        emits=("DiagnosisRequested", ALERTS_RESOLVED, DEAD_LETTER),
+        watches=RUN_EVENTS,
+    ),
     Role(
         "planner",
         accepts=("DiagnosisRequested",),

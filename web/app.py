@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
@@ -25,13 +25,14 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from services.ingest import alertmanager
-from services.ingest.alertmanager import AlertGroup
-from services.ingest.dedup import Claimed, DedupStore
+from services.ingest.alert_topic import AlertTopicReader
+from services.ingest.dedup import DedupStore
+from services.ingest.intake import Dedup, Intake
 from services.ingest.models import AlertmanagerWebhook, ChatRequest, validation_details
 from services.ingest.runs import EventReader, RunBuffer
 from services.ingest.settings import IngestSettings
 from tracebound.errors import TransientError
-from tracebound.events import Alert, DiagnosisRequested, Event
+from tracebound.events import Event
 from tracebound.publisher import KafkaPublisher, Publisher
 from tracebound.settings import KafkaSettings, PostgresSettings
 from web import stream, trace_routes
@@ -51,35 +52,30 @@ MAX_WAIT_S = 120.0
 M = TypeVar("M", bound=BaseModel)
 
 
-class Dedup(Protocol):
-    def ensure_schema(self) -> None: ...
-
-    def claim(
-        self,
-        group: AlertGroup,
-        request: DiagnosisRequested,
-        publish: Callable[[DiagnosisRequested], None],
-    ) -> Claimed: ...
-
-    def record_resolved(self, alerts: list[Alert]) -> int: ...
-
-
 @dataclass
 class Ports:
     publisher: Publisher
     dedup: Dedup
     runs: RunBuffer
     reader: EventReader | None = None
+    alert_topic: AlertTopicReader | None = None
 
 
 def default_ports(settings: IngestSettings) -> Ports:
     kafka = KafkaSettings()
     runs = RunBuffer(settings.max_runs)
+    publisher = KafkaPublisher(kafka)
+    alert_topic = None
+    if settings.alerts_topic:
+        alert_topic = AlertTopicReader(
+            kafka, settings.alerts_topic, settings.max_body_bytes, publisher.publish
+        )
     return Ports(
-        publisher=KafkaPublisher(kafka),
+        publisher=publisher,
         dedup=DedupStore(PostgresSettings().dsn.get_secret_value(), settings.dedup_window_s),
         runs=runs,
         reader=EventReader(kafka, runs, settings.lookback_s),
+        alert_topic=alert_topic,
     )
 
 
@@ -108,27 +104,12 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
         for event in events:
             ports.runs.add(event)
 
-    def accept_groups(payload: AlertmanagerWebhook) -> dict[str, Any]:
-        runs = []
-        for group in alertmanager.firing_groups(payload, settings.group_by):
-            request = alertmanager.build_request(group, settings.language)
-            claimed = ports.dedup.claim(group, request, lambda e: publish([e]))
-            log.info(
-                "alert group %s from %s: run %s%s",
-                group.dedup_key[:12],
-                payload.receiver,
-                claimed.run_id,
-                " (deduplicated)" if claimed.deduplicated else "",
-                extra={"run_id": claimed.run_id},
-            )
-            runs.append({"run_id": claimed.run_id, "deduplicated": claimed.deduplicated})
-        resolved = ports.dedup.record_resolved(alertmanager.resolved_alerts(payload))
-        return {"runs": runs, "resolved": resolved}
+    intake = Intake(ports.dedup, publish, settings.group_by, settings.language)
 
     async def alerts(request: Request) -> Response:
         payload = _validate(AlertmanagerWebhook, await read_json(request, settings.max_body_bytes))
         try:
-            body = await run_in_threadpool(accept_groups, payload)
+            body = await run_in_threadpool(intake.accept, payload)
         except TransientError as exc:
             raise _unavailable(exc) from None
         return JSONResponse(body)
@@ -181,9 +162,13 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
             log.warning("dedup tables not ready yet: %s", exc)
         if ports.reader is not None:
             ports.reader.start()
+        if ports.alert_topic is not None:
+            ports.alert_topic.start(intake)
         try:
             yield
         finally:
+            if ports.alert_topic is not None:
+                await run_in_threadpool(ports.alert_topic.stop)
             if ports.reader is not None:
                 await run_in_threadpool(ports.reader.stop)
             await run_in_threadpool(ports.publisher.close)

@@ -113,9 +113,9 @@ def build_document(max_wait_s: float = 120.0) -> dict[str, Any]:
             "post": {
                 "summary": "Alertmanager webhook (payload version 4)",
                 "description": "Firing alerts start one diagnosis run per alert group (or per "
-                "alert); a re-send of the same firing group inside the dedup window returns the "
-                "existing run. Resolved alerts are recorded, not diagnosed. 200 only after Kafka "
-                "acknowledged.",
+                "alert); a re-send of firing incidents (fingerprint and startsAt) already seen "
+                "returns their run. Resolved alerts are recorded on the run they resolve, not "
+                "diagnosed. 200 only after Kafka acknowledged.",
                 "security": secured,
                 "requestBody": {
                     "required": True,

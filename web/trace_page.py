@@ -38,6 +38,8 @@ def _header(t: Trace) -> str:
     ]
     if run.get("session_id"):
         meta.insert(1, ("session", f"<code>{esc(run.get('session_id'))}</code>"))
+    if run.get("resolved_at"):
+        meta.append(("resolved", esc(run.get("resolved_at"))))
     return (
         '<header class="card"><div class="row">'
         f"{badge(verdict, verdict or 'no verdict', big=True)}"
@@ -174,6 +176,7 @@ def render_page(t: Trace) -> str:
     claims = list(t.get("claims") or [])
     body = (
         _header(t)
+        + sections.resolved(t)
         + _timeline(t)
         + f"<h2>Claims ({len(claims)})</h2>"
         + (join(_claim(c) for c in claims) or "<div class='card none'>no claims</div>")

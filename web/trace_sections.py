@@ -66,6 +66,23 @@ def stages(t: Trace) -> str:
     return f"<div class='grid'>{gate_card}{verifier_card}</div>{executor_card}"
 
 
+def resolved(t: Trace) -> str:
+    """The run's alerts Alertmanager reported resolved; nothing while none is."""
+    alerts = (t.get("run") or {}).get("resolved_alerts") or []
+    if not alerts:
+        return ""
+    rows = join(
+        f"<li><b>{esc(a.get('alertname'))}</b> {esc((a.get('labels') or {}).get('service'))}"
+        f" <span class='muted'>fired {esc(a.get('startsAt'))}, resolved {esc(a.get('endsAt'))}"
+        f" (<code>{esc(a.get('fingerprint'))}</code>)</span></li>"
+        for a in alerts
+    )
+    return (
+        f"<h2>Resolved alerts ({len(alerts)})</h2>"
+        f"<div class='card good'><ul class='plain'>{rows}</ul></div>"
+    )
+
+
 def answer(t: Trace) -> str:
     answer = t.get("answer")
     if not answer:

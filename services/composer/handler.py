@@ -1,7 +1,8 @@
 """The composer role: ``Verdict`` in, the run's one ``Answer`` out.
 
-It states only the verifier's allowed material. Every answer passes the answer
-guard; a violating one is replaced by the safe template answer and the
+It states only the verifier's allowed material, and an alert run's answer opens
+with the alerts it is about (``opening``, quoted from the request). Every answer
+passes the answer guard; a violating one is replaced by the safe template answer and the
 violations are recorded in the ``Answer`` event. With a model the answer is
 model-written (``llm_composer``) and guarded the same way; REJECT, endpoint
 trouble and unparseable replies get the template answer. An answer whose
@@ -21,6 +22,7 @@ from services.composer.llm_composer import (
     compose_rules,
     composer_prompt,
 )
+from services.composer.opening import with_opening
 from services.composer.templates import phrases
 from services.verifier.handler import merged_audit
 from tracebound.events import Answer, ComposerInput, Event, Verdict
@@ -63,7 +65,7 @@ class ComposerHandler:
     def __call__(self, event: Event) -> list[Event]:
         assert isinstance(event, Verdict)
         result = self._compose(event)
-        composed = result.answer
+        composed = with_opening(result.answer, event.request)
         answer = event.reply(
             Answer,
             SERVICE,

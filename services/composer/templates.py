@@ -17,12 +17,20 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from tracebound import resources
 from tracebound.errors import ConfigError
-from tracebound.topics import REPO_ROOT
 
-TEMPLATES_PATH = REPO_ROOT / "rules" / "composer-templates.json"
+TEMPLATES_PATH = resources.path("rules", "composer-templates.json")
 
 Language = Literal["zh", "en"]
+# The placeholders each alert phrase of an answer's opening lines must carry.
+_ALERT_FIELDS = {
+    "alert_subject": ("name", "service"),
+    "alert_line": ("subject", "details"),
+    "alert_value": ("value",),
+    "alert_threshold": ("threshold",),
+    "alert_since": ("since",),
+}
 
 
 class Phrases(BaseModel):
@@ -48,6 +56,15 @@ class Phrases(BaseModel):
     no_claims_summary: str
     demo_note: str
     bullet: str
+    alerts_header: str
+    alerts_more: str
+    alert_unnamed: str
+    alert_subject: str
+    alert_line: str
+    alert_separator: str
+    alert_value: str
+    alert_threshold: str
+    alert_since: str
 
     @model_validator(mode="after")
     def _safe(self) -> Phrases:
@@ -58,6 +75,9 @@ class Phrases(BaseModel):
             raise ValueError("negative must contain {subject}")
         if "{first}" not in self.more_findings:
             raise ValueError("more_findings must contain {first}")
+        for name, fields in _ALERT_FIELDS.items():
+            if not all(f"{{{field}}}" in getattr(self, name) for field in fields):
+                raise ValueError(f"{name} must contain {', '.join(fields)}")
         return self
 
 

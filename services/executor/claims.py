@@ -3,11 +3,14 @@
 Each claim cites one evidence ref and copies its text verbatim as the excerpt;
 its wording takes every value from the same tool item (templates in
 ``rules/executor-claims.json``), so the claim says nothing its evidence does not.
-Runbook knowledge never becomes a claim about the current environment: it is a
-hypothesis or an evidence-gathering action (contract section 2.4). A tool that
-could not run (no backend configured, refused, 5xx, timeout) gives no claim at
-all — only a "<kind> unavailable" line in ``missing_info`` — and every firing
-alert of the request ends up in a claim or in ``missing_info`` (``coverage``).
+Runbook knowledge never becomes a claim about the current environment (contract
+section 2.4): each item of a runbook's likely-causes section becomes one labelled,
+unverified hypothesis and each item of its checks section one next step, as
+plain lines; other sections (symptoms among them) become neither.
+A tool that could not run (no backend configured, refused, 5xx, timeout) gives
+no claim at all — only a "<kind> unavailable" line in ``missing_info`` — and
+every firing alert of the request ends up in a claim or in ``missing_info``
+(``coverage``).
 """
 
 from __future__ import annotations
@@ -18,12 +21,13 @@ from functools import cache
 from typing import Any
 
 from services.executor import coverage
-from services.executor.tools.refs import ALERT_REF_LABELS, with_unit
+from services.executor.tools.refs import ALERT_REF_LABELS, alert_figures
+from services.executor.tools.runbook_items import section_items, section_kind
+from tracebound import resources
 from tracebound.errors import ConfigError
 from tracebound.events import Alert, ExecutionPlan, ToolInvocation
-from tracebound.topics import REPO_ROOT
 
-CLAIMS_PATH = REPO_ROOT / "rules" / "executor-claims.json"
+CLAIMS_PATH = resources.path("rules", "executor-claims.json")
 NO_EVIDENCE = "$.no_evidence"
 ANSWER_VERSION = "executor_evidence_v2"
 TEMPLATE_KEYS = (
@@ -55,6 +59,9 @@ def templates() -> dict[str, Any]:
     for key in FACT_KEYS:
         if not all(isinstance(facts.get(key, {}).get(lang), str) for lang in ("en", "zh")):
             raise ConfigError(f"claim templates {CLAIMS_PATH}: alert_facts.{key} needs en and zh")
+    sections = data.get("runbook_sections", {})
+    if not all(isinstance(sections.get(k), list) for k in ("causes", "checks")):
+        raise ConfigError(f"claim templates {CLAIMS_PATH}: runbook_sections needs causes, checks")
     return data
 
 
@@ -92,10 +99,10 @@ def _fill(template: str, values: Mapping[str, Any]) -> str:
 def _alert_facts(item: Mapping[str, Any], lang: str) -> str:
     """``current 97%, threshold 80%, for 2m, pod p``; an absent value reads "unstated"."""
     t = templates()["alert_facts"]
-    unit = item.get("unit")
+    figures = alert_figures(item)
     facts = [
-        t["current"][lang].format(value=with_unit(item.get("current_value"), unit)),
-        t["threshold"][lang].format(value=with_unit(item.get("threshold"), unit)),
+        t["current"][lang].format(value=figures["current"]),
+        t["threshold"][lang].format(value=figures["threshold"]),
     ]
     if item.get("duration"):
         facts.append(t["duration"][lang].format(value=item["duration"]))
@@ -176,8 +183,7 @@ class _Round:
                 continue
             if inv.tool_name == "lookup_knowledge":
                 if not self.narrow:
-                    self.hypotheses.append(self.text("hypothesis", text=ref.text))
-                    self.actions.append(self.text("action", title=item.get("title", "")))
+                    self.knowledge(inv, item)
                 continue
             wording = _observation_text(inv, item, self.lang)
             if wording and _relevant(item, self.focus):
@@ -185,6 +191,25 @@ class _Round:
                 self.claims.append(_claim("observation", wording, [binding]))
                 if inv.tool_name == "query_metrics":
                     self.items[wording] = item
+
+    def knowledge(self, inv: ToolInvocation, block: Mapping[str, Any]) -> None:
+        """A runbook block's causes as hypotheses and its checks as steps, one line each.
+
+        Only the best-ranked runbook of a lookup counts: lower-ranked documents
+        describe other failure modes and would be guidance about something else.
+        """
+        best = _item(inv, "$.evidence_blocks[0]") or {}
+        if block.get("doc_id") != best.get("doc_id"):
+            return
+        kind = section_kind(str(block.get("heading") or ""), self.t["runbook_sections"])
+        target = {"causes": (self.hypotheses, "hypothesis"), "checks": (self.actions, "action")}
+        if kind not in target:
+            return
+        found, key = target[kind]
+        for line in section_items(str(block.get("content") or "")):
+            wording = self.text(key, text=line)
+            if wording not in found:
+                found.append(wording)
 
     def negative(self, inv: ToolInvocation, raw_path: str, ref_text: str) -> None:
         params = inv.input_params if isinstance(inv.input_params, Mapping) else {}

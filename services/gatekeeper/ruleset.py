@@ -19,14 +19,14 @@ from typing import Any, Literal, TypeVar
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
 
 from services.gatekeeper.excerpt import ExcerptMatcher, ExcerptParameters
+from tracebound import resources
 from tracebound.errors import ConfigError
 
 RuleSeverity = Literal["low_confid", "reject"]
 SEVERITY_RANK: dict[str, int] = {"none": 0, "low_confid": 1, "reject": 2}
 SEVERITY_BY_RANK: tuple[str, ...] = ("none", "low_confid", "reject")
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-DEFAULT_RULES_PATH = REPO_ROOT / "rules" / "gatekeeper-rules.json"
+DEFAULT_RULES_PATH = resources.path("rules", "gatekeeper-rules.json")
 
 P = TypeVar("P", bound=BaseModel)
 

@@ -75,13 +75,18 @@ class AlertGroup:
     truncated: int = 0
 
     @property
-    def fingerprints(self) -> tuple[str, ...]:
-        return tuple(sorted(a.fingerprint for a in self.alerts))
+    def incidents(self) -> tuple[tuple[str, str], ...]:
+        """``(fingerprint, startsAt)`` of each firing alert: what makes an incident.
+
+        Alertmanager keeps an alert's ``startsAt`` while it fires; after a resolution the
+        same labels fire again with a new one, which is a new incident.
+        """
+        return tuple(sorted((a.fingerprint, a.startsAt) for a in self.alerts))
 
     @property
     def dedup_key(self) -> str:
-        """Same group and same firing alerts → same key; any new firing alert → new key."""
-        text = self.key + "\n" + ",".join(self.fingerprints)
+        """A short id of the group's incidents, for logs."""
+        text = self.key + "\n" + ",".join(f"{fp}@{at}" for fp, at in self.incidents)
         return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -172,10 +177,13 @@ def build_chat_request(
 
 
 def parse_document(data: Any, receiver: str = "cli") -> AlertmanagerWebhook:
-    """A webhook object, or a bare list of alerts made into one group of ``receiver``.
+    """A webhook object, one alert object, or a list of alerts made into one group of ``receiver``.
 
-    Raises ``ValidationError`` with the same locations the HTTP API reports.
+    An object with ``labels`` and no ``alerts`` is a single alert. Raises
+    ``ValidationError`` with the same locations the HTTP API reports.
     """
+    if isinstance(data, dict) and "alerts" not in data and "labels" in data:
+        data = [data]
     if isinstance(data, list):
         alerts = _LISTED.validate_python(data)
         status = "firing" if any(a.status == "firing" for a in alerts) else "resolved"
@@ -198,7 +206,9 @@ def load_document(text: str | bytes, receiver: str = "cli") -> AlertmanagerWebho
     except ValueError as exc:
         raise InvalidInputError(f"not JSON: {exc}") from exc
     if not isinstance(data, dict | list):
-        raise InvalidInputError("expected an Alertmanager webhook object or a list of alerts")
+        raise InvalidInputError(
+            "expected an Alertmanager webhook object, an alert object or a list of alerts"
+        )
     try:
         return parse_document(data, receiver)
     except ValidationError as exc:

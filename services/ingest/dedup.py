@@ -1,43 +1,59 @@
-"""Alertmanager re-sends a group every ``repeat_interval`` (and on retries); that is no new run.
+"""Alertmanager re-sends a firing incident until it resolves; that is no new run.
 
-The decision lives in PostgreSQL so it holds across restarts and replicas of the
-ingest. For a group it runs in one transaction: ``INSERT … ON CONFLICT DO
-NOTHING RETURNING`` claims the group's key; the request is published to Kafka
-*while the row is still uncommitted*, and the row commits only after the broker
-acknowledged. So a concurrent re-send waits on the row and then sees the
-committed run, a failed publish rolls the claim back (Alertmanager's retry
-starts the run for real), and a recorded run id always names a published run.
-The remaining gap — Kafka acknowledged, then the commit failed — can at worst
-start the same group twice; it never loses one.
+An *incident* is one alert (its label fingerprint) from one ``startsAt``:
+Alertmanager keeps ``startsAt`` while the alert fires, through every
+``repeat_interval`` and retry, and a resolution followed by a new firing gives a
+new one. So a group whose firing incidents are all known returns the run that
+has them, however long ago that was, and any new incident in a group starts a
+run. Alerts without ``startsAt`` (hand-written files) cannot tell incidents
+apart; for them only the dedup window separates one from the next.
+
+The decision lives in PostgreSQL so it holds across restarts, replicas of the
+ingest and the readers of the alerts topic. For a group it runs in one
+transaction: ``INSERT … ON CONFLICT`` claims the group's incidents; the request
+is published to Kafka *while the rows are still uncommitted*, and the rows
+commit only after the broker acknowledged. So a concurrent re-send waits on the
+rows and then sees the committed run, a failed publish rolls the claim back
+(the sender's retry starts the run for real), and a recorded run id always
+names a published run. The remaining gap — Kafka acknowledged, then the commit
+failed — can at worst start the same incident twice; it never loses one.
+
+Resolved alerts are recorded the same way and find the run of their incident
+(same fingerprint and ``startsAt``): an ``AlertsResolved`` event keyed by that
+run is published inside the transaction that records them, once per resolution.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import LiteralString
 
 import psycopg
 from psycopg.rows import TupleRow
 
-from services.ingest.alertmanager import AlertGroup
+from services.ingest.alertmanager import SERVICE, AlertGroup
 from tracebound.errors import TransientError
-from tracebound.events import Alert, DiagnosisRequested
+from tracebound.events import Alert, AlertsResolved, DiagnosisRequested
+from tracebound.events import Producer as ProducerRef
 
 CONNECT_TIMEOUT_S = 5
 Connection = psycopg.Connection[TupleRow]
 
 DDL: tuple[LiteralString, ...] = (
     """
-    CREATE TABLE IF NOT EXISTS tb_ingest_fingerprint (
-        dedup_key text PRIMARY KEY,
+    CREATE TABLE IF NOT EXISTS tb_ingest_incident (
         group_key text NOT NULL,
-        fingerprints text[] NOT NULL,
+        fingerprint text NOT NULL,
+        starts_at text NOT NULL,
         run_id text NOT NULL,
-        first_seen timestamptz NOT NULL DEFAULT now()
+        first_seen timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (group_key, fingerprint, starts_at)
     )
     """,
+    "CREATE INDEX IF NOT EXISTS tb_ingest_incident_alert_idx "
+    "ON tb_ingest_incident (fingerprint, starts_at)",
     """
     CREATE TABLE IF NOT EXISTS tb_ingest_resolved (
         fingerprint text NOT NULL,
@@ -48,6 +64,33 @@ DDL: tuple[LiteralString, ...] = (
         PRIMARY KEY (fingerprint, ends_at)
     )
     """,
+    "ALTER TABLE tb_ingest_resolved ADD COLUMN IF NOT EXISTS starts_at text",
+    "ALTER TABLE tb_ingest_resolved ADD COLUMN IF NOT EXISTS run_id text",
+    # The earlier per-fingerprint-set table: incidents replace it.
+    "DROP TABLE IF EXISTS tb_ingest_fingerprint",
+)
+
+CLAIM: LiteralString = (
+    "INSERT INTO tb_ingest_incident (group_key, fingerprint, starts_at, run_id) "
+    "SELECT %(group)s, f, s, %(run)s FROM unnest(%(fps)s::text[], %(starts)s::text[]) AS t(f, s) "
+    "ON CONFLICT (group_key, fingerprint, starts_at) DO UPDATE "
+    "SET run_id = EXCLUDED.run_id, first_seen = now() "
+    "WHERE tb_ingest_incident.starts_at = '' "
+    "AND tb_ingest_incident.first_seen <= now() - make_interval(secs => %(window)s) "
+    "RETURNING fingerprint"
+)
+HOLDER: LiteralString = (
+    "SELECT run_id FROM tb_ingest_incident "
+    "WHERE group_key = %(group)s "
+    "AND (fingerprint, starts_at) IN (SELECT * FROM unnest(%(fps)s::text[], %(starts)s::text[])) "
+    "ORDER BY first_seen DESC, run_id LIMIT 1"
+)
+RESOLVE: LiteralString = (
+    "INSERT INTO tb_ingest_resolved (fingerprint, alertname, service, ends_at, starts_at, run_id) "
+    "VALUES (%(fp)s, %(name)s, %(service)s, %(ends)s, %(starts)s, "
+    "(SELECT run_id FROM tb_ingest_incident WHERE fingerprint = %(fp)s AND starts_at = %(starts)s "
+    "ORDER BY first_seen LIMIT 1)) "
+    "ON CONFLICT DO NOTHING RETURNING run_id"
 )
 
 
@@ -71,8 +114,26 @@ def _connect(dsn: str) -> Iterator[Connection]:
         raise TransientError(f"PostgreSQL failed: {exc}".strip()) from exc
 
 
+def resolution_events(
+    resolved: Sequence[tuple[str, Alert]], requested_by: str
+) -> list[AlertsResolved]:
+    """One ``AlertsResolved`` per run, with its resolved alerts in the order received."""
+    by_run: dict[str, list[Alert]] = {}
+    for run_id, alert in resolved:
+        by_run.setdefault(run_id, []).append(alert)
+    return [
+        AlertsResolved(
+            run_id=run_id,
+            producer=ProducerRef(service=SERVICE),
+            alerts=tuple(alerts),
+            requested_by=requested_by,
+        )
+        for run_id, alerts in by_run.items()
+    ]
+
+
 class DedupStore:
-    """The PostgreSQL half of the webhook: dedup of firing groups, record of resolved ones."""
+    """The PostgreSQL half of the intake: incidents of firing groups, and their resolutions."""
 
     def __init__(self, dsn: str, window_s: int) -> None:
         self._dsn = dsn
@@ -91,50 +152,55 @@ class DedupStore:
         request: DiagnosisRequested,
         publish: Callable[[DiagnosisRequested], None],
     ) -> Claimed:
-        """The group's run: an existing one inside the window, else ``request`` published."""
+        """The run of the group's incidents when all are known, else ``request`` published."""
         if not self._ready:
             self.ensure_schema()
+        params = {
+            "group": group.key,
+            "run": request.run_id,
+            "fps": [fp for fp, _ in group.incidents],
+            "starts": [at for _, at in group.incidents],
+            "window": self._window_s,
+        }
         with _connect(self._dsn) as conn, conn.transaction():
-            row = conn.execute(
-                "INSERT INTO tb_ingest_fingerprint (dedup_key, group_key, fingerprints, run_id) "
-                "VALUES (%s, %s, %s, %s) ON CONFLICT (dedup_key) DO NOTHING RETURNING run_id",
-                (group.dedup_key, group.key, list(group.fingerprints), request.run_id),
-            ).fetchone()
-            if row is None:
-                seen = conn.execute(
-                    "SELECT run_id, first_seen > now() - make_interval(secs => %s) "
-                    "FROM tb_ingest_fingerprint WHERE dedup_key = %s FOR UPDATE",
-                    (self._window_s, group.dedup_key),
-                ).fetchone()
-                if seen is not None and seen[1]:
-                    return Claimed(str(seen[0]), deduplicated=True)
-                # Outside the window: the same alerts firing again are a new incident.
-                conn.execute(
-                    "UPDATE tb_ingest_fingerprint SET run_id = %s, first_seen = now() "
-                    "WHERE dedup_key = %s",
-                    (request.run_id, group.dedup_key),
-                )
+            if not conn.execute(CLAIM, params).fetchall():
+                held = conn.execute(HOLDER, params).fetchone()
+                if held is not None:
+                    return Claimed(str(held[0]), deduplicated=True)
             publish(request)  # raises → the transaction rolls back, nothing is claimed
         return Claimed(request.run_id, deduplicated=False)
 
-    def record_resolved(self, alerts: list[Alert]) -> int:
-        """Keep resolved alerts for the record; a re-sent resolution is stored once."""
+    def record_resolved(
+        self,
+        alerts: Sequence[Alert],
+        requested_by: str,
+        publish: Callable[[list[AlertsResolved]], None],
+    ) -> int:
+        """Record resolved alerts once each; publish the new ones on the runs they resolve.
+
+        A resolution of an incident no run has (it fired before the ingest saw it) is
+        recorded without an event.
+        """
         if not alerts:
             return 0
         if not self._ready:
             self.ensure_schema()
-        with _connect(self._dsn) as conn, conn.cursor() as cur:
-            cur.executemany(
-                "INSERT INTO tb_ingest_resolved (fingerprint, alertname, service, ends_at) "
-                "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                [
-                    (
-                        a.fingerprint,
-                        a.labels.get("alertname", ""),
-                        a.labels.get("service"),
-                        a.endsAt,
-                    )
-                    for a in alerts
-                ],
-            )
+        fresh: list[tuple[str, Alert]] = []
+        with _connect(self._dsn) as conn, conn.transaction():
+            for alert in alerts:
+                row = conn.execute(
+                    RESOLVE,
+                    {
+                        "fp": alert.fingerprint,
+                        "name": alert.labels.get("alertname", ""),
+                        "service": alert.labels.get("service"),
+                        "ends": alert.endsAt,
+                        "starts": alert.startsAt,
+                    },
+                ).fetchone()
+                if row is not None and row[0] is not None:
+                    fresh.append((str(row[0]), alert))
+            events = resolution_events(fresh, requested_by)
+            if events:
+                publish(events)  # raises → rolled back, the resend records them again
         return len(alerts)

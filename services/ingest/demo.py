@@ -39,8 +39,9 @@ def demo_webhook() -> dict[str, Any]:
     """The demo environment's firing alerts as one Alertmanager v4 group.
 
     Timestamps sit on the demo clock the evidence tools use, and fingerprints
-    are Alertmanager's label fingerprints, so a second demo inside the dedup
-    window is recognised as the same alert group.
+    are Alertmanager's label fingerprints. Since the clock is fixed, every demo
+    re-enacts the very same incidents; the group key names the demo run so each
+    demo is a group of its own and gets a fresh run rather than the first one ever.
     """
     from services.executor.tools.demo_env import demo_alerts, iso_utc  # noqa: PLC0415
     from services.executor.tools.settings import ToolSettings  # noqa: PLC0415
@@ -65,7 +66,7 @@ def demo_webhook() -> dict[str, Any]:
     common = {"namespace": "shop-prod"}
     return {
         "version": "4",
-        "groupKey": '{}:{namespace="shop-prod"}',
+        "groupKey": f'{{}}:{{namespace="shop-prod"}}/demo-{uuid.uuid4().hex[:8]}',
         "truncatedAlerts": 0,
         "status": "firing",
         "receiver": DEMO_RECEIVER,

@@ -8,6 +8,7 @@ from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
 from tracebound.settings import TraceboundSettings
+from tracebound.topics import ALERTS
 
 MIB = 1024 * 1024
 
@@ -25,7 +26,12 @@ class IngestSettings(TraceboundSettings):
     port: int = Field(default=8088, ge=0, le=65535)
     token: SecretStr | None = None
     max_body_bytes: int = Field(default=MIB, ge=1024, le=64 * MIB)
-    dedup_window_s: int = Field(default=3600, ge=0, le=30 * 86400)
+    dedup_window_s: int = Field(
+        default=3600,
+        ge=0,
+        le=30 * 86400,
+        description="alerts without startsAt: a re-send inside this window reuses the run",
+    )
     group_by: Literal["group", "alert"] = Field(
         default="group",
         description="group: one run per webhook alert group; alert: one run per firing alert",
@@ -36,6 +42,11 @@ class IngestSettings(TraceboundSettings):
         default=3600, ge=0, le=7 * 86400, description="event history the run buffer loads"
     )
     max_runs: int = Field(default=5000, ge=10, le=1_000_000)
+    alerts_topic: str = Field(
+        default=ALERTS,
+        pattern=r"^[A-Za-z0-9._-]{0,249}$",
+        description="input topic of Alertmanager JSON records; empty turns the reader off",
+    )
 
     @property
     def base_url(self) -> str:

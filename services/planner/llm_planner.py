@@ -2,8 +2,12 @@
 
 The narrow-scope flag stays deterministic (the scope rules), and a model that
 names a skill outside the catalogue gets no skill: the executor must never run
-steps nobody reviewed. The model writes the plan's text; the calls the plan
-records for the executor come from the chosen skill, as in the rules planner.
+steps nobody reviewed. The model is told the deterministic routing choice
+(``$routing``); when the input alerts decided it (alertname, label, or the
+generic investigation of an unknown alert) the model cannot overrule it, so
+both planners keep one routing precedence. The model writes the plan's text;
+the calls the plan records for the executor come from the chosen skill, as in
+the rules planner.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from services.planner.planning import execution_plan
+from services.planner.routing import Selection, deterministic_choice, select
 from services.planner.scope import read_focus
 from services.planner.skills import Skill, catalogue_text
 from tracebound.events import DiagnosisRequest, PlannerPlan, PlanSnapshot
@@ -45,10 +50,13 @@ def plan_llm(
 ) -> tuple[PlanSnapshot, Skill | None]:
     """Raises ``ModelCallFailed`` (endpoint trouble) or :class:`PlanRejected` (bad reply)."""
     prompt = planner_prompt(request)
+    focus = read_focus(request)
+    routed = select(skills, request, focus.alert_names)
     values: dict[str, object] = {
         "query": request.query,
         "language": request.language,
         "skills": catalogue_text(skills),
+        "routing": deterministic_choice(routed),
     }
     if request.mode == "AIOPS":
         values["alerts"] = json.dumps([a.model_dump() for a in request.alerts], ensure_ascii=False)
@@ -60,18 +68,13 @@ def plan_llm(
     outcome, parsed = parse_model(reply.text, PlannerReply)
     if parsed is None:
         raise PlanRejected(outcome.detail)
-    by_name = {s.name: s for s in skills}
-    skill = by_name.get(parsed.selected_skill or "")
-    reason = parsed.selection_reason
-    if parsed.selected_skill and skill is None:
-        reason += f" (model named unknown skill {parsed.selected_skill!r}; none selected)"
+    skill, reason = _chosen(parsed, skills, routed)
     plan = PlannerPlan(
         selected_skill=skill.name if skill else None,
         selection_reason=reason,
         plan=tuple(parsed.plan),
         reasoning=parsed.reasoning,
     )
-    focus = read_focus(request)
     snapshot = PlanSnapshot(
         planner_plan=plan,
         narrow_scope=focus.narrow,
@@ -80,3 +83,20 @@ def plan_llm(
         execution=execution_plan(focus, skill, request, focus.narrow),
     )
     return snapshot, skill
+
+
+def _chosen(
+    reply: PlannerReply, skills: Sequence[Skill], routed: Selection
+) -> tuple[Skill | None, str]:
+    """The skill the plan keeps and its reason: the model's, unless the alerts decided."""
+    if routed.binding and (reply.selected_skill or None) != (
+        routed.skill.name if routed.skill else None
+    ):
+        named = reply.selected_skill or "none"
+        return routed.skill, f"{routed.reason} (the model chose {named}; alert routing kept)"
+    by_name = {s.name: s for s in skills}
+    skill = by_name.get(reply.selected_skill or "")
+    reason = reply.selection_reason
+    if reply.selected_skill and skill is None:
+        reason += f" (model named unknown skill {reply.selected_skill!r}; none selected)"
+    return skill, reason

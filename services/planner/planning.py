@@ -15,14 +15,32 @@ again, by the executor, from the skill catalogue it has.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
+from datetime import datetime, timedelta
 
 from services.executor.tools import PARAMS_MODELS
+from services.planner.routing import firing
 from services.planner.scope import Focus
-from services.planner.skills import Skill
-from tracebound.events import DiagnosisRequest, ExecutionPlan, PlannedCall, PlanSnapshot
+from services.planner.skills import (
+    ALERT_PLACEHOLDER,
+    SERVICE_PLACEHOLDER,
+    WINDOW_PLACEHOLDER,
+    Skill,
+)
+from tracebound.events import (
+    Alert,
+    DiagnosisRequest,
+    ExecutionPlan,
+    PlannedCall,
+    PlanSnapshot,
+)
+from tracebound.events.records import EPOCH
 
 RULES_MODES = frozenset({"rules", "rules-fallback"})
+# How far before the alert's startsAt an ``{alert_window}`` log search reaches.
+WINDOW_LEAD = timedelta(minutes=15)
+MAX_WINDOW_MINUTES = 1440
 
 
 def describe(call: PlannedCall) -> str:
@@ -55,10 +73,10 @@ def described_calls(plan: PlanSnapshot) -> tuple[PlannedCall, ...] | None:
     return tuple(calls)
 
 
-def _skill_calls(skill: Skill, service: str | None) -> list[PlannedCall]:
+def _skill_calls(skill: Skill, values: dict[str, str | int | None]) -> list[PlannedCall]:
     return [
-        PlannedCall(tool=step.tool, params=step.render_params(service), purpose=step.purpose)
-        for step in skill.steps
+        PlannedCall(tool=step.tool, params=params, purpose=step.purpose)
+        for step, params in skill.calls(values)
     ]
 
 
@@ -94,12 +112,47 @@ def _default_calls(focus: Focus) -> list[PlannedCall]:
     return calls
 
 
-def _skill_service(skill: Skill, focus: Focus, request: DiagnosisRequest) -> str | None:
-    """The service a skill is about: that of the input alert which triggered it, if any."""
-    for alert in request.alerts:
-        if alert.status == "firing" and alert.labels.get("alertname") in skill.triggers.alerts:
-            return alert.labels.get("service") or focus.service
-    return focus.service
+def _trigger(skill: Skill, request: DiagnosisRequest) -> Alert | None:
+    """The input alert a skill is about: the first it knows by name or label, any for fallback."""
+    alerts = firing(request)
+    for alert in alerts:
+        if skill.knows_alert(alert.labels.get("alertname", "")):
+            return alert
+    for alert in alerts:
+        if skill.label_match(alert.labels):
+            return alert
+    return alerts[0] if alerts and skill.fallback else None
+
+
+def _parse_time(text: str) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None and moment > EPOCH else None
+
+
+def alert_window(alert: Alert, requested_at: datetime) -> int | None:
+    """Minutes from ``WINDOW_LEAD`` before the alert's startsAt until the request."""
+    started = _parse_time(alert.startsAt)
+    if started is None or requested_at <= EPOCH:
+        return None
+    minutes = math.ceil((requested_at - started + WINDOW_LEAD).total_seconds() / 60)
+    return min(max(minutes, 1), MAX_WINDOW_MINUTES)
+
+
+def _step_values(
+    skill: Skill, focus: Focus, request: DiagnosisRequest
+) -> dict[str, str | int | None]:
+    """Placeholder values: from the input alert that chose the skill, else from the question."""
+    alert = _trigger(skill, request)
+    if alert is None:
+        return {SERVICE_PLACEHOLDER: focus.service}
+    return {
+        SERVICE_PLACEHOLDER: alert.labels.get("service") or focus.service,
+        ALERT_PLACEHOLDER: alert.labels.get("alertname"),
+        WINDOW_PLACEHOLDER: alert_window(alert, request.requested_at),
+    }
 
 
 def _dedupe(calls: Iterable[PlannedCall]) -> list[PlannedCall]:
@@ -118,9 +171,7 @@ def planned_calls(
 ) -> list[PlannedCall]:
     """The calls a plan stands for, in order."""
     full = (
-        _skill_calls(skill, _skill_service(skill, focus, request))
-        if skill
-        else _default_calls(focus)
+        _skill_calls(skill, _step_values(skill, focus, request)) if skill else _default_calls(focus)
     )
     if not narrow:
         if request.mode == "AIOPS":

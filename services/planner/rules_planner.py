@@ -1,4 +1,4 @@
-"""The deterministic planner: skill triggers and the scope rules, no model.
+"""The deterministic planner: skill routing and the scope rules, no model.
 
 It is the offline default, the fallback when the model endpoint fails, and the
 baseline an evaluation compares a model against. It never outputs a
@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from services.planner.planning import describe, execution_plan
+from services.planner.routing import select
 from services.planner.scope import read_focus
-from services.planner.skills import Skill, select_skill
+from services.planner.skills import Skill
 from tracebound.events import DiagnosisRequest, PlannerPlan, PlanSnapshot
 
 
@@ -19,12 +20,10 @@ def plan_rules(
     request: DiagnosisRequest, skills: Sequence[Skill]
 ) -> tuple[PlanSnapshot, Skill | None]:
     focus = read_focus(request)
-    skill, score = select_skill(skills, request.query, focus.alert_names)
+    selection = select(skills, request, focus.alert_names)
+    skill = selection.skill
     execution = execution_plan(focus, skill, request, focus.narrow)
-    if skill is None:
-        reason = "no skill trigger matched the request; using the default evidence steps"
-    else:
-        reason = f"skill {skill.name} matched the request's alerts or keywords (score {score})"
+    reason = selection.reason + ("" if skill else "; using the default evidence steps")
     scope = (
         "narrow scope: only confirm what was asked, observations only, no widening"
         if focus.narrow

@@ -17,11 +17,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from tracebound import resources
 from tracebound.errors import ConfigError
 from tracebound.events import DiagnosisRequest
-from tracebound.topics import REPO_ROOT
 
-SCOPE_RULES_PATH = REPO_ROOT / "rules" / "scope-rules.json"
+SCOPE_RULES_PATH = resources.path("rules", "scope-rules.json")
 
 
 class ScopeRules(BaseModel):

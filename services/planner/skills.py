@@ -1,7 +1,9 @@
 """Diagnosis skills as versioned files (``prompts/skills/*.md``).
 
 A skill names a diagnosis procedure, the triggers that select it (alert names,
-English and Chinese keywords) and the evidence-tool steps it runs. Keeping them
+alert labels, English and Chinese keywords) and the evidence-tool steps it runs;
+one skill may be the ``fallback``: the generic investigation of an alert no
+other skill knows. Which trigger wins is decided in ``routing``. Keeping them
 as data lets the rules planner and the llm planner share one catalogue, lets a
 replay swap a candidate set (``TRACEBOUND_PROMPTS_DIR``), and lets every plan
 record the skill version that shaped it. Tool names and parameters are checked
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any, Literal
@@ -27,14 +29,20 @@ from tracebound.prompts import prompts_dir, read_front_matter, resource_name
 
 ToolName = Literal["query_metrics", "query_logs", "lookup_knowledge"]
 SERVICE_PLACEHOLDER = "{service}"
-SAMPLE_SERVICE = "sample-service"
-ALERT_WEIGHT = 10
-KEYWORD_WEIGHT = 1
+ALERT_PLACEHOLDER = "{alert_name}"
+WINDOW_PLACEHOLDER = "{alert_window}"
+TEXT_PLACEHOLDERS = frozenset({SERVICE_PLACEHOLDER, ALERT_PLACEHOLDER})
+WINDOW_PARAM = "window_minutes"
+SAMPLE_VALUES: Mapping[str, str | int] = {
+    SERVICE_PLACEHOLDER: "sample-service",
+    ALERT_PLACEHOLDER: "SampleAlert",
+    WINDOW_PLACEHOLDER: 75,
+}
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 _SPACE = re.compile(r"\s+")
 
 
-def _squash(text: str) -> str:
+def squash(text: str) -> str:
     """Case- and whitespace-insensitive form, so "CPU 使用率" matches "cpu使用率"."""
     return _SPACE.sub("", text).casefold()
 
@@ -48,57 +56,96 @@ def _problems(exc: ValidationError, limit: int = 5) -> str:
 
 
 class SkillStep(BaseModel):
-    """One evidence-tool call of a skill; params may contain ``{service}``."""
+    """One evidence-tool call of a skill.
+
+    String params may contain ``{service}`` and ``{alert_name}`` (of the alert
+    that chose the skill); ``window_minutes`` may be ``"{alert_window}"``: the
+    minutes from shortly before the alert's ``startsAt`` until the request, so a
+    log search, which always ends now, reaches back to the alert's start.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     tool: ToolName
     params: dict[str, str | int] = Field(default_factory=dict)
     purpose: str = Field(min_length=1)
+    # Placeholders without which the step is left out (e.g. no service: no service logs).
+    needs: tuple[str, ...] = ()
 
     @model_validator(mode="after")
     def _check_params(self) -> SkillStep:
+        unknown = set(self.needs) - TEXT_PLACEHOLDERS
+        if unknown:
+            raise ValueError(f"{self.tool}: needs may only name {sorted(TEXT_PLACEHOLDERS)}")
         for key, value in self.params.items():
-            if isinstance(value, str):
-                extra = [p for p in _PLACEHOLDER.findall(value) if p != SERVICE_PLACEHOLDER]
-                if extra:
-                    raise ValueError(f"{self.tool}.{key}: only {{service}} may be a placeholder")
-        # Both forms the executor may send: with a known service, and without one.
-        for service in (SAMPLE_SERVICE, None):
+            if not isinstance(value, str):
+                continue
+            found = set(_PLACEHOLDER.findall(value))
+            if value == WINDOW_PLACEHOLDER and key == WINDOW_PARAM:
+                continue
+            if found - TEXT_PLACEHOLDERS:
+                raise ValueError(
+                    f"{self.tool}.{key}: only {{service}} and {{alert_name}} may be placeholders"
+                    f" ({{alert_window}} only as the whole of {WINDOW_PARAM})"
+                )
+        # Every form the executor may send: all values known, and only those the step needs.
+        for values in (SAMPLE_VALUES, {name: SAMPLE_VALUES[name] for name in self.needs}):
             try:
-                PARAMS_MODELS[self.tool].model_validate(self.render_params(service))
+                PARAMS_MODELS[self.tool].model_validate(self.fill(values))
             except ValidationError as exc:
                 raise ValueError(
                     f"{self.tool} params do not fit the tool: {_problems(exc)}"
                 ) from None
         return self
 
-    def render_params(self, service: str | None) -> dict[str, Any]:
-        """Params with ``{service}`` filled in.
+    def fill(self, values: Mapping[str, str | int | None]) -> dict[str, Any]:
+        """Params with their placeholders filled from ``values`` (keyed ``{service}`` …).
 
-        Without a known service a param that is only ``{service}`` is dropped,
-        and a placeholder inside longer text is removed (``"{service} HikariCP"``
-        becomes ``"HikariCP"``) so required params such as ``query`` survive.
+        A param that is only an unknown placeholder is dropped, and an unknown
+        placeholder inside longer text is removed (``"{service} HikariCP"`` becomes
+        ``"HikariCP"``) so required params such as ``query`` survive.
         """
         rendered: dict[str, Any] = {}
         for key, value in self.params.items():
-            if not isinstance(value, str) or SERVICE_PLACEHOLDER not in value:
+            if not isinstance(value, str) or not _PLACEHOLDER.search(value):
                 rendered[key] = value
-                continue
-            if service:
-                rendered[key] = value.replace(SERVICE_PLACEHOLDER, service)
-                continue
-            rest = _SPACE.sub(" ", value.replace(SERVICE_PLACEHOLDER, "")).strip()
-            if rest:
-                rendered[key] = rest
+            elif value == WINDOW_PLACEHOLDER:
+                if values.get(WINDOW_PLACEHOLDER):
+                    rendered[key] = values[WINDOW_PLACEHOLDER]
+            else:
+                text = _PLACEHOLDER.sub(lambda m: str(values.get(m.group()) or ""), value)
+                rest = _SPACE.sub(" ", text).strip()
+                if rest:
+                    rendered[key] = rest
         return rendered
+
+    def ready(self, values: Mapping[str, str | int | None]) -> bool:
+        """Whether every placeholder the step needs has a value."""
+        return all(values.get(name) for name in self.needs)
 
 
 class Triggers(BaseModel):
+    """Alert names, alert labels (``key=value``) and question keywords that select a skill."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     alerts: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
     keywords: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _labels_are_pairs(self) -> Triggers:
+        for label in self.labels:
+            key, sep, value = label.partition("=")
+            if not (sep and key.strip() and value.strip()):
+                raise ValueError(f"label trigger {label!r} is not key=value")
+        return self
+
+    def label_pairs(self) -> tuple[tuple[str, str], ...]:
+        return tuple(
+            (key.strip(), value.strip())
+            for key, _sep, value in (label.partition("=") for label in self.labels)
+        )
 
 
 class Skill(BaseModel):
@@ -110,34 +157,32 @@ class Skill(BaseModel):
     version: str = Field(min_length=1)
     description: str = Field(min_length=1)
     triggers: Triggers = Field(default_factory=Triggers)
+    fallback: bool = False
     steps: tuple[SkillStep, ...] = Field(min_length=1)
     resource: str = ""
     body: str = ""
 
-    def matches(self, text: str, alert_names: Iterable[str] = ()) -> int:
-        """Relevance score; 0 means no trigger hit.
+    def knows_alert(self, name: str) -> bool:
+        """Whether ``name`` is one of the alert triggers (case and spaces ignored)."""
+        key = squash(name)
+        return bool(key) and any(squash(a) == key for a in self.triggers.alerts)
 
-        Each alert trigger named by the request's alerts or mentioned in the text
-        weighs ``ALERT_WEIGHT``; each keyword found in the text weighs
-        ``KEYWORD_WEIGHT``. Matching ignores case and whitespace, and is plain
-        substring search so Chinese keywords work without word boundaries.
-        """
-        haystack = _squash(text)
-        named = {_squash(a) for a in alert_names}
-        score = 0
-        for alert in self.triggers.alerts:
-            key = _squash(alert)
-            if key and (key in named or key in haystack):
-                score += ALERT_WEIGHT
-        for keyword in self.triggers.keywords:
-            key = _squash(keyword)
-            if key and key in haystack:
-                score += KEYWORD_WEIGHT
-        return score
+    def label_match(self, labels: Mapping[str, str]) -> str | None:
+        """The first label trigger (``key=value``) the labels carry, if any."""
+        for key, value in self.triggers.label_pairs():
+            if labels.get(key, "").casefold() == value.casefold():
+                return f"{key}={value}"
+        return None
+
+    def calls(
+        self, values: Mapping[str, str | int | None]
+    ) -> list[tuple[SkillStep, dict[str, Any]]]:
+        """Every step that can run with ``values``, and its filled params."""
+        return [(step, step.fill(values)) for step in self.steps if step.ready(values)]
 
     def render_params(self, service: str | None) -> list[tuple[str, dict[str, Any]]]:
         """Every step as ``(tool, params)`` with ``{service}`` resolved."""
-        return [(step.tool, step.render_params(service)) for step in self.steps]
+        return [(s.tool, params) for s, params in self.calls({SERVICE_PLACEHOLDER: service})]
 
     def ref(self) -> PromptRef:
         return PromptRef(name=self.name, version=self.version, resource=self.resource)
@@ -148,7 +193,9 @@ class Skill(BaseModel):
             "name": self.name,
             "description": self.description,
             "alerts": list(self.triggers.alerts),
+            "labels": list(self.triggers.labels),
             "keywords": list(self.triggers.keywords),
+            "fallback": self.fallback,
             "steps": [
                 {"tool": s.tool, "params": s.params, "purpose": s.purpose} for s in self.steps
             ],
@@ -175,23 +222,15 @@ def _load(folder: Path) -> tuple[Skill, ...]:
     skills = tuple(parse_skill(path) for path in paths)
     if not skills:
         raise ConfigError(f"skill folder {folder} holds no skill files")
+    fallbacks = [s.name for s in skills if s.fallback]
+    if len(fallbacks) > 1:
+        raise ConfigError(f"skill folder {folder}: more than one fallback skill: {fallbacks}")
     return skills
 
 
 def load_skills() -> tuple[Skill, ...]:
     """The skill catalogue of the active prompt folder, loaded once per process."""
     return _load(prompts_dir() / "skills")
-
-
-def select_skill(
-    skills: Iterable[Skill], text: str, alert_names: Iterable[str] = ()
-) -> tuple[Skill | None, int]:
-    """The best-scoring skill (ties: alphabetical name) and its score; None when nothing hits."""
-    names = tuple(alert_names)
-    scored = sorted(((s.matches(text, names), s) for s in skills), key=lambda p: (-p[0], p[1].name))
-    if not scored or scored[0][0] == 0:
-        return None, 0
-    return scored[0][1], scored[0][0]
 
 
 def catalogue_text(skills: Iterable[Skill]) -> str:
@@ -211,5 +250,5 @@ __all__ = [
     "clear_cache",
     "load_skills",
     "parse_skill",
-    "select_skill",
+    "squash",
 ]

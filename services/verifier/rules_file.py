@@ -22,11 +22,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tracebound import resources
 from tracebound.errors import ConfigError
-from tracebound.topics import REPO_ROOT
 
-VERIFIER_RULES_PATH = REPO_ROOT / "rules" / "verifier-rules.json"
-OVERCLAIM_PHRASES_PATH = REPO_ROOT / "rules" / "overclaim-phrases.json"
+VERIFIER_RULES_PATH = resources.path("rules", "verifier-rules.json")
+OVERCLAIM_PHRASES_PATH = resources.path("rules", "overclaim-phrases.json")
 
 Dimension = Literal["duration", "percent", "bytes"]
 IdentifierKind = Literal["time", "host", "pod", "service", "error", "name"]

@@ -20,8 +20,8 @@ from tracebound.topics import topic_for, topic_table
 EVENTS = sorted(EVENT_TYPES)
 
 
-def test_ten_events_each_with_schema_model_and_topic() -> None:
-    assert len(EVENT_TYPES) == 10
+def test_eleven_events_each_with_schema_model_and_topic() -> None:
+    assert len(EVENT_TYPES) == 11
     assert {t.event for t in topic_table()} == set(EVENT_TYPES)
     for name, cls in EVENT_TYPES.items():
         assert schemas.schema_path(name).is_file()

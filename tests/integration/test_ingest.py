@@ -19,6 +19,7 @@ import pytest
 import uvicorn
 from pydantic import SecretStr
 
+from services.ingest.alert_topic import AlertTopicReader
 from services.ingest.dedup import DedupStore
 from services.ingest.runs import EventReader, RunBuffer
 from services.ingest.settings import IngestSettings
@@ -37,14 +38,22 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 class Server:
-    def __init__(self, stack: StackHandle) -> None:
+    """The ingest app on uvicorn; with ``alerts_topic`` it also reads that input topic."""
+
+    def __init__(self, stack: StackHandle, alerts_topic: str = "") -> None:
         settings = IngestSettings(host="127.0.0.1", port=0, token=SecretStr(TOKEN))
         runs = RunBuffer()
+        publisher = KafkaPublisher(stack.kafka)
         ports = Ports(
-            publisher=KafkaPublisher(stack.kafka),
+            publisher=publisher,
             dedup=DedupStore(stack.pg_dsn, settings.dedup_window_s),
             runs=runs,
             reader=EventReader(stack.kafka, runs, lookback_s=600),
+            alert_topic=AlertTopicReader(
+                stack.kafka, alerts_topic, settings.max_body_bytes, publisher.publish
+            )
+            if alerts_topic
+            else None,
         )
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -150,7 +151,7 @@ def _edited_prompts(tmp_path: Path) -> Path:
     text = path.read_text(encoding="utf-8")
     head, _steps, tail = text.partition("[[steps]]")
     body = tail.partition("+++\n")[2]
-    head = head.replace(f"{MEMORY_SKILL}-v1", f"{MEMORY_SKILL}-edited")
+    head = re.sub(r'version = "[^"]*"', f'version = "{MEMORY_SKILL}-edited"', head, count=1)
     path.write_text(head + EDITED_STEPS + body, encoding="utf-8")
     return folder
 

@@ -20,7 +20,7 @@ from confluent_kafka.admin import AdminClient
 from tracebound.settings import KafkaSettings, StackSettings
 from tracebound.stack import cli, stack
 from tracebound.stack.topics import ensure_topics
-from tracebound.topics import topic_table
+from tracebound.topics import ALERTS, topic_configs
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +35,7 @@ def test_up_starts_kafka_postgres_and_every_topic(settings: StackSettings) -> No
     assert result.kafka.running and result.kafka.pid is not None, result.messages
     assert result.postgres.running and result.postgres.pid is not None, result.messages
     states = {t.name: t for t in result.topics}
-    assert set(states) == {spec.name for spec in topic_table()}
+    assert set(states) == set(topic_configs()) and ALERTS in states
     for topic in states.values():
         assert topic.state == "present", topic
         assert topic.partitions is not None and topic.partitions >= 1

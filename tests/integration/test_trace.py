@@ -11,16 +11,14 @@ being skipped, because an unchecked page is how a broken page ships.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -34,6 +32,7 @@ from psycopg.types.json import Jsonb
 from projections import run_list, trace
 from projections.migrate import migrate
 from tests.support.browser import chromium_args, png_facts
+from tests.support.ingest_process import ingest_server
 from tests.support.openapi import schema_errors
 from tests.support.pipeline import running_pipeline
 from tests.support.projection import Projection
@@ -64,44 +63,6 @@ def chromium() -> str:
             f"(ensure-chromium.sh exit {done.returncode}): {done.stderr.strip() or done.stdout}"
         )
     return CHROMIUM
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-@contextlib.contextmanager
-def ingest_server(env: dict[str, str], log: Path) -> Iterator[str]:
-    """``python -m services.ingest`` on a free loopback port; yields its base URL."""
-    port = _free_port()
-    env = {k: v for k, v in env.items() if k != "TRACEBOUND_INGEST_TOKEN"}
-    env.update(TRACEBOUND_INGEST_HOST="127.0.0.1", TRACEBOUND_INGEST_PORT=str(port))
-    url = f"http://127.0.0.1:{port}"
-    with log.open("ab") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "services.ingest"], env=env, stdout=out, stderr=out
-        )
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, log.read_text()
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/healthz", timeout=2, trust_env=False).status_code == 200:
-                    break
-            time.sleep(0.2)
-        else:
-            raise AssertionError(f"ingest did not come up: {log.read_text()}")
-        yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(10)
 
 
 def wait_answered(model: Projection, run_ids: list[str], timeout_s: float = 120) -> None:

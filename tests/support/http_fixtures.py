@@ -3,7 +3,8 @@
 The adapters under test run their real HTTP code against it. The first path
 segment picks the behaviour: ``/ok`` serves the recordings below, ``/empty``
 successful answers without alerts or streams, ``/fail`` HTTP 500, ``/badjson``
-a body that is not JSON, and ``/error`` a JSON ``status: error`` answer. Every
+a body that is not JSON, ``/error`` a JSON ``status: error`` answer, and
+``/rulesfail`` the recorded alerts but HTTP 500 for rules and queries. Every
 request's path and query parameters are kept for assertions.
 """
 
@@ -58,6 +59,18 @@ PROMETHEUS_ALERTS: dict[str, Any] = {
             },
             {
                 "labels": {
+                    "alertname": "HighCPUUsage",
+                    "service": "payment-service",
+                    "pod": "pod-payment-service-7d8f9c6b5-p9w3z",
+                    "severity": "critical",
+                },
+                "annotations": {"description": "CPU usage of payment-service is high"},
+                "state": "firing",
+                "activeAt": "2026-07-08T22:50:00Z",
+                "value": "8.8e+01",
+            },
+            {
+                "labels": {
                     "alertname": "HighDiskUsage",
                     "job": "mysql",
                     "instance": "mysql-primary-0",
@@ -70,6 +83,63 @@ PROMETHEUS_ALERTS: dict[str, Any] = {
             },
         ]
     },
+}
+
+CPU_LHS = "max by (service, pod) (container_cpu_usage_percent)"
+DISK_LHS = "100 * (1 - node_filesystem_avail_bytes / node_filesystem_size_bytes)"
+SLOW_EXPR = (
+    "histogram_quantile(0.99, sum by (le, service) "
+    "(rate(http_request_duration_seconds_bucket[5m]))) > bool 3"
+)
+
+
+def _rule(name: str, query: str, duration: float, **annotations: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "query": query,
+        "duration": duration,
+        "labels": {},
+        "annotations": annotations,
+        "alerts": [],
+        "health": "ok",
+        "type": "alerting",
+    }
+
+
+# /api/v1/rules?type=alert: the rules behind the alerts above. The CPU rule is a
+# plain comparison, the disk rule compares arithmetic with a number (threshold
+# known, unit not), the latency rule uses ``bool`` (threshold unknown).
+PROMETHEUS_RULES: dict[str, Any] = {
+    "status": "success",
+    "data": {
+        "groups": [
+            {
+                "name": "services",
+                "file": "/etc/prometheus/rules/services.yml",
+                "rules": [
+                    _rule("HighCPUUsage", f"{CPU_LHS} > 80", 300),
+                    _rule("SlowResponse", SLOW_EXPR, 120),
+                    _rule("HighDiskUsage", f"{DISK_LHS} > 85", 0, unit="percent"),
+                ],
+                "interval": 15,
+            }
+        ]
+    },
+}
+
+# /api/v1/query answers by expression: the live values of the left-hand sides.
+PROMETHEUS_QUERIES: dict[str, Any] = {
+    CPU_LHS: [
+        {
+            "metric": {"service": "payment-service", "pod": "pod-payment-service-7d8f9c6b5-x2k4m"},
+            "value": [1783552200, "93.5"],
+        },
+        {
+            "metric": {"service": "payment-service", "pod": "pod-payment-service-7d8f9c6b5-p9w3z"},
+            "value": [1783552200, "88.25"],
+        },
+    ],
+    DISK_LHS: [{"metric": {"instance": "mysql-primary-0"}, "value": [1783552200, "86.5"]}],
 }
 
 
@@ -121,6 +191,8 @@ LOKI_QUERY_RANGE: dict[str, Any] = {
 
 EMPTY: dict[str, dict[str, Any]] = {
     "alerts": {"status": "success", "data": {"alerts": []}},
+    "rules": {"status": "success", "data": {"groups": []}},
+    "query": {"status": "success", "data": {"resultType": "vector", "result": []}},
     "query_range": {"status": "success", "data": {"resultType": "streams", "result": []}},
 }
 
@@ -141,6 +213,21 @@ class FixtureServer:
         return f"{self.base_url}/{mode}"
 
 
+KINDS = {
+    "api/v1/alerts": "alerts",
+    "api/v1/rules": "rules",
+    "api/v1/query": "query",
+    "loki/api/v1/query_range": "query_range",
+}
+
+
+def _answer(kind: str, params: dict[str, str]) -> dict[str, Any]:
+    if kind == "query":
+        result = PROMETHEUS_QUERIES.get(params.get("query", ""), [])
+        return {"status": "success", "data": {"resultType": "vector", "result": result}}
+    return {"alerts": PROMETHEUS_ALERTS, "rules": PROMETHEUS_RULES}.get(kind, LOKI_QUERY_RANGE)
+
+
 def _handler(server_state: FixtureServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, format: str, *args: Any) -> None:
@@ -158,16 +245,10 @@ def _handler(server_state: FixtureServer) -> type[BaseHTTPRequestHandler]:
             params = dict(urllib.parse.parse_qsl(parsed.query))
             server_state.requests.append(Recorded(parsed.path, params))
             mode, _, rest = parsed.path.lstrip("/").partition("/")
-            kind = (
-                "alerts"
-                if rest == "api/v1/alerts"
-                else "query_range"
-                if rest == "loki/api/v1/query_range"
-                else None
-            )
+            kind = KINDS.get(rest)
             if kind is None:
                 self._send(404, b'{"status":"error","error":"not found"}')
-            elif mode == "fail":
+            elif mode == "fail" or (mode == "rulesfail" and kind != "alerts"):
                 self._send(500, b"internal server error")
             elif mode == "badjson":
                 self._send(200, b'{"status": "success", "data": [truncated')
@@ -176,8 +257,7 @@ def _handler(server_state: FixtureServer) -> type[BaseHTTPRequestHandler]:
             elif mode == "empty":
                 self._send(200, json.dumps(EMPTY[kind]).encode())
             else:
-                answer = PROMETHEUS_ALERTS if kind == "alerts" else LOKI_QUERY_RANGE
-                self._send(200, json.dumps(answer).encode())
+                self._send(200, json.dumps(_answer(kind, params)).encode())
 
     return Handler
 

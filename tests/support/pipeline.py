@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from tests.support.kafka_io import Collector
 from tests.support.stack import StackHandle
+from tracebound.client import AnswerReader, publish
+from tracebound.events import Answer, Event
 from tracebound.settings import StackSettings
 from tracebound.stack.services import start_services, stop_services
 
@@ -43,3 +47,22 @@ def running_pipeline(
         yield settings
     finally:
         stop_services(settings, roles)
+
+
+def answered(
+    stack: StackHandle, state_dir: Path, asked: Sequence[Event], *watched: str
+) -> tuple[dict[str, Answer], dict[str, list[Event]]]:
+    """Publish ``asked`` to a running pipeline; their answers and the events of ``watched``."""
+    collectors = {topic: Collector(stack.kafka, topic) for topic in watched}
+    reader = AnswerReader(stack.kafka)
+    try:
+        with running_pipeline(stack, state_dir):
+            publish(stack.kafka, list(asked))
+            answers = reader.wait_for({e.run_id for e in asked}, timeout_s=180)
+            time.sleep(2)  # the watched topics' last events of these runs
+    finally:
+        reader.close()
+        for collector in collectors.values():
+            collector.close()
+    assert set(answers) == {e.run_id for e in asked}
+    return answers, {topic: c.events for topic, c in collectors.items()}

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from services.executor.tools.settings import DEMO_ENV
+from tracebound import resources
 from tracebound.settings import KafkaSettings, PostgresSettings, StackSettings
 
 
@@ -31,12 +32,12 @@ class StackHandle:
         return PostgresSettings.model_validate({"dsn": self.pg_dsn})
 
     def env(self) -> dict[str, str]:
-        """Environment for subprocesses (services under test)."""
+        """Environment for subprocesses (services under test), from any working directory."""
         env = dict(os.environ)
         env["TRACEBOUND_KAFKA_BOOTSTRAP_SERVERS"] = self.bootstrap
         env["TRACEBOUND_PG_DSN"] = self.pg_dsn
         env.update(DEMO_ENV)  # the tests' data is the demo environment, asked for explicitly
-        return env
+        return resources.child_env(env)
 
     def stop_broker(self) -> None:
         from tracebound.stack import kafka
@@ -96,9 +97,9 @@ def _docker() -> Iterator[StackHandle]:
         dsn = pg.get_connection_url().replace("postgresql+psycopg2://", "postgresql://")
         handle = StackHandle(kind="docker", bootstrap=kafka.get_bootstrap_server(), pg_dsn=dsn)
         from tracebound.stack.topics import ensure_topics
-        from tracebound.topics import topic_table
+        from tracebound.topics import topic_configs
 
-        ensure_topics(handle.kafka, {t.name: t.config for t in topic_table()}, 3)
+        ensure_topics(handle.kafka, topic_configs(), 3)
         yield handle
 
 

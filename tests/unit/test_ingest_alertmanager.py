@@ -106,15 +106,19 @@ def test_a_mixed_group_diagnoses_only_what_fires() -> None:
     assert len(resolved_alerts(payload)) == 1
 
 
-def test_dedup_key_is_stable_for_a_resend_and_changes_with_a_new_alert() -> None:
+def test_incidents_are_stable_for_a_resend_and_change_with_a_new_alert_or_start() -> None:
     [first] = firing_groups(webhook())
     reordered = fixture("firing_group.json")
-    reordered["alerts"].reverse()
-    reordered["alerts"][0]["startsAt"] = "2026-07-08T22:59:00Z"  # repeat_interval re-send
+    reordered["alerts"].reverse()  # a repeat_interval re-send keeps each startsAt
     [again] = firing_groups(AlertmanagerWebhook.model_validate(reordered))
     [grown] = firing_groups(webhook("firing_group_grown.json"))
-    assert again.dedup_key == first.dedup_key
-    assert grown.dedup_key != first.dedup_key
+    assert again.incidents == first.incidents and again.dedup_key == first.dedup_key
+    assert set(first.incidents) < set(grown.incidents)
+    refired = fixture("firing_group.json")
+    refired["alerts"][0]["startsAt"] = "2026-07-08T23:59:00Z"  # resolved, then firing again
+    [later] = firing_groups(AlertmanagerWebhook.model_validate(refired))
+    assert [fp for fp, _ in later.incidents] == [fp for fp, _ in first.incidents]
+    assert later.incidents != first.incidents and later.dedup_key != first.dedup_key
     other = fixture("firing_group.json")
     other["groupKey"] = '{}:{service="other"}'
     [elsewhere] = firing_groups(AlertmanagerWebhook.model_validate(other))

@@ -12,7 +12,8 @@ from services.ingest.demo import DEMO_QUESTIONS, demo_webhook
 from services.ingest.models import AlertmanagerWebhook
 from tracebound.cli import main
 from tracebound.settings import KafkaSettings
-from tracebound.stack.services import ROLE_INPUTS, group_lag
+from tracebound.stack.lag import Lag, group_lag
+from tracebound.stack.services import ROLE_INPUTS
 
 
 @pytest.mark.parametrize(
@@ -58,7 +59,7 @@ def test_resolved_only_files_publish_nothing(
 def test_the_ingest_is_a_stack_service_without_lag() -> None:
     assert ROLE_INPUTS["ingest"] == ()
     unreachable = KafkaSettings(bootstrap_servers="127.0.0.1:1")
-    assert group_lag(unreachable, "ingest", ()) == 0
+    assert group_lag(unreachable, "ingest", ()) == Lag(0, exact=True)
 
 
 def test_demo_webhook_is_one_valid_firing_group_of_the_demo_alerts() -> None:

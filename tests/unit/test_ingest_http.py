@@ -17,7 +17,14 @@ from services.ingest.dedup import Claimed
 from services.ingest.runs import RunBuffer
 from services.ingest.settings import IngestSettings
 from tests.support.samples import sample
-from tracebound.events import Alert, Answer, DiagnosisRequested, Event, PlanProduced
+from tracebound.events import (
+    Alert,
+    AlertsResolved,
+    Answer,
+    DiagnosisRequested,
+    Event,
+    PlanProduced,
+)
 from web.app import Ports, create_app
 
 FIRING = (
@@ -54,7 +61,12 @@ class NoDedup:
         self.calls += 1
         raise AssertionError("an invalid request reached the dedup store")
 
-    def record_resolved(self, alerts: list[Alert]) -> int:
+    def record_resolved(
+        self,
+        alerts: Sequence[Alert],
+        requested_by: str,
+        publish: Callable[[list[AlertsResolved]], None],
+    ) -> int:
         self.calls += 1
         raise AssertionError("an invalid request reached the dedup store")
 

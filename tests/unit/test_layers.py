@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tracebound.topics import REPO_ROOT
+from tracebound.resources import ROOT as REPO_ROOT
 
 UPPER_LAYERS = ("services", "projections", "replay")
 

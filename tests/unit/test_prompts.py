@@ -13,11 +13,11 @@ from tracebound.errors import ConfigError
 from tracebound.prompts import load_prompt, load_prompts, prompt_audit
 
 EXPECTED = {
-    "chat_planner": "chat-planner-v1",
+    "chat_planner": "chat-planner-v2",
     "chat_executor": "chat-executor-v2",
     "chat_verifier": "chat-verifier-v1",
     "chat_composer": "chat-composer-v1",
-    "aiops_planner": "aiops-planner-v1",
+    "aiops_planner": "aiops-planner-v2",
 }
 
 

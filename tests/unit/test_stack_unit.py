@@ -12,14 +12,25 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from tracebound import cli as tracebound_cli
 from tracebound.errors import StackError
 from tracebound.settings import StackSettings
 from tracebound.stack import cli, kafka, paths, process
+from tracebound.stack.lag import Lag
 from tracebound.stack.paths import StackPaths
+from tracebound.stack.service_env import EnvRecord, write_record
+from tracebound.stack.services import (
+    ROLE_INPUTS,
+    ServiceState,
+    check_roles,
+    service_env,
+    start_services,
+)
 from tracebound.stack.stack import ComponentStatus, StackStatus, TopicStatus
 
 
@@ -276,3 +287,65 @@ def test_cli_registers_up_down_status_with_handlers() -> None:
     status = parser.parse_args(["status", "--json"])
     assert up.infra_only and down.purge and status.json
     assert callable(up.handler) and callable(down.handler) and callable(status.handler)
+
+
+def test_restart_takes_role_names_and_rejects_unknown_ones_with_the_valid_names(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    parser = argparse.ArgumentParser()
+    cli.register(parser.add_subparsers(dest="command"))
+    assert parser.parse_args(["restart", "executor", "planner"]).roles == ["executor", "planner"]
+    assert parser.parse_args(["restart"]).roles == []
+    assert check_roles(["executor", "planner"]) == ("planner", "executor")  # start order
+    assert check_roles([]) == tuple(ROLE_INPUTS)
+    assert tracebound_cli.main(["restart", "executor", "exectuor"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown role exectuor" in err
+    assert ", ".join(ROLE_INPUTS) in err
+
+
+def test_status_shows_a_service_s_mode_backends_and_whether_its_settings_are_current() -> None:
+    env = {"TRACEBOUND_EXECUTOR_MODE": "llm", "TRACEBOUND_TOOLS_METRICS_BACKEND": "prometheus"}
+    record = EnvRecord.of("executor", 10, env)
+    changed = ServiceState(
+        "executor", True, 10, "/s/x.log", Lag(3, exact=False), record, ("X changed",)
+    )
+    status = replace(_status(3), services=(changed,))
+    line = cli.format_status(status)[-2]
+    assert "lag ~3" in line and "mode llm" in line and "metrics=prometheus" in line
+    assert "settings changed (X changed; tracebound up applies them)" in line
+    shown = status.to_dict()["services"][0]
+    assert (shown["lag"], shown["lag_exact"], shown["mode"]) == (3, False, "llm")
+    assert shown["backends"]["metrics"] == "prometheus"
+    assert shown["settings"] == "changed"
+    unknown = ServiceState("gatekeeper", True, 11, "/s/g.log", Lag(0, exact=True))
+    line = cli.format_status(replace(status, services=(unknown,)))[-2]
+    assert "lag 0" in line and "mode" not in line
+    assert "settings unknown (tracebound restart gatekeeper applies the current ones)" in line
+
+
+def test_up_leaves_a_service_without_a_record_running_and_names_the_command(
+    settings: StackSettings,
+) -> None:
+    folder = settings.state_dir.absolute() / "services"
+    folder.mkdir(parents=True)
+    marker = f"tracebound.state={settings.state_dir.absolute()}"
+    argv = [sys.executable, "-X", marker, "-c", "import time; time.sleep(60)", "services.sentinel"]
+    proc = subprocess.Popen(argv)
+    try:
+        deadline = time.monotonic() + 10
+        while marker not in process.cmdline(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        process.write_pid(folder / "sentinel.pid", proc.pid)
+        messages = start_services(settings, {}, ("sentinel",))
+        assert messages == [
+            f"sentinel (pid {proc.pid}) runs with settings unknown to this version (no record"
+            " of them); to apply the current ones run: tracebound restart sentinel"
+        ]
+        assert proc.poll() is None
+        write_record(folder, EnvRecord.of("sentinel", proc.pid, service_env({})))
+        assert start_services(settings, {}, ("sentinel",)) == []  # same settings: untouched
+        assert proc.poll() is None
+    finally:
+        proc.kill()
+        proc.wait()

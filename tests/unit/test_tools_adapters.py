@@ -38,34 +38,43 @@ def logs(url: str) -> QueryLogsTool:
 
 
 def test_prometheus_alerts_are_mapped_and_sorted(server: FixtureServer) -> None:
+    server.requests.clear()
     outcome = metrics(server.url("ok")).run(QueryMetricsParams(state="all"), RunContext("r"))
     assert outcome.success and outcome.retrieval_layer == "prometheus"
     alerts = outcome.output["alerts"]
-    assert [a["alert_name"] for a in alerts] == ["HighCPUUsage", "SlowResponse", "HighDiskUsage"]
-    cpu, slow, disk = alerts
+    names = [a["alert_name"] for a in alerts]
+    assert names == ["HighCPUUsage", "HighCPUUsage", "SlowResponse", "HighDiskUsage"]
+    cpu, cpu2, slow, disk = alerts
     assert cpu["service"] == "payment-service"
     assert cpu["active_at"] == "2026-07-08T22:45:00Z"
     assert cpu["duration"] == "24m59s"
-    assert cpu["current_value"] == "92"
-    assert cpu["threshold"] == "80%"
+    assert cpu["current_value"] == "93.5"  # live, from /api/v1/query, for its own pod
+    assert cpu["threshold"] == "80%" and cpu["comparison"] is None  # the alert's own
+    assert cpu["unit"] == "percent" and cpu["for"] == "5m"
+    assert (cpu2["current_value"], cpu2["threshold"], cpu2["comparison"]) == ("88.25", "80", ">")
     assert cpu["severity"] == "critical"
     assert slow["current_value"] == "4.2s"
     assert disk["service"] == "mysql"  # from the job label
     assert disk["description"] == "Disk of mysql-primary-0 above 85%"
-    assert disk["threshold"] is None
+    assert (disk["threshold"], disk["unit"], disk["current_value"]) == ("85", "percent", "86.5")
     texts = [r.text for r in outcome.retrieval_details.evidence_refs]
     assert texts[0].startswith(
-        "HighCPUUsage, service=payment-service, state=firing, current=92, threshold=80%, "
-        "duration=24m59s, pod=pod-payment-service-7d8f9c6b5-x2k4m, "
+        "HighCPUUsage, service=payment-service, state=firing, current=93.5%, threshold=80%, "
+        "for=5m, duration=24m59s, pod=pod-payment-service-7d8f9c6b5-x2k4m, "
         "active_at=2026-07-08T22:45:00Z"
     )
-    assert "instance=mysql-primary-0" in texts[2]
+    assert "current=88.25%, threshold=80%, comparison=>, for=5m" in texts[1]
+    assert "instance=mysql-primary-0" in texts[3]
+    calls = [(r.path, r.params) for r in server.requests if r.path.startswith("/ok/api/v1/")]
+    assert ("/ok/api/v1/rules", {"type": "alert"}) in calls
+    queries = [p["query"] for path, p in calls if path == "/ok/api/v1/query"]
+    assert len(queries) == len(set(queries)) == 2  # one evaluation per rule, per call
 
 
 def test_prometheus_filters_client_side(server: FixtureServer) -> None:
     tool = metrics(server.url("ok"))
     outcome = tool.run(QueryMetricsParams(), RunContext("r"))
-    assert [a["state"] for a in outcome.output["alerts"]] == ["firing", "firing"]
+    assert [a["state"] for a in outcome.output["alerts"]] == ["firing"] * 3
     outcome = tool.run(QueryMetricsParams(alert_name="HighMemoryUsage"), RunContext("r"))
     assert outcome.retrieval_details.evidence_status == "no_evidence"
 
@@ -76,7 +85,7 @@ def test_prometheus_empty_answer_is_no_evidence(server: FixtureServer) -> None:
     assert outcome.retrieval_details.evidence_status == "no_evidence"
 
 
-@pytest.mark.parametrize("mode", ["fail", "badjson", "error"])
+@pytest.mark.parametrize("mode", ["fail", "badjson", "error", "rulesfail"])
 def test_prometheus_failures_are_recorded_not_raised(server: FixtureServer, mode: str) -> None:
     outcome = metrics(server.url(mode)).run(QueryMetricsParams(), RunContext("r"))
     assert outcome.success is False
@@ -171,7 +180,7 @@ def test_loki_two_services_never_match_and_send_nothing(server: FixtureServer) -
     assert len(server.requests) == before
 
 
-@pytest.mark.parametrize("mode", ["fail", "badjson", "error"])
+@pytest.mark.parametrize("mode", ["fail", "badjson", "error", "rulesfail"])
 def test_loki_failures_are_recorded_not_raised(server: FixtureServer, mode: str) -> None:
     outcome = logs(server.url(mode)).run(QueryLogsParams(query="x"), RunContext("r"))
     assert outcome.success is False

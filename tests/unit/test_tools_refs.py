@@ -58,7 +58,11 @@ def test_alert_text_joins_value_and_unit_and_both_notes() -> None:
     )
     assert refs.with_unit("4.2", "s") == "4.2 s"
     assert refs.with_unit("92%", "%") == "92%"
-    assert refs.with_unit(None, "%") == refs.UNSTATED
+    assert refs.with_unit("97", "percent") == "97%"
+    assert refs.alert_figures({"alert_name": "X"}) == {
+        "current": refs.UNSTATED,
+        "threshold": refs.UNSTATED,
+    }
 
 
 def test_log_text_has_timestamp_level_service_instance_message_and_metrics() -> None:

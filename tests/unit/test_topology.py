@@ -5,8 +5,9 @@ from __future__ import annotations
 from tests.support.diagram import Diagram, architecture, roles_table
 from tracebound import topology
 from tracebound.events import EVENT_TYPES
+from tracebound.resources import ROOT as REPO_ROOT
 from tracebound.stack.services import ROLE_INPUTS
-from tracebound.topics import REPO_ROOT, topic_table
+from tracebound.topics import topic_table
 
 README = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
 ROLE_NAMES = frozenset(r.name for r in topology.ROLES)
@@ -85,3 +86,13 @@ def test_the_readme_roles_table_matches() -> None:
         reads, writes = table[role.name]
         assert reads == {*role.input_topics, *role.watched_topics}, role.name
         assert writes == set(role.output_topics) - side, role.name
+
+
+def test_a_resolution_is_a_fact_of_the_run_that_no_stage_answers() -> None:
+    resolved = topology.ALERTS_RESOLVED
+    assert resolved in topology.RUN_EVENTS and resolved not in topology.STAGE_EVENTS
+    assert resolved not in topology.WATCHED_EVENTS  # the sentinel's deadline ignores it
+    readers = [r.name for r in topology.ROLES if resolved in r.accepts]
+    assert readers == ["projections"]
+    assert [r.name for r in topology.ROLES if resolved in r.emits] == ["ingest"]
+    assert "tracebound.resolutions" not in topology.EXPORT_TOPICS

@@ -27,6 +27,7 @@ def test_sections_in_reading_order() -> None:
     assert "tokens     42 (prompt 30, completion 12)" in text
     assert " ok supported via prometheus (http://prom.test:9090) " in text
     assert " ok supported via - " in text  # recorded before backends were
+    assert "chosen     matched" in text
 
 
 def test_control_characters_cannot_reach_the_terminal() -> None:

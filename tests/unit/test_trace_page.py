@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from html.parser import HTMLParser
 from typing import Any
 
@@ -12,6 +13,7 @@ from pydantic import SecretStr
 from starlette.testclient import TestClient
 
 from projections import run_list, trace
+from projections.trace_cli import render_text
 from projections.views import RunList, Trace
 from services.ingest.runs import RunBuffer
 from services.ingest.settings import IngestSettings
@@ -140,3 +142,25 @@ def test_unknown_runs_and_bad_parameters(monkeypatch: pytest.MonkeyPatch) -> Non
         assert client.get("/api/v1/runs", params={"limit": "-1"}).status_code == 400
         ok = client.get("/api/v1/runs", params={"verdict": "PASS", "limit": "7"})
         assert ok.status_code == 200 and ok.json() == {"runs": [], "next_cursor": "limit 7"}
+
+
+def test_resolved_alerts_show_on_the_page_and_in_the_text_trace() -> None:
+    run, invocations, steps = sample_rows()
+    alert = {
+        "fingerprint": "5b1e7c3a9d0f2468",
+        "alertname": "<b>HighCPUUsage</b>",
+        "labels": {"alertname": "<b>HighCPUUsage</b>", "service": "checkout"},
+        "startsAt": "2026-07-08T22:45:00Z",
+        "endsAt": "2026-07-08T23:40:00.5Z",
+    }
+    ended = datetime(2026, 7, 8, 23, 40, 0, 500000, tzinfo=UTC)
+    run = {**run, "resolved_at": ended, "resolved_alerts": [alert]}
+    document = trace.assemble_trace(run, invocations, steps).document()
+    assert document["run"]["resolved_at"] == "2026-07-08T23:40:00.500+00:00"
+    assert document["run"]["resolved_alerts"] == [alert]
+    page = trace_page.render_page(document)
+    assert "Resolved alerts (1)" in page and "&lt;b&gt;HighCPUUsage" in page
+    assert "resolved 2026-07-08T23:40:00.5Z" in page
+    assert "ended 2026-07-08T23:40:00.5Z" in render_text(document)
+    unresolved = trace_page.render_page(sample_trace())
+    assert "Resolved alerts" not in unresolved

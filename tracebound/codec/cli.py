@@ -1,8 +1,9 @@
-"""``tracebound schemas check|freeze``: guard the wire contract when schemas change."""
+"""``tracebound schemas check|freeze|export``: guard the wire contract and hand it out."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from tracebound.codec import compat, schemas
@@ -40,11 +41,22 @@ def _freeze(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export(args: argparse.Namespace) -> int:
+    for path, version in schemas.export(Path(args.folder)):
+        print(f"{path}  single-object header c301{version.fingerprint.hex()}")
+    return 0
+
+
 def register(sub: Any) -> None:
-    parser = sub.add_parser("schemas", help="check or freeze the Avro wire contract")
+    parser = sub.add_parser("schemas", help="check, freeze or export the Avro wire contract")
     inner = parser.add_subparsers(dest="schemas_command", metavar="ACTION")
     inner.required = True
     check = inner.add_parser("check", help="FULL_TRANSITIVE check against frozen versions")
     check.set_defaults(handler=_check)
     freeze = inner.add_parser("freeze", help="freeze changed schemas as new versions")
     freeze.set_defaults(handler=_freeze)
+    export = inner.add_parser(
+        "export", help="write one self-contained .avsc per event, for consumers in any language"
+    )
+    export.add_argument("folder", help="folder to write tracebound.<Event>.avsc files into")
+    export.set_defaults(handler=_export)

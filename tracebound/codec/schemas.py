@@ -1,4 +1,4 @@
-"""Loads the Avro schemas of ``schemas/`` and their frozen history.
+"""Loads the Avro schemas of ``schemas/`` and their frozen history; exports them.
 
 Each event schema may reference shared named records kept in their own files
 (``schemas/tracebound.<Name>.avsc``); fastavro expands those references, so every
@@ -122,6 +122,26 @@ def all_versions() -> dict[bytes, SchemaVersion]:
         for version in [*history(event), current(event)]:
             table.setdefault(version.fingerprint, version)
     return table
+
+
+def export(folder: Path) -> list[tuple[Path, SchemaVersion]]:
+    """Write each event's current schema as one self-contained ``.avsc`` into ``folder``.
+
+    Consumers in other languages need no dependency order: every named type is
+    defined inline at its first use and referred to by full name afterwards, as the
+    Avro specification requires, so Apache Avro's ``Schema.Parser`` reads each file
+    alone. Its parsing canonical form is the one the codec fingerprints, so the
+    file's CRC-64-AVRO fingerprint is the one in the single-object header.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    written: list[tuple[Path, SchemaVersion]] = []
+    for event in EVENT_TYPES:
+        version = current(event)
+        target = folder / f"{NAMESPACE}.{event}.avsc"
+        text = json.dumps(version.expanded, indent=2, ensure_ascii=False) + "\n"
+        target.write_text(text, encoding="utf-8")
+        written.append((target, version))
+    return written
 
 
 def freeze(event: str) -> SchemaVersion | None:

@@ -5,6 +5,7 @@ from tracebound.events.base import AVRO_CONTEXT, Event, JsonValue, Producer, Rec
 from tracebound.events.catalog import (
     EVENT_TYPES,
     AgentStep,
+    AlertsResolved,
     Answer,
     DeadLetter,
     DiagnosisRequested,
@@ -48,6 +49,7 @@ __all__ = [
     "EVENT_TYPES",
     "AgentStep",
     "Alert",
+    "AlertsResolved",
     "AllowedClaim",
     "Answer",
     "CheckedBinding",

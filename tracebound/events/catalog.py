@@ -1,4 +1,4 @@
-"""The ten events of the wire contract, one class per ``schemas/tracebound.<Event>.avsc``."""
+"""The eleven events of the wire contract, one class per ``schemas/tracebound.<Event>.avsc``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pydantic import Field
 from tracebound import topics
 from tracebound.events.base import Event, JsonValue
 from tracebound.events.records import (
+    Alert,
     ClaimCheck,
     ComposerInput,
     DiagnosisRequest,
@@ -145,6 +146,18 @@ class DeadLetter(Event):
     service: str
 
 
+class AlertsResolved(Event):
+    """Alerts of a run that Alertmanager reports resolved: a fact about the run, not a stage.
+
+    No role answers it; the read side records it on the run it names.
+    """
+
+    schema_name = "AlertsResolved"
+    topic = topics.RESOLUTIONS
+    alerts: tuple[Alert, ...]
+    requested_by: str = ""
+
+
 EVENT_TYPES: dict[str, type[Event]] = {
     cls.schema_name: cls
     for cls in (
@@ -157,6 +170,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         Verdict,
         Answer,
         AgentStep,
+        AlertsResolved,
         DeadLetter,
     )
 }
@@ -164,6 +178,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
 __all__ = [
     "EVENT_TYPES",
     "AgentStep",
+    "AlertsResolved",
     "Answer",
     "DeadLetter",
     "DiagnosisRequested",

@@ -51,9 +51,10 @@ def install(packages: Sequence[str], log_path: Path, hint: str) -> None:
     progress(f"installing {', '.join(packages)} with apt-get (first run only)…")
     log_path.parent.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    wait = "-oDPkg::Lock::Timeout=600"  # another install in progress: wait, don't fail
     steps = (
-        ["apt-get", "update"],
-        ["apt-get", "install", "-y", "--no-install-recommends", *packages],
+        ["apt-get", wait, "update"],
+        ["apt-get", wait, "install", "-y", "--no-install-recommends", *packages],
     )
     with log_path.open("a", encoding="utf-8") as log, services_forbidden():
         for argv in steps:

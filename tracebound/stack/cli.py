@@ -1,8 +1,8 @@
-"""The ``up``, ``down`` and ``status`` sub-commands of ``tracebound``.
+"""The ``up``, ``down``, ``restart`` and ``status`` sub-commands of ``tracebound``.
 
-Output is meant for both eyes and scripts: one line per component and per topic, or
-the same as a single JSON object with ``status --json``. The exit code says whether
-the whole stack is healthy, so ``tracebound status && make test`` works.
+Output is meant for both eyes and scripts: one line per component, topic and
+service, or the same as a single JSON object with ``status --json``. The exit code
+says whether the whole stack is healthy, so ``tracebound status && make test`` works.
 """
 
 from __future__ import annotations
@@ -17,8 +17,27 @@ from tracebound.cli import load_settings_classes
 from tracebound.settings import StackSettings
 from tracebound.settings_check import known_variables, unknown_variables
 from tracebound.stack import stack
-from tracebound.stack.services import ROLE_INPUTS
+from tracebound.stack.services import ROLE_INPUTS, ServiceState, check_roles
 from tracebound.stack.stack import StackStatus
+
+
+def _service_line(v: ServiceState) -> str:
+    """State, pid, lag (``~N``: an upper bound), mode, backends and settings of a service."""
+    pid = str(v.pid) if v.pid is not None else "-"
+    lag = "lag ?" if v.lag is None else f"lag {'' if v.lag.exact else '~'}{v.lag.records}"
+    state = "running" if v.running else "stopped"
+    line = f"service   {v.name:<11} {state:<8} pid {pid:<8} {lag:<10}"
+    if v.mode is not None:
+        line += f" mode {v.mode}"
+    if v.backends:
+        line += " " + " ".join(f"{k}={u}" for k, u in v.backends.items())
+    if v.running:
+        line += f" settings {v.settings}"
+        if v.changes:
+            line += f" ({', '.join(v.changes)}; tracebound up applies them)"
+        elif v.record is None:
+            line += f" (tracebound restart {v.name} applies the current ones)"
+    return f"{line} log {v.log}"
 
 
 def format_status(status: StackStatus) -> list[str]:
@@ -31,11 +50,7 @@ def format_status(status: StackStatus) -> list[str]:
     for t in status.topics:
         detail = f"{t.partitions} partition(s)" if t.partitions is not None else ""
         lines.append(f"topic     {t.name:<{width}} {t.state:<8} {detail}".rstrip())
-    for v in status.services:
-        pid = str(v.pid) if v.pid is not None else "-"
-        lag = f"lag {v.lag}" if v.lag is not None else "lag ?"
-        state = "running" if v.running else "stopped"
-        lines.append(f"service   {v.name:<10} {state:<8} pid {pid:<8} {lag:<10} {v.log}")
+    lines.extend(_service_line(v) for v in status.services)
     lines.extend(f"note: {m}" for m in status.messages)
     return lines
 
@@ -63,6 +78,14 @@ def _cmd_up(args: argparse.Namespace) -> int:
     return 0 if result.healthy else 1
 
 
+def _cmd_restart(args: argparse.Namespace) -> int:
+    roles = check_roles(args.roles)
+    warn_unknown_variables()
+    result = stack.restart(StackSettings(), roles)
+    _print(result)
+    return 0 if result.healthy else 1
+
+
 def _cmd_down(args: argparse.Namespace) -> int:
     result = stack.down(StackSettings(), purge=bool(args.purge))
     print("\n".join(result.messages))
@@ -84,7 +107,10 @@ def register(subparsers: Any) -> None:
     up = subparsers.add_parser(
         "up",
         help="start Kafka, PostgreSQL and the pipeline services (loopback only, no containers)",
-        description="Start the local stack; running it again on a running stack is a no-op.",
+        description=(
+            "Start the local stack. On a running stack it starts what is not running and"
+            " restarts each service whose TRACEBOUND_* settings changed since it started."
+        ),
     )
     up.add_argument(
         "--infra-only",
@@ -92,6 +118,16 @@ def register(subparsers: Any) -> None:
         help="start only Kafka and PostgreSQL, not the pipeline services",
     )
     up.set_defaults(handler=_cmd_up)
+
+    restart = subparsers.add_parser(
+        "restart",
+        help="stop and start pipeline services with the current settings",
+        description="Restart the named services (all when none is named) on a running stack.",
+    )
+    restart.add_argument(
+        "roles", nargs="*", metavar="ROLE", help=f"one of: {', '.join(ROLE_INPUTS)}"
+    )
+    restart.set_defaults(handler=_cmd_restart)
 
     down = subparsers.add_parser(
         "down",

@@ -23,11 +23,11 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from tracebound import resources
 from tracebound.errors import StackError
 from tracebound.settings import StackSettings
-from tracebound.topics import REPO_ROOT
 
-COMPOSE_DIR = REPO_ROOT / "compose"
+COMPOSE_DIR = resources.path("compose")
 SERVER_PROPERTIES_TEMPLATE = COMPOSE_DIR / "server.properties.template"
 LOG4J2_TEMPLATE = COMPOSE_DIR / "log4j2.xml"
 KAFKA_POM = COMPOSE_DIR / "kafka" / "pom.xml"

@@ -140,7 +140,24 @@ def spawn_detached(argv: Sequence[str], output: Path, env: Mapping[str, str]) ->
         (os.POSIX_SPAWN_OPEN, 1, str(output), flags, 0o644),
         (os.POSIX_SPAWN_DUP2, 1, 2),
     ]
-    return os.posix_spawn(argv[0], list(argv), dict(env), file_actions=actions, setsid=True)
+    pid = os.posix_spawn(argv[0], list(argv), dict(env), file_actions=actions, setsid=True)
+    _wait_exec(pid)
+    return pid
+
+
+def _wait_exec(pid: int, timeout_s: float = 10.0) -> None:
+    """Wait until ``pid`` shows its own command line in ``/proc`` (or has exited).
+
+    Right after the spawn the child's command line can still read empty (or as ours);
+    a check in that moment (``status`` just after ``up``) would take the new process
+    for somebody else's and remove its pid file.
+    """
+    ours = cmdline(os.getpid())
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and is_alive(pid):
+        if cmdline(pid) not in ([], ours):
+            return
+        time.sleep(0.01)
 
 
 def wait_exit(pid: int, timeout_s: float) -> bool:

@@ -3,8 +3,10 @@
 ``up`` and ``down`` take a lock on the state folder so two terminals (or a test
 session and a terminal) never start two brokers on one data folder. Both are
 idempotent: ``up`` on a running stack only re-checks it, ``down`` on a stopped one
-does nothing. A component counts as running only if its pid file names a live
-process of ours *and* its port accepts connections.
+does nothing — except that ``up`` restarts a service whose settings changed since
+it started (see :mod:`tracebound.stack.services`). A component counts as running
+only if its pid file names a live process of ours *and* its port accepts
+connections.
 """
 
 from __future__ import annotations
@@ -19,9 +21,15 @@ from tracebound.settings import KafkaSettings, StackSettings
 from tracebound.stack import kafka, postgres
 from tracebound.stack.paths import StackPaths
 from tracebound.stack.process import port_answers, state_lock
-from tracebound.stack.services import ServiceState, service_states, start_services, stop_services
+from tracebound.stack.services import (
+    ServiceState,
+    restart_services,
+    service_states,
+    start_services,
+    stop_services,
+)
 from tracebound.stack.topics import create_stack_topics, topic_states
-from tracebound.topics import topic_table
+from tracebound.topics import topic_configs
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +104,12 @@ class StackStatus:
                     "name": v.name,
                     "state": "running" if v.running else "stopped",
                     "pid": v.pid,
-                    "lag": v.lag,
+                    "lag": v.lag.records if v.lag is not None else None,
+                    "lag_exact": v.lag.exact if v.lag is not None else None,
+                    "mode": v.mode,
+                    "backends": v.backends,
+                    "settings": v.settings,
+                    "changed": list(v.changes),
                     "log": v.log,
                 }
                 for v in self.services
@@ -106,18 +119,34 @@ class StackStatus:
         }
 
 
-def status(settings: StackSettings | None = None) -> StackStatus:
-    """Inspect the stack without changing it (apart from removing stale pid files)."""
-    settings = settings or StackSettings()
-    paths = StackPaths.from_settings(settings)
-    messages: list[str] = []
+def _services_env(settings: StackSettings) -> dict[str, str]:
+    """What the services' environment adds to this one's: the way to this stack."""
+    return {
+        "TRACEBOUND_KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap(settings),
+        "TRACEBOUND_PG_DSN": postgres.dsn(settings),
+    }
+
+
+def _servers(
+    settings: StackSettings, messages: list[str]
+) -> tuple[int | None, int | None, bool, bool]:
+    """The broker's and the database server's pids, and whether each runs and answers."""
     kafka_pid, notes = kafka.broker_pid(settings)
     messages += notes
     pg_pid, notes = postgres.server_pid(settings)
     messages += notes
     kafka_up = kafka_pid is not None and port_answers(settings.host, settings.kafka_port)
     pg_up = pg_pid is not None and port_answers(settings.host, settings.pg_port)
-    counts: dict[str, int | None] = {spec.name: None for spec in topic_table()}
+    return kafka_pid, pg_pid, kafka_up, pg_up
+
+
+def status(settings: StackSettings | None = None) -> StackStatus:
+    """Inspect the stack without changing it (apart from removing stale pid files)."""
+    settings = settings or StackSettings()
+    paths = StackPaths.from_settings(settings)
+    messages: list[str] = []
+    kafka_pid, pg_pid, kafka_up, pg_up = _servers(settings, messages)
+    counts: dict[str, int | None] = dict.fromkeys(topic_configs())
     answered = False
     if kafka_up:
         try:
@@ -139,6 +168,7 @@ def status(settings: StackSettings | None = None) -> StackStatus:
             service_states(
                 settings,
                 KafkaSettings(bootstrap_servers=kafka.bootstrap(settings)) if kafka_up else None,
+                _services_env(settings),
             )
         ),
     )
@@ -152,8 +182,9 @@ def up(
 ) -> StackStatus:
     """Start whatever is not running yet, create missing topics, return the new status.
 
-    With ``services`` the pipeline's role processes start too, wired to this stack;
-    ``env`` adds settings of theirs (``tracebound demo`` selects the demo tools).
+    With ``services`` the pipeline's role processes start too, wired to this stack,
+    and a running one whose settings changed since it started is restarted; ``env``
+    adds settings of theirs (``tracebound demo`` selects the demo tools).
     """
     settings = settings or StackSettings()
     paths = StackPaths.from_settings(settings)
@@ -177,17 +208,24 @@ def up(
             started.append("postgres")
         messages += create_stack_topics(settings)
         if services:
-            env = {
-                "TRACEBOUND_KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap(settings),
-                "TRACEBOUND_PG_DSN": postgres.dsn(settings),
-                **(env or {}),
-            }
-            launched = start_services(settings, env)
+            launched = start_services(settings, {**_services_env(settings), **(env or {})})
             messages += launched
-            if any(m.startswith("started") for m in launched):
+            if any(m.startswith(("started", "restarted")) for m in launched):
                 started.append("services")
         now = status(settings)
     return replace(now, messages=(*messages, *now.messages), started=tuple(started))
+
+
+def restart(settings: StackSettings, roles: tuple[str, ...]) -> StackStatus:
+    """Stop and start ``roles`` with the current settings; the stack must be up."""
+    paths = StackPaths.from_settings(settings)
+    messages: list[str] = []
+    with state_lock(paths.lock_file):
+        if not all(_servers(settings, messages)[2:]):
+            raise StackError("the stack is not running; start it with: tracebound up")
+        messages += restart_services(settings, _services_env(settings), roles)
+        now = status(settings)
+    return replace(now, messages=(*messages, *now.messages), started=("services",))
 
 
 def down(settings: StackSettings | None = None, purge: bool = False) -> StackStatus:

@@ -24,7 +24,7 @@ from confluent_kafka.cimpl import NewTopic
 
 from tracebound.errors import StackError
 from tracebound.settings import KafkaSettings, StackSettings
-from tracebound.topics import topic_table
+from tracebound.topics import topic_configs
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +153,7 @@ def stack_kafka_settings(settings: StackSettings) -> KafkaSettings:
 
 def create_stack_topics(settings: StackSettings) -> list[str]:
     """Create every topic of the topic table on the local broker; return notes."""
-    table = {spec.name: spec.config for spec in topic_table()}
+    table = topic_configs()
     created = ensure_topics(stack_kafka_settings(settings), table, settings.partitions)
     if not created:
         return []
@@ -168,15 +168,13 @@ def topic_states(settings: StackSettings, timeout_s: float = 10.0) -> dict[str, 
         counts = partition_counts(admin, timeout_s)
     except KafkaException as exc:
         raise StackError(f"cannot read topic metadata from {bootstrap}: {exc.args[0]}") from exc
-    return {
-        spec.name: counts[spec.name][0] if spec.name in counts else None for spec in topic_table()
-    }
+    return {name: counts[name][0] if name in counts else None for name in topic_configs()}
 
 
 def main() -> int:
     """Create the topic table on the broker named by ``TRACEBOUND_KAFKA_*`` settings."""
     kafka = KafkaSettings()
-    table = {spec.name: spec.config for spec in topic_table()}
+    table = topic_configs()
     try:
         created = ensure_topics(kafka, table, StackSettings().partitions)
     except StackError as exc:

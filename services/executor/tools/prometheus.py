@@ -1,24 +1,36 @@
 """Prometheus as the alert source of ``query_metrics``.
 
-Why ``/api/v1/alerts``: it is the server's own view of which alerting rules are
-pending or firing right now, with labels, annotations, ``activeAt`` and the
-value that triggered them — the same facts the demo data carries. Fields are
-mapped conservatively: what Prometheus does not say (a threshold without an
-annotation) stays null instead of being guessed.
+Why three endpoints: ``/api/v1/alerts`` is the server's own view of which
+alerting rules are pending or firing, with labels, annotations and
+``activeAt``; but real alerts rarely carry their threshold or unit, and their
+``value`` is the one of the last evaluation. So, once per tool call, the rule
+of each alert is read from ``/api/v1/rules`` (its ``expr``, ``for`` and
+annotations give the comparison, the threshold and the unit — see
+:mod:`promrules`), and the left-hand side of the comparison is evaluated with
+``/api/v1/query``, so the value stated is the live one for the alert's own
+series. Nothing is guessed: what neither the alert nor its rule says stays null,
+with the reason in ``threshold_note``. Rules are never cached across calls: a
+reloaded rule file must show in the next answer.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from services.executor.tools.base import RunContext, ToolBackendError
 from services.executor.tools.demo_env import format_duration, iso_utc
 from services.executor.tools.httpjson import get_json
+from services.executor.tools.promrules import Condition, parse_condition, unit_of
 
 _FRACTION = re.compile(r"(\.\d{1,6})\d*")
+
+# Bounds of one tool call: alerts mapped, and distinct rule expressions evaluated.
+MAX_ALERTS = 200
+MAX_QUERIES = 25
+MAX_EXPR_CHARS = 4000
 
 
 def wall_clock() -> datetime:
@@ -37,7 +49,8 @@ def parse_time(value: str) -> datetime | None:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-def _format_value(raw: Any) -> str | None:
+def format_value(raw: Any) -> str | None:
+    """A sample value as Prometheus prints it, without float noise (``9.7e+01`` → ``97``)."""
     if raw in (None, ""):
         return None
     try:
@@ -47,11 +60,74 @@ def _format_value(raw: Any) -> str | None:
     return f"{number:.6g}"
 
 
-def map_alert(alert: dict[str, Any], now: datetime) -> dict[str, Any]:
-    """One Prometheus alert as a metrics-envelope item."""
-    labels = {str(k): str(v) for k, v in (alert.get("labels") or {}).items()}
-    notes = {str(k): str(v) for k, v in (alert.get("annotations") or {}).items()}
+def _strings(raw: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in (raw or {}).items()} if isinstance(raw, Mapping) else {}
+
+
+def find_rule(rules: list[dict[str, Any]], labels: Mapping[str, str]) -> dict[str, Any] | None:
+    """The alerting rule an alert came from: same name, its labels a subset of the alert's.
+
+    Two rules may share a name and labels (one per severity, say); the one whose
+    own alert list holds exactly these labels wins.
+    """
+    candidates = [
+        r
+        for r in rules
+        if r.get("name") == labels.get("alertname")
+        and all(labels.get(k) == v for k, v in _strings(r.get("labels")).items())
+    ]
+    for rule in candidates:
+        if any(_strings(a.get("labels")) == labels for a in rule.get("alerts") or []):
+            return rule
+    return candidates[0] if candidates else None
+
+
+def pick_sample(result: Any, labels: Mapping[str, str]) -> str | None:
+    """The value of the series whose labels the alert carries (most specific match)."""
+    if isinstance(result, list) and len(result) == 2 and not isinstance(result[0], dict):
+        return format_value(result[1])  # a scalar result: [time, "value"]
+    best: tuple[int, str | None] = (-1, None)
+    for sample in result if isinstance(result, list) else []:
+        if not isinstance(sample, dict):
+            continue
+        metric = {k: v for k, v in _strings(sample.get("metric")).items() if k != "__name__"}
+        value = sample.get("value")
+        if not all(labels.get(k) == v for k, v in metric.items()):
+            continue
+        if isinstance(value, list) and len(value) == 2 and len(metric) > best[0]:
+            best = (len(metric), format_value(value[1]))
+    return best[1]
+
+
+NO_RULE = Condition(None, None, None, "no alerting rule of this name and labels was found")
+
+
+def rule_expr(rule: Mapping[str, Any] | None) -> str:
+    """The rule's PromQL (capped): what the comparison is read from."""
+    return str(rule.get("query") or "")[:MAX_EXPR_CHARS] if rule else ""
+
+
+def map_alert(
+    alert: dict[str, Any],
+    now: datetime,
+    rule: Mapping[str, Any] | None = None,
+    live_value: str | None = None,
+) -> dict[str, Any]:
+    """One Prometheus alert as a metrics-envelope item, completed from its rule."""
+    labels = _strings(alert.get("labels"))
+    notes = _strings(alert.get("annotations"))
+    rule_labels = _strings(rule.get("labels")) if rule else {}
+    rule_notes = _strings(rule.get("annotations")) if rule else {}
+    expr = rule_expr(rule)
+    condition = parse_condition(expr) if rule else NO_RULE
     active = parse_time(str(alert.get("activeAt") or ""))
+    given_threshold = notes.get("threshold") or labels.get("threshold")
+    threshold = given_threshold or format_value(condition.threshold)
+    unit = next(
+        (m["unit"] for m in (notes, labels, rule_notes, rule_labels) if m.get("unit")),
+        unit_of(condition.lhs) if condition.lhs else None,
+    )
+    hold = rule.get("duration") if rule else None
     return {
         "alert_name": labels.get("alertname", ""),
         "service": labels.get("service") or labels.get("job"),
@@ -60,14 +136,21 @@ def map_alert(alert: dict[str, Any], now: datetime) -> dict[str, Any]:
         "severity": labels.get("severity"),
         "active_at": iso_utc(active) if active else None,
         "duration": format_duration((now - active).total_seconds()) if active else None,
-        "current_value": notes.get("current_value") or _format_value(alert.get("value")),
-        "threshold": notes.get("threshold") or labels.get("threshold"),
+        "current_value": notes.get("current_value")
+        or live_value
+        or format_value(alert.get("value")),
+        "threshold": threshold,
+        "threshold_note": None if threshold else condition.note,
+        "comparison": None if given_threshold else condition.comparison,
+        "unit": unit,
+        "for": format_duration(float(hold)) if isinstance(hold, int | float) and hold > 0 else None,
+        "expr": expr or None,
         "labels": labels,
     }
 
 
 class PrometheusAlertSource:
-    """``AlertSource`` reading ``GET {url}/api/v1/alerts``."""
+    """``AlertSource`` reading alerts, their rules and live values from Prometheus."""
 
     layer = "prometheus"
 
@@ -78,13 +161,46 @@ class PrometheusAlertSource:
         self._timeout_s = timeout_s
         self._now = now
 
+    def _get(self, path: str, params: Mapping[str, str]) -> Any:
+        body = get_json("prometheus", f"{self._url}{path}", params, self._timeout_s)
+        return body.get("data")
+
+    def _rules(self) -> list[dict[str, Any]]:
+        data = self._get("/api/v1/rules", {"type": "alert"})
+        groups = data.get("groups") if isinstance(data, dict) else None
+        if not isinstance(groups, list):
+            raise ToolBackendError("prometheus: rules response has no data.groups list")
+        return [
+            rule
+            for group in groups
+            if isinstance(group, dict)
+            for rule in group.get("rules") or []
+            if isinstance(rule, dict) and rule.get("type", "alerting") == "alerting"
+        ]
+
+    def _evaluate(self, lhs: str) -> Any:
+        data = self._get("/api/v1/query", {"query": lhs})
+        if not isinstance(data, dict) or "result" not in data:
+            raise ToolBackendError("prometheus: query response has no data.result")
+        return data["result"]
+
     def fetch_alerts(self, ctx: RunContext | None = None) -> list[dict[str, Any]]:
-        body = get_json("prometheus", f"{self._url}/api/v1/alerts", {}, self._timeout_s)
-        data = body.get("data")
+        data = self._get("/api/v1/alerts", {})
         raw = data.get("alerts") if isinstance(data, dict) else None
         if not isinstance(raw, list):
             raise ToolBackendError("prometheus: response has no data.alerts list")
+        alerts = [a for a in raw if isinstance(a, dict)][:MAX_ALERTS]
+        rules = self._rules() if alerts else []
+        results: dict[str, Any] = {}  # one evaluation per expression, this call only
         now = self._now()
-        items = [map_alert(a, now) for a in raw if isinstance(a, dict)]
+        items = []
+        for alert in alerts:
+            labels = _strings(alert.get("labels"))
+            rule = find_rule(rules, labels)
+            lhs = parse_condition(rule_expr(rule)).lhs if rule else None
+            if lhs and lhs not in results and len(results) < MAX_QUERIES:
+                results[lhs] = self._evaluate(lhs)
+            live = pick_sample(results[lhs], labels) if lhs in results else None
+            items.append(map_alert(alert, now, rule, live))
         items.sort(key=lambda a: (a["active_at"] or "", a["alert_name"]))
         return items

@@ -33,33 +33,64 @@ def _value(value: Any) -> str:
     return str(value)
 
 
-def with_unit(value: Any, unit: Any) -> str:
-    """``97%``, ``4.2 s``: a value and its unit as an alert states them, ``unstated`` if absent."""
+# How a unit is written after a number; a symbol (``%``) follows without a space,
+# any other unit after one.
+UNIT_SYMBOLS: dict[str, str] = {"percent": "%", "seconds": "s"}
+
+
+def with_unit(value: Any, unit: str | None) -> str | None:
+    """``97`` and ``percent`` (or ``%``) → ``97%``; a value already written with its unit stays."""
     if value in (None, ""):
-        return UNSTATED
+        return None
     text = _value(value)
-    unit_text = str(unit or "").strip()
-    if not unit_text or text.endswith(unit_text):
+    try:
+        float(text)
+    except ValueError:
         return text
-    return f"{text}{unit_text}" if not unit_text[0].isalnum() else f"{text} {unit_text}"
+    unit = str(unit or "").strip()
+    if not unit:
+        return text
+    symbol = UNIT_SYMBOLS.get(unit, unit if not unit[0].isalnum() else "")
+    return f"{text}{symbol}" if symbol else f"{text} {unit}"
+
+
+def alert_figures(alert: Mapping[str, Any]) -> dict[str, str]:
+    """The alert's current value and threshold as stated, units attached.
+
+    What the alert does not state reads ``unstated`` — said, never guessed and
+    never left out; a threshold its rule did not let us read is ``unknown`` (the
+    reason is in ``threshold_note``).
+    """
+    unit = alert.get("unit")
+    threshold = with_unit(alert.get("threshold"), unit)
+    if threshold is None:
+        threshold = "unknown" if alert.get("threshold_note") else UNSTATED
+    current = with_unit(alert.get("current_value"), unit) or UNSTATED
+    return {"current": current, "threshold": threshold}
 
 
 def alert_text(alert: Mapping[str, Any]) -> str:
     """``Name, service=…, state=…, current=…, threshold=…, duration=…, pod=…, active_at=…``.
 
-    A value or threshold the alert does not carry reads ``unstated``: said, not
-    guessed. The alert's summary and description follow after ``;`` because
-    some facts (JVM heap 3.8 GB / 4 GB) live only there.
+    Values carry their unit, and a value or threshold the alert does not carry
+    reads ``unstated``; a rule's comparison, ``for`` and the reason an unknown
+    threshold is unknown follow the threshold. The alert's summary and
+    description follow after ``;`` because some facts (JVM heap 3.8 GB / 4 GB)
+    live only there.
     """
+    figures = alert_figures(alert)
     parts = [str(alert.get("alert_name") or "unnamed-alert")]
-    for key in ("service", "state"):
-        if alert.get(key) not in (None, ""):
-            parts.append(f"{key}={_value(alert[key])}")
-    unit = alert.get("unit")
-    parts.append(f"current={with_unit(alert.get('current_value'), unit)}")
-    parts.append(f"threshold={with_unit(alert.get('threshold'), unit)}")
-    if alert.get("duration") not in (None, ""):
-        parts.append(f"duration={alert['duration']}")
+    fields = (
+        ("service", alert.get("service")),
+        ("state", alert.get("state")),
+        ("current", figures["current"]),
+        ("threshold", figures["threshold"]),
+        ("comparison", alert.get("comparison")),
+        ("threshold_note", alert.get("threshold_note")),
+        ("for", alert.get("for")),
+        ("duration", alert.get("duration")),
+    )
+    parts.extend(f"{key}={_value(value)}" for key, value in fields if value not in (None, ""))
     labels: Mapping[str, Any] = alert.get("labels") or {}
     parts.extend(f"{k}={labels[k]}" for k in ALERT_REF_LABELS if labels.get(k))
     if alert.get("active_at"):

@@ -22,10 +22,10 @@ from typing import Literal
 from pydantic import Field, field_validator
 from pydantic_settings import SettingsConfigDict
 
+from tracebound import resources
 from tracebound.errors import ConfigError
 from tracebound.settings import PostgresSettings, TraceboundSettings
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 DEMO_NOW = datetime(2026, 7, 8, 23, 10, 0, tzinfo=UTC)
@@ -52,8 +52,8 @@ class ToolSettings(TraceboundSettings):
     http_timeout_s: float = Field(default=5.0, gt=0, le=120)
     demo_now: datetime = DEMO_NOW
     demo_data_dir: Path = PACKAGE_DIR / "demo_data"
-    runbooks_dir: Path = REPO_ROOT / "runbooks"
-    relevance_rules: Path = REPO_ROOT / "rules" / "knowledge-relevance.json"
+    runbooks_dir: Path = resources.path("runbooks")
+    relevance_rules: Path = resources.path("rules", "knowledge-relevance.json")
     postgres: PostgresSettings = Field(default_factory=PostgresSettings)
 
     @field_validator("demo_now")

@@ -1,0 +1,74 @@
+"""Resolved alerts on the run they resolve: the ``AlertsResolved`` part of a run's state.
+
+The ingest publishes an ``AlertsResolved`` event keyed by the run whose incident
+ended. It is a fact about the run, not a stage: it never changes the run's
+status, and it may arrive before or after the answer. Like the rest of the merge
+state (:mod:`projections.runs`) the part kept here is a join: alerts are kept by
+incident (fingerprint and ``startsAt``) with the latest ``endsAt`` seen, so the
+same events in any order, any number of times, give the same row.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from tracebound.events import Alert, AlertsResolved, Event
+
+State = dict[str, Any]
+SLOT = "resolved"
+# RFC 3339 with up to nine fraction digits (Alertmanager writes nanoseconds).
+_FRACTION = re.compile(r"(\.\d{1,6})\d*")
+
+
+def _moment(text: str) -> datetime | None:
+    """``endsAt`` as a time (fractions past microseconds dropped); None when unreadable."""
+    try:
+        moment = datetime.fromisoformat(_FRACTION.sub(r"\1", text.strip(), count=1))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _entry(alert: Alert) -> dict[str, Any]:
+    return {
+        "fingerprint": alert.fingerprint,
+        "alertname": alert.labels.get("alertname", ""),
+        "labels": dict(alert.labels),
+        "startsAt": alert.startsAt,
+        "endsAt": alert.endsAt,
+    }
+
+
+def merge(state: State, event: Event) -> bool:
+    """Fold an ``AlertsResolved`` into ``state`` in place; returns whether it changed."""
+    if not isinstance(event, AlertsResolved):
+        return False
+    held: dict[str, dict[str, Any]] = state.setdefault(SLOT, {})
+    changed = False
+    for alert in event.alerts:
+        key = f"{alert.fingerprint}@{alert.startsAt}"
+        entry = _entry(alert)
+        known = held.get(key)
+        if known is None or _rank(entry) > _rank(known):
+            held[key] = entry
+            changed = True
+    return changed
+
+
+def _rank(entry: dict[str, Any]) -> tuple[str, str]:
+    """A total order of two reports of one incident: the later end, then the content."""
+    return entry["endsAt"], json.dumps(entry, sort_keys=True)
+
+
+def columns(state: State) -> dict[str, Any]:
+    """``resolved_alerts`` (by ``endsAt``) and ``resolved_at`` (the latest ``endsAt``)."""
+    held = state.get(SLOT) or {}
+    alerts = sorted(held.values(), key=lambda a: (a["endsAt"], a["fingerprint"], a["startsAt"]))
+    ends = [m for m in (_moment(a["endsAt"]) for a in alerts) if m is not None]
+    return {
+        "resolved_at": max(ends).isoformat(timespec="milliseconds") if ends else None,
+        "resolved_alerts": alerts or None,
+    }

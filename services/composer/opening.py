@@ -1,0 +1,98 @@
+"""The opening lines of an alert run's answer: which alerts it is about.
+
+Why from the request: a person reading an answer to an alert first needs to
+know which alert it answers — its name, service, value and since when — before
+any finding. Those facts are the input the run was started with (the alerts the
+request carries), not a conclusion, so they are quoted from it by code after
+the answer guard has screened the findings, and only what an alert carries is
+shown: a value, threshold or unit appears only when a label or annotation
+(``value``/``current_value``, ``threshold``, ``unit``) states it, never invented.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from services.composer.compose import ComposedAnswer
+from services.composer.templates import Phrases, TemplatesFile, phrases
+from tracebound.events import Alert, DiagnosisRequest
+
+VALUE_KEYS = ("value", "current_value")
+WHERE_KEYS = ("service", "instance", "job")
+MAX_ALERT_LINES = 10
+MAX_FIELD_CHARS = 120
+_TIGHT_UNITS = frozenset({"%", "‰"})
+
+
+def _field(alert: Alert, *keys: str) -> str:
+    """The first non-empty annotation or label among ``keys`` (annotations first), trimmed."""
+    for source in (alert.annotations, alert.labels):
+        for key in keys:
+            value = " ".join(str(source.get(key, "")).split())
+            if value:
+                return value[:MAX_FIELD_CHARS]
+    return ""
+
+
+def _with_unit(figure: str, unit: str) -> str:
+    if not unit or figure.endswith(unit):
+        return figure
+    return f"{figure}{unit}" if unit in _TIGHT_UNITS else f"{figure} {unit}"
+
+
+def _since(starts_at: str) -> str:
+    """``startsAt`` as ``YYYY-MM-DD HH:MM:SS UTC``; the raw text when it is not a timestamp."""
+    try:
+        moment = datetime.fromisoformat(starts_at.replace("Z", "+00:00"))
+    except ValueError:
+        return starts_at[:MAX_FIELD_CHARS]
+    if moment.tzinfo is None:
+        return starts_at[:MAX_FIELD_CHARS]
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def alert_line(alert: Alert, p: Phrases) -> str:
+    """One alert: name and service, then value, threshold and start time when it has them."""
+    name = alert.labels.get("alertname") or p.alert_unnamed
+    where = _field(alert, *WHERE_KEYS)
+    subject = p.alert_subject.format(name=name, service=where) if where else name
+    unit = _field(alert, "unit")
+    details: list[str] = []
+    if value := _field(alert, *VALUE_KEYS):
+        details.append(p.alert_value.format(value=_with_unit(value, unit)))
+    if threshold := _field(alert, "threshold"):
+        details.append(p.alert_threshold.format(threshold=_with_unit(threshold, unit)))
+    if alert.startsAt.strip():
+        details.append(p.alert_since.format(since=_since(alert.startsAt.strip())))
+    if not details:
+        return subject
+    return p.alert_line.format(subject=subject, details=p.alert_separator.join(details))
+
+
+def opening_lines(
+    alerts: Sequence[Alert], language: str, templates: TemplatesFile | None = None
+) -> list[str]:
+    """The header and one line per firing alert; empty when the run has none."""
+    firing = [a for a in alerts if a.status == "firing"]
+    if not firing:
+        return []
+    p = phrases(language, templates)
+    lines = [p.alerts_header, *(p.bullet + alert_line(a, p) for a in firing[:MAX_ALERT_LINES])]
+    if len(firing) > MAX_ALERT_LINES:
+        lines.append(p.bullet + p.alerts_more)
+    return lines
+
+
+def with_opening(
+    answer: ComposedAnswer,
+    request: DiagnosisRequest,
+    templates: TemplatesFile | None = None,
+) -> ComposedAnswer:
+    """The answer preceded by the alerts it is about (alert runs only)."""
+    lines = opening_lines(request.alerts, request.language, templates)
+    if not lines:
+        return answer
+    text = "\n".join([*lines, "", answer.user_facing_answer])
+    return dataclasses.replace(answer, user_facing_answer=text)

@@ -1,0 +1,69 @@
+"""An alert run's answer opens with its alerts: name, service, value, threshold, since when."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.composer.compose import ComposedAnswer
+from services.composer.handler import ComposerHandler
+from services.composer.opening import opening_lines, with_opening
+from services.gatekeeper import default_ruleset
+from services.gatekeeper.handler import GatekeeperHandler
+from services.verifier.handler import VerifierHandler, VerifierSettings
+from tests.support import demo_evidence as demo
+from tests.support.evidence_events import evidence_event
+from tracebound.events import Alert, Answer, DiagnosisRequest, Verdict
+
+DISK = Alert(
+    status="firing",
+    labels={"alertname": "HighDiskUsage", "service": "mysql", "threshold": "85"},
+    annotations={"value": "91.5", "unit": "%", "summary": "disk filling"},
+    startsAt="2026-05-04T10:00:00.123+02:00",
+)
+BARE = Alert(status="firing", labels={"alertname": "QueueBacklog", "instance": "10.0.0.7:9100"})
+RESOLVED = Alert(status="resolved", labels={"alertname": "Gone", "service": "x"})
+
+
+def request(*alerts: Alert, language: str = "en") -> DiagnosisRequest:
+    return DiagnosisRequest(mode="AIOPS", query="q", alerts=alerts, language=language)
+
+
+def test_alert_lines_state_only_what_the_alert_carries() -> None:
+    assert opening_lines(request(DISK, BARE, RESOLVED).alerts, "en") == [
+        "Alerts this answer is about:",
+        "- HighDiskUsage on mysql: value 91.5%, threshold 85%, "
+        "firing since 2026-05-04 08:00:00 UTC",
+        "- QueueBacklog on 10.0.0.7:9100",
+    ]
+
+
+def test_chinese_alert_lines() -> None:
+    lines = opening_lines((DISK,), "zh-CN")
+    assert lines == [
+        "本次回答针对的告警：",
+        "- mysql 的 HighDiskUsage：当前值 91.5%，阈值 85%，自 2026-05-04 08:00:00 UTC 起触发",
+    ]
+
+
+@pytest.mark.parametrize("alerts", [(), (RESOLVED,)])
+def test_runs_without_firing_alerts_keep_their_answer(alerts: tuple[Alert, ...]) -> None:
+    answer = ComposedAnswer("s", (), "body")
+    assert with_opening(answer, request(*alerts)) is answer
+
+
+def verdict(req: DiagnosisRequest) -> Verdict:
+    so = next(s for s in demo.scenarios() if s.name == "narrow-highcpu").structured_output
+    event = evidence_event(so, demo.tool_invocations())
+    [gate] = GatekeeperHandler(default_ruleset())(event)
+    [out] = VerifierHandler(VerifierSettings(max_rounds=1))(gate)
+    assert isinstance(out, Verdict)
+    return out.model_copy(update={"request": req})
+
+
+def test_the_answer_opens_with_the_alerts_before_the_findings() -> None:
+    [answer] = ComposerHandler()(verdict(request(DISK)))
+    assert isinstance(answer, Answer) and answer.guard.ok
+    lines = answer.user_facing_answer.splitlines()
+    assert lines[0] == "Alerts this answer is about:"
+    assert lines[1].startswith("- HighDiskUsage on mysql: value 91.5%")
+    assert lines[2] == "" and lines[3] == "Verified findings:"
