@@ -42,7 +42,7 @@ TEMPLATE_KEYS = (
     "missing_uncovered",
     "missing_contradicted",
 )
-FACT_KEYS = ("current", "threshold", "duration", "since", "separator")
+FACT_KEYS = ("current", "threshold", "duration", "since", "summary", "separator")
 _ARRAYS = {"query_metrics": "alerts", "query_logs": "logs", "lookup_knowledge": "evidence_blocks"}
 
 
@@ -113,6 +113,10 @@ def _alert_facts(item: Mapping[str, Any], lang: str) -> str:
     target = next((k for k in ALERT_REF_LABELS if labels.get(k)), None)
     if target is not None:
         facts.append(f"{target} {labels[target]}")
+    # the alert's own words, where a rule's template often wrote the value
+    summary = " ".join(str(item.get("summary") or "").split())
+    if summary:
+        facts.append(t["summary"][lang].format(value=summary))
     return str(t["separator"][lang]).join(facts)
 
 

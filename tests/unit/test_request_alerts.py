@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import urllib.parse
 from datetime import UTC, datetime
 from typing import Any
 
@@ -118,9 +119,9 @@ def test_every_firing_pod_is_a_claim_with_its_value() -> None:
     texts = [c["claim_text"] for c in evidence["claims"]]
     assert texts == [
         "checkout-service has a firing HighCPUUsage alert: current 97%, threshold 80%, for 2s, "
-        "pod checkout-7f9-a.",
+        'pod checkout-7f9-a, summary "CPU high on checkout-7f9-a".',
         "checkout-service has a firing HighCPUUsage alert: current 88%, threshold 80%, for 2s, "
-        "pod checkout-7f9-b.",
+        'pod checkout-7f9-b, summary "CPU high on checkout-7f9-b".',
     ]
     assert evidence["missing_info"] == []
     assert gate.invocations[0].backend == ToolBackend(name="request")
@@ -133,13 +134,35 @@ def test_an_absent_value_is_stated_as_unstated_never_invented_or_dashed() -> Non
     (claim,) = evidence["claims"]
     assert claim["claim_text"] == (
         f"checkout-service has a firing HighCPUUsage alert: current {UNSTATED}, "
-        f"threshold {UNSTATED}, for 2s, pod checkout-7f9-a."
+        f"threshold {UNSTATED}, for 2s, pod checkout-7f9-a, "
+        'summary "CPU high on checkout-7f9-a".'
     )
     assert "-," not in claim["claim_text"]
     assert (
         f"current={UNSTATED}, threshold={UNSTATED}"
         in claim["evidence_bindings"][0]["evidence_excerpt"]
     )
+
+
+def test_the_generator_url_gives_threshold_and_unit_and_the_summary_the_value() -> None:
+    expr = urllib.parse.quote('checkout_cpu_usage_percent{tb_test="x"} > 90')
+    alert = cpu_alert("checkout-7f9-a", None).model_copy(
+        update={
+            "annotations": {"summary": "checkout-service CPU busy at 97 on checkout-7f9-a"},
+            "generatorURL": f"http://prometheus.test:9090/graph?g0.expr={expr}&g0.tab=1",
+        }
+    )
+    evidence, gate = round_of(request(alert), [CPU_FILTER])
+    item = gate.invocations[0].output["alerts"][0]
+    assert (item["threshold"], item["comparison"], item["unit"]) == ("90", ">", "percent")
+    assert item["current_value"] is None  # the alert states it only in its summary
+    (claim,) = evidence["claims"]
+    assert claim["claim_text"] == (
+        f"checkout-service has a firing HighCPUUsage alert: current {UNSTATED}, threshold 90%, "
+        'for 2s, pod checkout-7f9-a, summary "checkout-service CPU busy at 97 on checkout-7f9-a".'
+    )
+    excerpt = claim["evidence_bindings"][0]["evidence_excerpt"]
+    assert "threshold=90%, comparison=>" in excerpt and "busy at 97" in excerpt
 
 
 def test_an_alert_cut_by_the_claim_budget_is_named_in_missing_info() -> None:

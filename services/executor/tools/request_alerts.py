@@ -7,8 +7,12 @@ metrics-envelope item recorded by code, exactly like a Prometheus or demo item.
 
 Values are read, never guessed: the current value, threshold and unit come from
 the alert's own annotations or labels under the common names (``value`` /
-``current_value``, ``threshold``, ``unit``); when the alert does not carry
-them the item says ``None`` and the texts built from it say "unstated".
+``current_value``, ``threshold``, ``unit``). What they do not say, the
+expression in the alert's own ``generatorURL`` may: its comparison gives the
+threshold and its metric's name the unit (the same reading the Prometheus
+backend applies to a rule). Whatever stays unknown is ``None`` in the item and
+"unstated" in every text built from it; the summary and description are kept
+so a claim can quote the value a rule's template wrote into them.
 Durations are measured from ``startsAt`` to the request time, so a replay
 gives the same text as the first run.
 """
@@ -21,7 +25,8 @@ from typing import Any
 
 from services.executor.tools.base import RunContext, ToolBackendError
 from services.executor.tools.demo_env import format_duration, iso_utc
-from services.executor.tools.prometheus import parse_time
+from services.executor.tools.prometheus import format_value, parse_time
+from services.executor.tools.promrules import generator_expr, parse_condition, unit_of
 from tracebound.events import Alert
 from tracebound.events.records import EPOCH
 
@@ -60,6 +65,13 @@ def map_request_alert(alert: Alert, requested_at: datetime) -> dict[str, Any]:
     duration = None
     if started is not None and until is not None and until >= started:
         duration = format_duration((until - started).total_seconds())
+    expr = generator_expr(alert.generatorURL)
+    condition = parse_condition(expr) if expr else None
+    given_threshold = _first(THRESHOLD_KEYS, notes, labels)
+    threshold = given_threshold or (format_value(condition.threshold) if condition else None)
+    unit = _first(UNIT_KEYS, notes, labels)
+    if unit is None and condition is not None and condition.lhs:
+        unit = unit_of(condition.lhs)
     return {
         "alert_name": labels.get("alertname", ""),
         "service": _first(SERVICE_LABELS, labels),
@@ -70,8 +82,10 @@ def map_request_alert(alert: Alert, requested_at: datetime) -> dict[str, Any]:
         "active_at": iso_utc(started) if started else None,
         "duration": duration,
         "current_value": _first(VALUE_KEYS, notes, labels),
-        "threshold": _first(THRESHOLD_KEYS, notes, labels),
-        "unit": _first(UNIT_KEYS, notes, labels),
+        "threshold": threshold,
+        "comparison": None if given_threshold or not condition else condition.comparison,
+        "unit": unit,
+        "expr": expr,
         "labels": labels,
         "annotations": notes,
         "generatorURL": alert.generatorURL,
