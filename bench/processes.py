@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.report import log
+from services.executor.tools.settings import DEMO_ENV
 from tracebound.settings import StackSettings
 from tracebound.stack.services import service_states, start_services, stop_services
 
@@ -50,7 +51,7 @@ class Roles:
     def __init__(self, stack_env: Mapping[str, str]) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="tracebound-bench-roles-"))
         self.settings = StackSettings(state_dir=self.folder)
-        self.env = dict(stack_env)
+        self.env = {**stack_env, **DEMO_ENV}  # the benchmark runs on the demo environment
         for role in ROLES:
             self.env[f"TRACEBOUND_{role.upper()}_MODE"] = "rules"
 

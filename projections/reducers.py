@@ -33,6 +33,7 @@ def invocation_row(event: ToolInvoked) -> dict[str, Any]:
         "output": inv.output,
         "output_preview": inv.output_preview,
         "retrieval_layer": inv.retrieval_layer,
+        "backend": inv.backend.model_dump(mode="json") if inv.backend else None,
         "l0_match_count": inv.l0_match_count,
         "l1_match_count": inv.l1_match_count,
         "retrieval_details": details.model_dump(mode="json") if details else None,

@@ -39,6 +39,7 @@ JSON_COLUMNS = {
     "merge_state",
     "input_params",
     "output",
+    "backend",
     "retrieval_details",
 }
 

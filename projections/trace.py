@@ -26,6 +26,7 @@ from psycopg.rows import dict_row
 from projections.row_values import as_dict, as_list, epoch_ms, jsonable
 from projections.trace_claims import claims, gate_notes, note
 from projections.views import TRACE_VERSION, Trace
+from tracebound.events import ToolBackend
 
 Connection = psycopg.Connection[Any]
 Row = Mapping[str, Any]
@@ -108,6 +109,13 @@ def _timeline(run: Row) -> list[dict[str, Any]]:
     return stages
 
 
+def backend_label(value: Any) -> str | None:
+    """``prometheus (http://prom:9090)`` from the stored backend; None if not recorded."""
+    if not isinstance(value, Mapping) or not value.get("name"):
+        return None
+    return ToolBackend(name=str(value["name"]), url=str(value.get("url") or "")).label()
+
+
 def _invocation(inv: Row, start: int | None) -> dict[str, Any]:
     details = as_dict(inv.get("retrieval_details"))
     at = epoch_ms(inv.get("created_at"))
@@ -123,6 +131,7 @@ def _invocation(inv: Row, start: int | None) -> dict[str, Any]:
         "at_ms": None if start is None or at is None else at - start,
         "output_preview": inv.get("output_preview"),
         "retrieval_layer": inv.get("retrieval_layer"),
+        "backend": backend_label(inv.get("backend")),
         "evidence_status": details.get("evidence_status"),
         "evidence_refs": jsonable(as_list(details.get("evidence_refs"))),
     }

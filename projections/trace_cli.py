@@ -187,6 +187,7 @@ def _timings(t: Trace) -> list[str]:
         lines.append(
             f"  {clean(inv.get('source_invocation_id'))} {clean(inv.get('tool_name'))}"
             f" round {clean(inv.get('round'))} {'ok' if inv.get('success') else 'FAILED'}"
+            f" {clean(inv.get('evidence_status'))} via {clean(inv.get('backend'))}"
             f" {_ms(inv.get('duration_ms'))} {clean(inv.get('input_params'))}"
         )
     steps = t.get("agent_steps") or []

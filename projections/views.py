@@ -284,6 +284,7 @@ class TraceInvocation(View):
     at_ms: int | None
     output_preview: str | None
     retrieval_layer: str | None
+    backend: str | None = None  # name (url) of the backend that answered; None before recorded
     evidence_status: str | None
     evidence_refs: list[JsonValue]
 

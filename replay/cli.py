@@ -212,9 +212,12 @@ def run_eval(args: argparse.Namespace) -> int:
         tools = frozen.tools()
         candidate["tools"] = f"frozen:{args.frozen}"
     else:
-        from services.executor.tools import build_tools  # noqa: PLC0415 - live tools only here
+        from services.executor.tools import (  # noqa: PLC0415 - live tools only here
+            ToolSettings,
+            build_tools,
+        )
 
-        tools = build_tools()
+        tools = build_tools(ToolSettings.demo())  # the cases are written for the demo data
         candidate["tools"] = "live demo environment"
     ruleset = load_ruleset(args.rules) if args.rules else None
     chain = Chain.build(tools, ruleset=ruleset, model=_model(args))

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from services.executor.tools import PARAMS_MODELS
 from services.executor.tools.base import EvidenceTool, RunContext, ToolOutcome, failed_outcome
-from tracebound.events import ToolInvocation
+from tracebound.events import ToolBackend, ToolInvocation
 
 FROZEN_LAYER = "frozen"
 
@@ -57,6 +57,7 @@ def outcome_of(inv: ToolInvocation) -> ToolOutcome:
         l0_match_count=inv.l0_match_count,
         l1_match_count=inv.l1_match_count,
         output_preview=inv.output_preview,
+        backend=inv.backend,
     )
 
 
@@ -110,6 +111,7 @@ class FrozenTool:
     params_model: type[BaseModel]
     frozen: FrozenTools
     description: str = "recorded outputs of this tool"
+    backend: ToolBackend = field(default_factory=lambda: ToolBackend(name=FROZEN_LAYER))
 
     def run(self, params: BaseModel, ctx: RunContext) -> ToolOutcome:
         return self.frozen.answer(self.name, params)
@@ -122,11 +124,12 @@ class FailingTool:
     name: str
     description: str
     params_model: type[BaseModel]
+    backend: ToolBackend
     reason: str = "injected fault: backend unavailable"
 
     @classmethod
     def wrapping(cls, inner: EvidenceTool) -> FailingTool:
-        return cls(inner.name, inner.description, inner.params_model)
+        return cls(inner.name, inner.description, inner.params_model, inner.backend)
 
     def run(self, params: BaseModel, ctx: RunContext) -> ToolOutcome:
         return failed_outcome({}, f"{self.name}: {self.reason}", "fault")

@@ -132,6 +132,7 @@ def tools(t: Trace) -> str:
     rows = join(
         f"<tr><td class='mono'>{esc(i.get('source_invocation_id'))}</td>"
         f"<td><code>{esc(i.get('tool_name'))}</code></td><td class='num'>{esc(i.get('round'))}</td>"
+        f"<td>{esc(i.get('backend') or '-')}</td>"
         f"<td>{badge('ok', 'ok') if i.get('success') else badge('fail', 'failed')}"
         f" {esc(i.get('evidence_status'))}</td>"
         f"<td class='num'>{ms_text(i.get('duration_ms'))}</td>"
@@ -143,8 +144,8 @@ def tools(t: Trace) -> str:
         return "<h2>Tool invocations</h2><div class='card none'>none</div>"
     return (
         "<h2>Tool invocations</h2><table><tr><th>invocation</th><th>tool</th>"
-        "<th class='num'>round</th><th>status</th><th class='num'>duration</th><th>params</th>"
-        f"<th>output</th></tr>{rows}</table>"
+        "<th class='num'>round</th><th>backend</th><th>status</th><th class='num'>duration</th>"
+        f"<th>params</th><th>output</th></tr>{rows}</table>"
     )
 
 

@@ -5,7 +5,9 @@ with the alerts it is about (``opening``, quoted from the request). Every answer
 passes the answer guard; a violating one is replaced by the safe template answer and the
 violations are recorded in the ``Answer`` event. With a model the answer is
 model-written (``llm_composer``) and guarded the same way; REJECT, endpoint
-trouble and unparseable replies get the template answer. The model's
+trouble and unparseable replies get the template answer. An answer whose
+round ran any tool on the demo environment ends with the demo note, whoever
+wrote it, so demo data is never mistaken for the monitored system. The model's
 ``AgentStep`` events are returned with the ``Answer`` so they commit in the
 same transaction.
 """
@@ -21,14 +23,25 @@ from services.composer.llm_composer import (
     composer_prompt,
 )
 from services.composer.opening import with_opening
+from services.composer.templates import phrases
 from services.verifier.handler import merged_audit
-from tracebound.events import Answer, Event, Verdict
+from tracebound.events import Answer, ComposerInput, Event, Verdict
 from tracebound.events.records import EPOCH as EPOCH_START
 from tracebound.llm import ChatModel, StepRecorder
 
 SERVICE = "composer"
 FINAL_STATUS = {"PASS": "answered", "LOW_CONFID": "degraded", "REJECT": "degraded"}
 # A deadline verdict (from the sentinel) means the run could not be completed.
+
+
+DEMO_BACKEND = "demo"
+
+
+def with_demo_note(text: str, material: ComposerInput, language: str) -> str:
+    """``text`` plus the demo note when any tool of the round answered from the demo."""
+    if DEMO_BACKEND not in material.evidence_backends:
+        return text
+    return f"{text}\n\n{phrases(language).demo_note}"
 
 
 def latency_ms(requested_at: datetime, now: datetime | None = None) -> int:
@@ -58,7 +71,9 @@ class ComposerHandler:
             SERVICE,
             answer_summary=composed.answer_summary,
             recommended_actions=composed.recommended_actions,
-            user_facing_answer=composed.user_facing_answer,
+            user_facing_answer=with_demo_note(
+                composed.user_facing_answer, event.composer_input, event.request.language
+            ),
             verdict=event.verdict,
             language=event.request.language,
             guard=result.guard,

@@ -54,6 +54,7 @@ class Phrases(BaseModel):
     reject_intro: str
     reject_summary: str
     no_claims_summary: str
+    demo_note: str
     bullet: str
     alerts_header: str
     alerts_more: str

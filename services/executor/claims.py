@@ -7,6 +7,10 @@ Runbook knowledge never becomes a claim about the current environment (contract
 section 2.4): each item of a runbook's likely-causes section becomes one labelled,
 unverified hypothesis and each item of its checks section one next step, as
 plain lines; other sections (symptoms among them) become neither.
+A tool that could not run (no backend configured, refused, 5xx, timeout) gives
+no claim at all — only a "<kind> unavailable" line in ``missing_info`` — and
+every firing alert of the request ends up in a claim or in ``missing_info``
+(``coverage``).
 """
 
 from __future__ import annotations
@@ -16,24 +20,29 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from services.executor.tools.refs import alert_figures
+from services.executor import coverage
+from services.executor.tools.refs import ALERT_REF_LABELS, alert_figures
 from services.executor.tools.runbook_items import section_items, section_kind
 from tracebound import resources
 from tracebound.errors import ConfigError
-from tracebound.events import ExecutionPlan, ToolInvocation
+from tracebound.events import Alert, ExecutionPlan, ToolInvocation
 
 CLAIMS_PATH = resources.path("rules", "executor-claims.json")
 NO_EVIDENCE = "$.no_evidence"
 ANSWER_VERSION = "executor_evidence_v2"
 TEMPLATE_KEYS = (
     "alert",
+    "alert_unscoped",
     "log",
     "negative",
     "hypothesis",
     "action",
     "missing_failed",
     "missing_none",
+    "missing_uncovered",
+    "missing_contradicted",
 )
+FACT_KEYS = ("current", "threshold", "duration", "since", "summary", "separator")
 _ARRAYS = {"query_metrics": "alerts", "query_logs": "logs", "lookup_knowledge": "evidence_blocks"}
 
 
@@ -46,6 +55,10 @@ def templates() -> dict[str, Any]:
     for key in TEMPLATE_KEYS:
         if not all(isinstance(data.get(key, {}).get(lang), str) for lang in ("en", "zh")):
             raise ConfigError(f"claim templates {CLAIMS_PATH}: {key} needs en and zh text")
+    facts = data.get("alert_facts", {})
+    for key in FACT_KEYS:
+        if not all(isinstance(facts.get(key, {}).get(lang), str) for lang in ("en", "zh")):
+            raise ConfigError(f"claim templates {CLAIMS_PATH}: alert_facts.{key} needs en and zh")
     sections = data.get("runbook_sections", {})
     if not all(isinstance(sections.get(k), list) for k in ("causes", "checks")):
         raise ConfigError(f"claim templates {CLAIMS_PATH}: runbook_sections needs causes, checks")
@@ -83,6 +96,30 @@ def _fill(template: str, values: Mapping[str, Any]) -> str:
     return template.format(**{k: ("-" if v in (None, "") else v) for k, v in values.items()})
 
 
+def _alert_facts(item: Mapping[str, Any], lang: str) -> str:
+    """``current 97%, threshold 80%, for 2m, pod p``; an absent value reads "unstated"."""
+    t = templates()["alert_facts"]
+    figures = alert_figures(item)
+    facts = [
+        t["current"][lang].format(value=figures["current"]),
+        t["threshold"][lang].format(value=figures["threshold"]),
+    ]
+    if item.get("duration"):
+        facts.append(t["duration"][lang].format(value=item["duration"]))
+    elif item.get("active_at"):
+        facts.append(t["since"][lang].format(value=item["active_at"]))
+    labels: Mapping[str, Any] = item.get("labels") or {}
+    # which pod (else instance): two alerts of one service differ only there
+    target = next((k for k in ALERT_REF_LABELS if labels.get(k)), None)
+    if target is not None:
+        facts.append(f"{target} {labels[target]}")
+    # the alert's own words, where a rule's template often wrote the value
+    summary = " ".join(str(item.get("summary") or "").split())
+    if summary:
+        facts.append(t["summary"][lang].format(value=summary))
+    return str(t["separator"][lang]).join(facts)
+
+
 def _observation_text(inv: ToolInvocation, item: Mapping[str, Any], lang: str) -> str | None:
     t = templates()
     if inv.tool_name == "query_metrics":
@@ -90,10 +127,9 @@ def _observation_text(inv: ToolInvocation, item: Mapping[str, Any], lang: str) -
             "service": item.get("service"),
             "state": item.get("state"),
             "alert_name": item.get("alert_name"),
-            **alert_figures(item),
-            "duration": item.get("duration"),
+            "facts": _alert_facts(item, lang),
         }
-        return _fill(t["alert"][lang], values)
+        return _fill(t["alert" if item.get("service") else "alert_unscoped"][lang], values)
     if inv.tool_name == "query_logs":
         keys = ("timestamp", "service", "level", "message")
         return _fill(t["log"][lang], {k: item.get(k) for k in keys})
@@ -110,10 +146,14 @@ def _relevant(item: Mapping[str, Any], focus: ExecutionPlan) -> bool:
 class _Round:
     """Accumulates the parts of one structured output while walking the trace."""
 
-    def __init__(self, focus: ExecutionPlan, lang: str, narrow: bool) -> None:
+    def __init__(
+        self, focus: ExecutionPlan, lang: str, narrow: bool, alerts: Sequence[Alert]
+    ) -> None:
         self.focus, self.lang, self.narrow = focus, lang, narrow
+        self.firing = coverage.firing(alerts)
         self.t = templates()
         self.claims: list[dict[str, Any]] = []
+        self.items: dict[str, Mapping[str, Any]] = {}  # claim text -> cited metrics item
         self.hypotheses: list[str] = []
         self.actions: list[str] = []
         self.missing: list[str] = []
@@ -121,11 +161,21 @@ class _Round:
     def text(self, key: str, **values: Any) -> str:
         return _fill(self.t[key][self.lang], values)
 
+    def kind(self, tool: str) -> str:
+        """What a tool returns, in words: logs, alerts, runbook sections."""
+        kinds = self.t["kinds"]
+        return str(kinds.get(tool, kinds["query_logs"])[self.lang])
+
     def add(self, inv: ToolInvocation) -> None:
         details = inv.retrieval_details
         if details is None or not inv.success:
             self.missing.append(
-                self.text("missing_failed", tool=inv.tool_name, error=inv.error_message)
+                self.text(
+                    "missing_failed",
+                    kind=self.kind(inv.tool_name),
+                    tool=inv.tool_name,
+                    error=inv.error_message,
+                )
             )
             return
         for ref in details.evidence_refs:
@@ -143,6 +193,8 @@ class _Round:
             if wording and _relevant(item, self.focus):
                 binding = _binding(inv, ref.raw_path, ref.text)
                 self.claims.append(_claim("observation", wording, [binding]))
+                if inv.tool_name == "query_metrics":
+                    self.items[wording] = item
 
     def knowledge(self, inv: ToolInvocation, block: Mapping[str, Any]) -> None:
         """A runbook block's causes as hypotheses and its checks as steps, one line each.
@@ -168,8 +220,17 @@ class _Round:
         query = params.get("query") or " ".join(
             str(params[k]) for k in ("alert_name", "service") if params.get(k)
         )
-        kind = self.t["kinds"].get(inv.tool_name, self.t["kinds"]["query_logs"])[self.lang]
-        wording = self.text("negative", kind=kind, query=query or "-")
+        if inv.tool_name == "query_metrics" and any(
+            coverage.filter_matches(params, a) for a in self.firing
+        ):
+            # the request carries this alert firing: its absence from the backend
+            # is a gap of that backend, never "no matching evidence"
+            backend = inv.backend.name if inv.backend else "-"
+            self.missing.append(
+                self.text("missing_contradicted", tool=inv.tool_name, backend=backend, query=query)
+            )
+            return
+        wording = self.text("negative", kind=self.kind(inv.tool_name), query=query or "-")
         self.claims.append(
             _claim("negative_observation", wording, [_binding(inv, raw_path, ref_text)])
         )
@@ -183,13 +244,21 @@ def build_evidence(
     *,
     narrow: bool,
     max_claims: int,
+    alerts: Sequence[Alert] = (),
 ) -> dict[str, Any]:
-    """The structured output for one round, from the code-recorded tool trace."""
-    acc = _Round(focus, _lang(language), narrow)
+    """The structured output for one round, from the code-recorded tool trace.
+
+    ``alerts`` are the request's: each firing one not covered by a kept claim
+    is named in ``missing_info``.
+    """
+    acc = _Round(focus, _lang(language), narrow, alerts)
     for inv in trace:
         acc.add(inv)
     kept = [dict(c, claim_id=f"claim-{i}") for i, c in enumerate(acc.claims, start=1)]
     kept = kept[:max_claims]
+    observed = [acc.items[c["claim_text"]] for c in kept if c["claim_text"] in acc.items]
+    for alert in coverage.uncovered(alerts, observed):
+        acc.missing.append(acc.text("missing_uncovered", alert=coverage.alert_label(alert)))
     return {
         "answer_version": ANSWER_VERSION,
         "claims": kept,

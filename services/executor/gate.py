@@ -5,7 +5,8 @@ It enforces in code what a prompt can only ask for (harness seed §9, contract
 duplicate calls (same tool, same normalised parameters), a per-tool failure
 limit, a timeout per call, and — in narrow-scope tasks — no widening of a query
 after it returned ``$.no_evidence``. It also records each call as the
-``tool_invocation`` the gatekeeper later checks citations against.
+``tool_invocation`` the gatekeeper later checks citations against, with the
+backend that answered it, and hands the tools the request's alerts and time.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from services.executor.ids import invocation_id
 from services.executor.settings import ExecutorSettings
 from services.executor.tools.base import EvidenceTool, RunContext, ToolOutcome
 from tracebound.errors import TransientError
-from tracebound.events import RetrievalDetails, ToolInvocation
+from tracebound.events import DiagnosisRequest, RetrievalDetails, ToolBackend, ToolInvocation
 
 NO_EVIDENCE = "no_evidence"
 _POOL = ThreadPoolExecutor(4, thread_name_prefix="tool")
@@ -63,6 +64,7 @@ class ToolGate:
     run_id: str
     round_no: int
     narrow: bool
+    request: DiagnosisRequest | None = None
     ctx: RunContext = field(init=False)
     invocations: list[ToolInvocation] = field(default_factory=list)
     refusals: list[Refusal] = field(default_factory=list)
@@ -72,6 +74,9 @@ class ToolGate:
 
     def __post_init__(self) -> None:
         self.ctx = RunContext(run_id=self.run_id)
+        if self.request is not None:
+            self.ctx.alerts = self.request.alerts
+            self.ctx.requested_at = self.request.requested_at
 
     def call(self, tool_name: str, raw_params: Mapping[str, Any]) -> ToolInvocation | Refusal:
         tool = self.tools.get(tool_name)
@@ -136,9 +141,14 @@ class ToolGate:
             success=outcome.success,
             error_message=outcome.error_message,
             round=self.round_no,
+            backend=outcome.backend or self._backend(tool_name),
         )
         self.invocations.append(invocation)
         return invocation
+
+    def _backend(self, tool_name: str) -> ToolBackend | None:
+        tool = self.tools.get(tool_name)
+        return tool.backend if tool is not None else None
 
     def _refuse(self, tool_name: str, params: Mapping[str, Any], reason: str) -> Refusal:
         refusal = Refusal(tool_name, dict(params), reason)

@@ -107,7 +107,12 @@ class ExecutorHandler:
         job = Job.of(event)
         execution, skill_refs = self._execution(job)
         gate = ToolGate(
-            self.tools, self.settings, event.run_id, job.round_no, job.plan.narrow_scope
+            self.tools,
+            self.settings,
+            event.run_id,
+            job.round_no,
+            job.plan.narrow_scope,
+            job.request,
         )
         result = self._llm_round(event, job, gate) if self.model is not None else None
         if result is None or (result.structured is None and result.status.status == "valid"):
@@ -202,6 +207,7 @@ class ExecutorHandler:
             gate.invocations,
             execution,
             job.request.language,
+            alerts=job.request.alerts,
             narrow=narrow,
             max_claims=limit,
         )

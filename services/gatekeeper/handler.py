@@ -38,6 +38,7 @@ def trace_summary(trace: Sequence[ToolInvocation]) -> tuple[ToolTraceEntry, ...]
                 evidence_status=details.evidence_status if details else "unknown",
                 raw_paths=tuple(r.raw_path for r in details.evidence_refs) if details else (),
                 input_summary=params[:INPUT_SUMMARY_CHARS],
+                backend=inv.backend,
             )
         )
     return tuple(entries)

@@ -1,9 +1,11 @@
 """``tracebound demo``: the main job, end to end, through the ingest's HTTP API.
 
-It starts the stack and every service, posts the demo alerts the way a real
-Alertmanager would (one webhook group), asks the demo questions through the chat
-API, and waits for every answer through the same API — so one command proves
-the whole path a user depends on. Exit 0 only if every request was answered.
+It starts the stack and every service with the evidence tools on the demo
+environment (:data:`DEMO_ENV`: the demo is asked for here, and only here), posts
+the demo alerts the way a real Alertmanager would (one webhook group), asks the
+demo questions through the chat API, and waits for every answer through the same
+API — so one command proves the whole path a user depends on. Every answer ends
+with the demo note. Exit 0 only if every request was answered.
 """
 
 from __future__ import annotations
@@ -171,7 +173,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
     settings = IngestSettings()
     print("starting the local stack and every service…", file=sys.stderr)
-    status = stack.up(StackSettings(), services=True)
+    from services.executor.tools.settings import DEMO_ENV  # noqa: PLC0415
+
+    status = stack.up(StackSettings(), services=True, env=DEMO_ENV)
     if not status.healthy:
         raise StackError("the stack is not healthy; see `tracebound status`")
     client = IngestClient(settings)

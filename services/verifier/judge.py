@@ -187,6 +187,9 @@ def verify(
         missing_info=missing,
         recommended_actions=tuple(actions),
         rationale=rationale,
+        evidence_backends=tuple(
+            dict.fromkeys(e.backend.name for e in inp.tool_trace_summary if e.backend)
+        ),
     )
 
     failed = tuple(j.check.claim_id for j in judgements if j.check.status != SUPPORTED)

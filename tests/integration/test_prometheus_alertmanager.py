@@ -203,7 +203,7 @@ def test_alert_groups_become_truthful_runs(
     with (
         ingest_server(model.env(), tmp_path / "ingest.log", port) as url,
         httpx.Client(base_url=url, timeout=30, trust_env=False) as client,
-        running_pipeline(stack, tmp_path / "pipeline"),
+        running_pipeline(stack, tmp_path / "pipeline", demo=False),  # a fresh install's tools
     ):
         run_id = first_run(mon, run_events, tag)
         answer = answered(stack, run_id)
@@ -256,7 +256,7 @@ def test_prometheus_backend_claims_cite_prometheus(
     }
     with (
         ingest_server(stack.env(), tmp_path / "ingest.log", port),
-        running_pipeline(stack, tmp_path / "pipeline", env=backend),
+        running_pipeline(stack, tmp_path / "pipeline", env=backend, demo=False),
     ):
         run_id = first_run(mon, run_events, tag)
         answer = answered(stack, run_id)

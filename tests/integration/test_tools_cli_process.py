@@ -7,6 +7,7 @@ import subprocess
 import sys
 from typing import Any
 
+from services.executor.tools.settings import DEMO_ENV
 from tests.support.kafka_io import REPO
 from tests.support.stack import StackHandle
 
@@ -15,7 +16,8 @@ def tool(stack: StackHandle, *args: str) -> subprocess.CompletedProcess[str]:
     env = stack.env()
     for key in list(env):
         if key.startswith("TRACEBOUND_TOOLS_"):
-            del env[key]  # the embedded demo backends, whatever the caller's shell says
+            del env[key]  # whatever the caller's shell says: the demo backends, asked for
+    env.update(DEMO_ENV)
     return subprocess.run(
         [sys.executable, "-m", "tracebound.cli", "tool", *args],
         cwd=REPO,

@@ -14,6 +14,11 @@ from tracebound.events import Answer, Event
 from tracebound.settings import StackSettings
 from tracebound.stack.services import start_services, stop_services
 
+# The tool backends of a fresh install, stated so no inherited setting leaks in.
+INSTALL_DEFAULTS = {
+    "TRACEBOUND_TOOLS_METRICS_BACKEND": "request",
+    "TRACEBOUND_TOOLS_LOGS_BACKEND": "none",
+}
 ROLES = ("planner", "executor", "gatekeeper", "verifier", "composer")
 
 
@@ -23,10 +28,19 @@ def running_pipeline(
     state_dir: Path,
     env: Mapping[str, str] | None = None,
     roles: tuple[str, ...] = ROLES,
+    *,
+    demo: bool = True,
 ) -> Iterator[StackSettings]:
-    """The five roles (or ``roles``) as separate processes, as ``tracebound up`` runs them."""
+    """The five roles (or ``roles``) as separate processes, as ``tracebound up`` runs them.
+
+    The evidence tools answer from the demo environment unless ``demo`` is false;
+    then they run with the defaults of a fresh install (the request's own alerts,
+    no logs backend).
+    """
     settings = StackSettings(state_dir=state_dir)
     full_env = {k: v for k, v in stack.env().items() if k.startswith("TRACEBOUND_")}
+    if not demo:
+        full_env.update(INSTALL_DEFAULTS)
     full_env.update(env or {})
     start_services(settings, full_env, roles)
     try:

@@ -10,6 +10,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from services.executor.tools.settings import DEMO_ENV
 from tracebound import resources
 from tracebound.settings import KafkaSettings, PostgresSettings, StackSettings
 
@@ -35,6 +36,7 @@ class StackHandle:
         env = dict(os.environ)
         env["TRACEBOUND_KAFKA_BOOTSTRAP_SERVERS"] = self.bootstrap
         env["TRACEBOUND_PG_DSN"] = self.pg_dsn
+        env.update(DEMO_ENV)  # the tests' data is the demo environment, asked for explicitly
         return resources.child_env(env)
 
     def stop_broker(self) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from services.composer.guard import safe_answer
 from services.composer.handler import ComposerHandler
+from services.composer.templates import default_templates
 from services.gatekeeper import default_ruleset
 from services.gatekeeper.handler import GatekeeperHandler
 from services.verifier.handler import VerifierHandler, VerifierSettings
@@ -187,3 +188,21 @@ def test_model_down_gives_the_rules_answer(
     rules, _ = run(verdict)
     assert answer.model_dump(exclude=ENVELOPE) == rules.model_dump(exclude=ENVELOPE)
     assert step.agent_name == "chat_composer"
+
+
+def test_an_answer_built_on_demo_data_says_so_whoever_wrote_it(server: fake.FakeOpenAI) -> None:
+    verdict = verdict_for("narrow-highcpu")
+    assert not verdict.composer_input.evidence_backends  # recorded without backends: no note
+    assert "演示证据" not in run(verdict)[0].user_facing_answer
+    material = verdict.composer_input.model_copy(
+        update={"evidence_backends": ("demo", "knowledge-base")}
+    )
+    on_demo = verdict.model_copy(update={"composer_input": material})
+    note = default_templates().languages["zh"].demo_note
+    rules_answer, _ = run(on_demo)
+    assert rules_answer.user_facing_answer.endswith("\n\n" + note)
+    model_answer, _ = run(on_demo, server, reply(CPU_ANSWER))
+    assert model_answer.user_facing_answer == f"{CPU_ANSWER}\n\n{note}"
+    live = material.model_copy(update={"evidence_backends": ("request", "none")})
+    live_answer, _ = run(verdict.model_copy(update={"composer_input": live}))
+    assert note not in live_answer.user_facing_answer

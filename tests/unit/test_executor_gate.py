@@ -11,7 +11,7 @@ from services.executor.gate import Refusal, ToolGate
 from services.executor.ids import invocation_id
 from services.executor.settings import ExecutorSettings
 from services.executor.tools.base import RunContext, ToolOutcome, ToolParams
-from tracebound.events import EvidenceRef, RetrievalDetails, ToolInvocation
+from tracebound.events import EvidenceRef, RetrievalDetails, ToolBackend, ToolInvocation
 
 
 class LogParams(ToolParams):
@@ -26,6 +26,7 @@ class ScriptedLogs:
     name = "query_logs"
     description = "test logs"
     params_model: type[BaseModel] = LogParams
+    backend = ToolBackend(name="loki", url="http://loki.test:3100")
 
     def __init__(self, fail: bool = False, sleep_s: float = 0.0) -> None:
         self.fail, self.sleep_s, self.calls = fail, sleep_s, 0
@@ -124,6 +125,9 @@ def test_timeout_becomes_a_failed_invocation() -> None:
     result = gate.call("query_logs", {"query": "a"})
     assert isinstance(result, ToolInvocation) and not result.success
     assert "timed out" in (result.error_message or "")
+    assert result.backend == ScriptedLogs.backend  # a timeout is still the backend's failure
+    assert result.retrieval_details is not None
+    assert result.retrieval_details.evidence_status == "failed"
 
 
 def test_narrow_scope_forbids_widening_after_no_evidence() -> None:

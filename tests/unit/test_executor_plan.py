@@ -26,6 +26,7 @@ from tracebound.events import (
     RetrievalDetails,
     RetryContext,
     RetryRequested,
+    ToolBackend,
 )
 
 MEMORY_Q = "Why is order-service using so much memory? Please analyse it."
@@ -35,6 +36,7 @@ class NoEvidence:
     """A tool double with the real tool's parameter model that never finds anything."""
 
     description = "test double"
+    backend = ToolBackend(name="demo")
 
     def __init__(self, name: str, params_model: type[BaseModel]) -> None:
         self.name, self.params_model = name, params_model

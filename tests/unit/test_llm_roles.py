@@ -10,7 +10,7 @@ import pytest
 from services.executor.handler import ExecutorHandler
 from services.executor.ids import invocation_id
 from services.executor.settings import ExecutorSettings
-from services.executor.tools import build_tools
+from services.executor.tools import ToolSettings, build_tools
 from services.executor.tools.base import RunContext
 from services.gatekeeper import default_ruleset
 from services.gatekeeper.handler import GatekeeperHandler
@@ -100,7 +100,9 @@ def _cpu_plan() -> PlanProduced:
 def _run_executor(server: fake.FakeOpenAI, *entries: fake.Entry, timeout_s: float = 5.0) -> list:  # type: ignore[type-arg]
     server.script(*entries)
     settings = ExecutorSettings(mode="llm")
-    handler = ExecutorHandler(build_tools(), load_skills(), settings, _model(server, timeout_s))
+    handler = ExecutorHandler(
+        build_tools(ToolSettings.demo()), load_skills(), settings, _model(server, timeout_s)
+    )
     return handler(_cpu_plan())
 
 
@@ -109,7 +111,7 @@ def test_llm_executor_tool_loop_produces_evidence_the_gatekeeper_passes(
 ) -> None:
     plan = _cpu_plan()
     params = {"alert_name": "HighCPUUsage", "service": "payment-service"}
-    tool = build_tools()["query_metrics"]
+    tool = build_tools(ToolSettings.demo())["query_metrics"]
     outcome = tool.run(tool.params_model.model_validate(params), RunContext(run_id=plan.run_id))
     [ref] = outcome.retrieval_details.evidence_refs
     final = {
@@ -138,7 +140,10 @@ def test_llm_executor_tool_loop_produces_evidence_the_gatekeeper_passes(
         fake.tool_call("query_metrics", params), fake.text(json.dumps(final, ensure_ascii=False))
     )
     handler = ExecutorHandler(
-        build_tools(), load_skills(), ExecutorSettings(mode="llm"), _model(server)
+        build_tools(ToolSettings.demo()),
+        load_skills(),
+        ExecutorSettings(mode="llm"),
+        _model(server),
     )
     out = handler(plan)
     evidence = [e for e in out if isinstance(e, EvidenceProduced)]

@@ -30,7 +30,7 @@ def recorder_for(server: FakeOpenAI, **settings: object) -> StepRecorder:
         session_id="session-1",
         causation_id="event-1",
         agent_name="chat_executor",
-        prompt_version="chat-executor-v1",
+        prompt_version="chat-executor-v2",
         service="executor",
     )
 
@@ -58,7 +58,7 @@ def test_steps_carry_tokens_summaries_and_increasing_index(server: FakeOpenAI) -
     assert first.causation_id == "event-1"
     assert first.producer.service == "executor"
     assert first.agent_name == "chat_executor"
-    assert first.prompt_version == "chat-executor-v1"
+    assert first.prompt_version == "chat-executor-v2"
     assert first.has_tool_call and first_reply.has_tool_call
     assert first.model_output.startswith("tool_calls: query_metrics(")
     assert "payment-service" in first.model_output

@@ -19,7 +19,7 @@ from replay.frozen import FrozenTools, with_faults
 from replay.recorded import Recording, export_jsonl, load_jsonl
 from replay.report import render_text
 from services.executor.handler import ExecutorHandler
-from services.executor.tools import build_tools
+from services.executor.tools import ToolSettings, build_tools
 from services.planner.handler import PlannerHandler
 from services.planner.skills import load_skills
 from services.verifier.handler import VerifierHandler, VerifierSettings
@@ -35,7 +35,11 @@ MEMORY_EN = "Why is order-service using so much memory? Please analyse it."
 
 
 def _metrics_only() -> dict[str, object]:
-    return {name: tool for name, tool in build_tools().items() if name == "query_metrics"}
+    return {
+        name: tool
+        for name, tool in build_tools(ToolSettings.demo()).items()
+        if name == "query_metrics"
+    }
 
 
 def _record(*questions: str) -> tuple[Recording, list[ChainResult]]:
@@ -112,7 +116,7 @@ def _as_before_plans_carried_calls(events: list[Event]) -> list[Event]:
 def test_a_replay_after_a_skill_edit_runs_the_calls_of_the_recorded_plans() -> None:
     # Broad question: the skill's steps are the calls. Logs and runbooks are "down"
     # so their calls are recorded (as failed) without a database.
-    tools = with_faults(build_tools(), ["query_logs", "lookup_knowledge"])
+    tools = with_faults(build_tools(ToolSettings.demo()), ["query_logs", "lookup_knowledge"])
     result = Chain.build(tools).run(new_request(MEMORY_EN))
     invoked = [
         result.evidence[0].reply(ToolInvoked, "executor", tool_invocation=inv)
@@ -155,6 +159,8 @@ def test_frozen_tools_match_on_normalised_parameters() -> None:
     params = tool.params_model.model_validate(recorded.input_params)
     outcome = tool.run(params, None)  # type: ignore[arg-type]
     assert outcome.retrieval_details == recorded.retrieval_details
+    assert recorded.backend is not None and recorded.backend.name == "demo"
+    assert outcome.backend == recorded.backend  # a replay keeps the backend it was recorded with
     assert frozen.hits == 1 and not frozen.misses
     other = tool.params_model.model_validate({"service": "checkout-service"})
     assert not tool.run(other, None).success  # type: ignore[arg-type]

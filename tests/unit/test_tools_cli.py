@@ -6,11 +6,18 @@ import json
 
 import pytest
 
-from services.executor.tools import ToolSettings, build_tools
+from services.executor.tools import DEMO_ENV, ToolSettings, build_tools
 from services.executor.tools.cli import parse_params, validate_params
 from tests.support.http_fixtures import serve
 from tracebound.cli import main
 from tracebound.errors import ConfigError, InvalidInputError
+
+
+@pytest.fixture(autouse=True)
+def _demo_tools(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI runs read the demo data, asked for the way a user would: by environment."""
+    for key, value in DEMO_ENV.items():
+        monkeypatch.setenv(key, value)
 
 
 def test_parse_params() -> None:
@@ -85,6 +92,7 @@ def test_query_metrics_json(capsys: pytest.CaptureFixture[str]) -> None:
     record = json.loads(capsys.readouterr().out)
     assert set(record) == {
         "tool_name",
+        "backend",
         "input_params",
         "output",
         "retrieval_details",
@@ -96,6 +104,7 @@ def test_query_metrics_json(capsys: pytest.CaptureFixture[str]) -> None:
         "duration_ms",
     }
     assert record["tool_name"] == "query_metrics"
+    assert record["backend"] == {"name": "demo", "url": ""}
     assert record["input_params"] == {"alert_name": None, "service": None, "state": "firing"}
     assert [a["alert_name"] for a in record["output"]["alerts"]] == [
         "HighCPUUsage",
@@ -115,7 +124,25 @@ def test_readable_summary(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tool", "query_metrics", "--param", "service=inventory-service"]) == 0
     out = capsys.readouterr().out
     assert "evidence_status: no_evidence" in out
+    assert "backend: demo " in out
     assert "$.no_evidence  query_metrics returned no evidence" in out
+
+
+def test_fresh_install_defaults_fail_visibly_instead_of_reading_demo_data(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for key in DEMO_ENV:
+        monkeypatch.delenv(key)
+    assert main(["tool", "query_logs", "--param", "query=error checkout-service"]) == 1
+    out = capsys.readouterr().out
+    assert "backend: none " in out and "evidence_status: failed" in out
+    assert "no logs backend configured (TRACEBOUND_TOOLS_LOGS_BACKEND)" in out
+    assert "no_evidence" not in out
+    # no request here, so the request's own alerts cannot answer either
+    assert main(["tool", "query_metrics"]) == 1
+    out = capsys.readouterr().out
+    assert "backend: request " in out and "evidence_status: failed" in out
+    assert "the request carries no alerts" in out
 
 
 def test_failed_backend_exits_1_with_failed_status(
@@ -134,3 +161,37 @@ def test_failed_backend_exits_1_with_failed_status(
         "dedup_reason": None,
     }
     assert "HTTP 500" in record["error_message"]
+
+
+def test_recorded_backend_urls_carry_no_credentials_or_query() -> None:
+    settings = ToolSettings(
+        metrics_backend="prometheus",
+        prometheus_url="https://ops:s3cret@prom.example:9090/prom/?token=abc#x",
+        logs_backend="loki",
+        loki_url="http://loki.example:3100/",
+    )
+    tools = build_tools(settings)
+    assert tools["query_metrics"].backend.model_dump() == {
+        "name": "prometheus",
+        "url": "https://prom.example:9090/prom",
+    }
+    assert tools["query_logs"].backend.label() == "loki (http://loki.example:3100)"
+    assert tools["lookup_knowledge"].backend.label() == "knowledge-base"
+
+
+def test_defaults_are_the_request_and_no_logs_and_demo_is_explicit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for key in DEMO_ENV:
+        monkeypatch.delenv(key)
+    fresh = ToolSettings()
+    assert (fresh.metrics_backend, fresh.logs_backend) == ("request", "none")
+    assert {t.backend.name for t in build_tools(fresh).values()} == {
+        "request",
+        "none",
+        "knowledge-base",
+    }
+    demo = ToolSettings.demo()
+    assert (demo.metrics_backend, demo.logs_backend) == ("demo", "demo")
+    with pytest.raises(ValueError, match="logs_backend"):
+        ToolSettings(logs_backend="postgres")

@@ -159,7 +159,8 @@ def test_alert_completed_from_its_rule_and_live_value() -> None:
     metrics_call = cast(ToolInvocation, SimpleNamespace(tool_name="query_metrics"))
     claim = _observation_text(metrics_call, item, "en")
     assert claim == (
-        "checkout-service has a firing HighCPUUsage alert: current 97.5%, threshold 90%, for 30s."
+        "checkout-service has a firing HighCPUUsage alert: current 97.5%, threshold 90%, for 30s, "
+        "pod p-1."
     )
 
 

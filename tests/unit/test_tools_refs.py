@@ -24,7 +24,7 @@ def test_alert_text_merges_fields_in_order() -> None:
     )
 
 
-def test_alert_text_skips_missing_fields_and_appends_description() -> None:
+def test_alert_text_states_an_absent_threshold_and_appends_description() -> None:
     alert = {
         "alert_name": "HighDiskUsage",
         "service": None,
@@ -35,8 +35,34 @@ def test_alert_text_skips_missing_fields_and_appends_description() -> None:
         "description": "Disk above 85%",
     }
     assert refs.alert_text(alert) == (
-        "HighDiskUsage, state=pending, current=86.25, instance=mysql-primary-0; Disk above 85%"
+        "HighDiskUsage, state=pending, current=86.25, threshold=unstated, "
+        "instance=mysql-primary-0; Disk above 85%"
     )
+
+
+def test_alert_text_joins_value_and_unit_and_both_notes() -> None:
+    alert = {
+        "alert_name": "HighCPUUsage",
+        "service": "checkout-service",
+        "state": "firing",
+        "current_value": "97",
+        "threshold": "80",
+        "unit": "%",
+        "duration": "2s",
+        "summary": "CPU high",
+        "description": "CPU above 80% on checkout-service",
+    }
+    assert refs.alert_text(alert) == (
+        "HighCPUUsage, service=checkout-service, state=firing, current=97%, threshold=80%, "
+        "duration=2s; CPU high; CPU above 80% on checkout-service"
+    )
+    assert refs.with_unit("4.2", "s") == "4.2 s"
+    assert refs.with_unit("92%", "%") == "92%"
+    assert refs.with_unit("97", "percent") == "97%"
+    assert refs.alert_figures({"alert_name": "X"}) == {
+        "current": refs.UNSTATED,
+        "threshold": refs.UNSTATED,
+    }
 
 
 def test_log_text_has_timestamp_level_service_instance_message_and_metrics() -> None:

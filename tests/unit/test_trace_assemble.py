@@ -197,6 +197,7 @@ def sample_rows() -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, 
             "input_params": {"service": "payment-service"},
             "output_preview": "1 alert",
             "retrieval_layer": "demo",
+            "backend": {"name": "prometheus", "url": "http://prom.test:9090"},
             "retrieval_details": {
                 "evidence_status": "supported",
                 "evidence_refs": [{"raw_path": "$.alerts[0]", "text": "HighCPUUsage current=92%"}],
@@ -296,6 +297,11 @@ def test_trace_is_json_native_and_answers_the_replay_questions() -> None:
     tools = next(s for s in t["timeline"] if s["stage"] == "tools")
     assert (tools["at_ms"], tools["span_ms"], tools["since_previous_ms"]) == (300, 100, 200)
     assert [i["at_ms"] for i in t["tool_invocations"]] == [300, 400]
+    # the second was recorded before invocations named their backend
+    assert [i["backend"] for i in t["tool_invocations"]] == [
+        "prometheus (http://prom.test:9090)",
+        None,
+    ]
     assert t["run"]["requested_at"] == "2026-07-08T22:40:00.000+00:00"
 
 

@@ -62,7 +62,12 @@ def test_page_is_self_contained() -> None:
     page = trace_page.render_page(sample_trace())
     attrs = {k for _, a in parsed(page).tags for k in a}
     assert not attrs & {"src", "href", "action", "srcset", "poster"}
-    assert "http://" not in page and "https://" not in page and "@import" not in page
+    assert "@import" not in page and "url(" not in page
+    # a URL appears only as shown text (a tool's recorded backend), never as a resource
+    shown = "".join(parsed(page).text)
+    for scheme in ("http://", "https://"):
+        assert page.count(scheme) == shown.count(scheme)
+    assert "prometheus (http://prom.test:9090)" in shown
 
 
 def test_rows_are_coloured_by_outcome() -> None:

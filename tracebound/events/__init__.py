@@ -39,6 +39,7 @@ from tracebound.events.records import (
     RetrievalDetails,
     RetryContext,
     RuleMeta,
+    ToolBackend,
     ToolInvocation,
     ToolTraceEntry,
 )
@@ -81,6 +82,7 @@ __all__ = [
     "RetryContext",
     "RetryRequested",
     "RuleMeta",
+    "ToolBackend",
     "ToolInvocation",
     "ToolInvoked",
     "ToolTraceEntry",

@@ -98,6 +98,18 @@ class RetrievalDetails(Record):
     dedup_reason: str | None = None
 
 
+class ToolBackend(Record):
+    """Where a tool's answer came from: ``request``, ``demo``, ``prometheus``, ``loki``,
+    ``knowledge-base`` or ``none``; the URL carries no credentials and no query."""
+
+    name: str
+    url: str = ""
+
+    def label(self) -> str:
+        """``prometheus (http://prom:9090)`` or just ``request``: how traces show it."""
+        return f"{self.name} ({self.url})" if self.url else self.name
+
+
 class ToolInvocation(Record):
     source_invocation_id: int
     tool_name: str
@@ -112,6 +124,7 @@ class ToolInvocation(Record):
     success: bool
     error_message: str | None = None
     round: int = 1
+    backend: ToolBackend | None = None  # None: recorded before invocations named their backend
 
 
 class ParseStatus(Record):
@@ -167,6 +180,7 @@ class ToolTraceEntry(Record):
     evidence_status: str
     raw_paths: tuple[str, ...] = ()
     input_summary: str = ""
+    backend: ToolBackend | None = None
 
 
 class ClaimCheck(Record):
@@ -201,6 +215,7 @@ class ComposerInput(Record):
     missing_info: tuple[str, ...] = ()
     recommended_actions: tuple[str, ...] = ()
     rationale: str
+    evidence_backends: tuple[str, ...] = ()  # backend names of the round's tool calls
 
 
 class RecommendedAction(Record):
@@ -238,6 +253,7 @@ __all__ = [
     "RetrievalDetails",
     "RetryContext",
     "RuleMeta",
+    "ToolBackend",
     "ToolInvocation",
     "ToolTraceEntry",
 ]

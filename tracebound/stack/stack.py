@@ -12,6 +12,7 @@ connections.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -173,11 +174,17 @@ def status(settings: StackSettings | None = None) -> StackStatus:
     )
 
 
-def up(settings: StackSettings | None = None, *, services: bool = False) -> StackStatus:
+def up(
+    settings: StackSettings | None = None,
+    *,
+    services: bool = False,
+    env: Mapping[str, str] | None = None,
+) -> StackStatus:
     """Start whatever is not running yet, create missing topics, return the new status.
 
     With ``services`` the pipeline's role processes start too, wired to this stack,
-    and a running one whose settings changed since it started is restarted.
+    and a running one whose settings changed since it started is restarted; ``env``
+    adds settings of theirs (``tracebound demo`` selects the demo tools).
     """
     settings = settings or StackSettings()
     paths = StackPaths.from_settings(settings)
@@ -201,7 +208,7 @@ def up(settings: StackSettings | None = None, *, services: bool = False) -> Stac
             started.append("postgres")
         messages += create_stack_topics(settings)
         if services:
-            launched = start_services(settings, _services_env(settings))
+            launched = start_services(settings, {**_services_env(settings), **(env or {})})
             messages += launched
             if any(m.startswith(("started", "restarted")) for m in launched):
                 started.append("services")

@@ -1,9 +1,11 @@
 """Evidence tools: query_metrics, query_logs and lookup_knowledge.
 
 Each tool validates its parameters with its own model, runs against one backend
-(the embedded demo environment by default, Prometheus or Loki when configured)
 and returns a :class:`ToolOutcome` whose ``evidence_refs`` are built by code —
-the only text a claim may cite. :func:`build_tools` wires them from settings.
+the only text a claim may cite. :func:`build_tools` wires them from settings:
+metrics from the request's own alerts unless Prometheus (or the demo) is
+configured, logs from Loki (or the demo) and otherwise from no backend at all,
+and every tool names its backend so each invocation records where it came from.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from services.executor.tools.base import (
     ToolBackendError,
     ToolOutcome,
     ToolParams,
+    public_url,
 )
 from services.executor.tools.knowledge import TOOL_NAME as KNOWLEDGE
 from services.executor.tools.knowledge import (
@@ -24,7 +27,7 @@ from services.executor.tools.knowledge import (
 from services.executor.tools.knowledge_store import KnowledgeStore
 from services.executor.tools.log_store import PostgresLogStore
 from services.executor.tools.logs import TOOL_NAME as LOGS
-from services.executor.tools.logs import LogSearch, QueryLogsParams, QueryLogsTool
+from services.executor.tools.logs import LogSearch, NoLogBackend, QueryLogsParams, QueryLogsTool
 from services.executor.tools.loki import LokiLogSearch
 from services.executor.tools.metrics import TOOL_NAME as METRICS
 from services.executor.tools.metrics import (
@@ -34,7 +37,9 @@ from services.executor.tools.metrics import (
     QueryMetricsTool,
 )
 from services.executor.tools.prometheus import PrometheusAlertSource
-from services.executor.tools.settings import ToolSettings
+from services.executor.tools.request_alerts import RequestAlertSource
+from services.executor.tools.settings import DEMO_ENV, NO_LOGS_BACKEND, ToolSettings
+from tracebound.events import ToolBackend
 
 # Each tool's parameter model by tool name: the one parameter contract, which skill
 # files and frozen replays check against too.
@@ -55,26 +60,37 @@ def build_tools(settings: ToolSettings | None = None) -> dict[str, EvidenceTool]
     demo_now = s.demo_now
 
     alerts: AlertSource
+    metrics_url = ""
     if s.metrics_backend == "prometheus":
-        alerts = PrometheusAlertSource(s.require_url("prometheus"), s.http_timeout_s)
-    else:
+        metrics_url = s.require_url("prometheus")
+        alerts = PrometheusAlertSource(metrics_url, s.http_timeout_s)
+    elif s.metrics_backend == "demo":
         alerts = DemoAlertSource(lambda: demo_now, s.demo_data_dir)
-    logs: LogSearch
-    if s.logs_backend == "loki":
-        logs = LokiLogSearch(s.require_url("loki"), s.http_timeout_s)
     else:
+        alerts = RequestAlertSource()
+    logs: LogSearch
+    logs_url = ""
+    if s.logs_backend == "loki":
+        logs_url = s.require_url("loki")
+        logs = LokiLogSearch(logs_url, s.http_timeout_s)
+    elif s.logs_backend == "demo":
         logs = PostgresLogStore(s.dsn, lambda: demo_now, s.demo_data_dir)
+    else:
+        logs = NoLogBackend(NO_LOGS_BACKEND)
     rules = load_relevance_rules(s.relevance_rules)
     knowledge = KnowledgeStore(s.dsn, s.runbooks_dir, rules.rank_normalization)
     tools: list[EvidenceTool] = [
-        QueryMetricsTool(alerts),
-        QueryLogsTool(logs, region=s.logs_region),
+        QueryMetricsTool(alerts, ToolBackend(name=s.metrics_backend, url=public_url(metrics_url))),
+        QueryLogsTool(
+            logs, s.logs_region, ToolBackend(name=s.logs_backend, url=public_url(logs_url))
+        ),
         LookupKnowledgeTool(knowledge, rules),
     ]
     return {tool.name: tool for tool in tools}
 
 
 __all__ = [
+    "DEMO_ENV",
     "PARAMS_MODELS",
     "EvidenceTool",
     "LookupKnowledgeParams",

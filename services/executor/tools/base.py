@@ -11,13 +11,16 @@ runtime retries that instead of recording a bogus failure.
 
 from __future__ import annotations
 
+import urllib.parse
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from tracebound.errors import InvalidInputError, TraceboundError
-from tracebound.events import RetrievalDetails
+from tracebound.events import Alert, RetrievalDetails, ToolBackend
+from tracebound.events.records import EPOCH
 
 PREVIEW_LIMIT = 300
 
@@ -46,14 +49,24 @@ class ToolOutcome:
     l0_match_count: int | None = None
     l1_match_count: int | None = None
     output_preview: str = ""
+    # Set only when another backend than the tool's own answered: a replay of a
+    # recorded call keeps the backend it was recorded with.
+    backend: ToolBackend | None = None
 
 
 @dataclass
 class RunContext:
-    """State one diagnosis run shares across its tool calls."""
+    """State one diagnosis run shares across its tool calls.
+
+    ``alerts`` and ``requested_at`` come from the request, so the alerts a run
+    was started by are evidence of their own, and their durations are measured
+    against the request time — the same on every replay, never the wall clock.
+    """
 
     run_id: str
     seen_documents: set[str] = field(default_factory=set)
+    alerts: tuple[Alert, ...] = ()
+    requested_at: datetime = EPOCH
 
 
 class EvidenceTool(Protocol):
@@ -62,8 +75,23 @@ class EvidenceTool(Protocol):
     name: str
     description: str
     params_model: type[BaseModel]
+    backend: ToolBackend
 
     def run(self, params: BaseModel, ctx: RunContext) -> ToolOutcome: ...
+
+
+def public_url(url: str) -> str:
+    """``url`` without user, password, query or fragment: safe to record and show."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return ""
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = f"{host}:{port}" if port else host
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
 def coerce_params(params: BaseModel, model: type[P]) -> P:

@@ -72,10 +72,11 @@ def validate_params(tool: EvidenceTool, raw: dict[str, str]) -> BaseModel:
 
 
 def invocation_json(
-    name: str, params: BaseModel, outcome: ToolOutcome, duration_ms: int
+    tool: EvidenceTool, params: BaseModel, outcome: ToolOutcome, duration_ms: int
 ) -> dict[str, Any]:
     return {
-        "tool_name": name,
+        "tool_name": tool.name,
+        "backend": tool.backend.model_dump(mode="json"),
         "input_params": params.model_dump(mode="json"),
         "output": outcome.output,
         "retrieval_details": outcome.retrieval_details.model_dump(mode="json"),
@@ -88,10 +89,12 @@ def invocation_json(
     }
 
 
-def summary_lines(name: str, outcome: ToolOutcome, duration_ms: int) -> list[str]:
+def summary_lines(tool: EvidenceTool, outcome: ToolOutcome, duration_ms: int) -> list[str]:
     details = outcome.retrieval_details
+    name = tool.name
     lines = [
-        f"tool: {name}  success: {str(outcome.success).lower()}  "
+        f"tool: {name}  backend: {tool.backend.label()}  "
+        f"success: {str(outcome.success).lower()}  "
         f"evidence_status: {details.evidence_status}  layer: {outcome.retrieval_layer or '-'}  "
         f"duration: {duration_ms} ms"
     ]
@@ -126,8 +129,8 @@ def run_tool(args: argparse.Namespace) -> int:
     outcome = tool.run(params, ctx)
     duration_ms = int((time.perf_counter() - started) * 1000)
     if args.json:
-        record = invocation_json(tool.name, params, outcome, duration_ms)
+        record = invocation_json(tool, params, outcome, duration_ms)
         print(json.dumps(record, ensure_ascii=False, indent=2))
     else:
-        sys.stdout.write("\n".join(summary_lines(tool.name, outcome, duration_ms)) + "\n")
+        sys.stdout.write("\n".join(summary_lines(tool, outcome, duration_ms)) + "\n")
     return 0 if outcome.success else 1

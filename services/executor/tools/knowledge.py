@@ -27,6 +27,7 @@ from services.executor.tools.base import (
 )
 from services.executor.tools.knowledge_store import Candidate, SearchResult
 from tracebound.errors import ConfigError
+from tracebound.events import ToolBackend
 
 TOOL_NAME = "lookup_knowledge"
 
@@ -106,6 +107,9 @@ class LookupKnowledgeTool:
         "general guidance, not a fact about the current environment."
     )
     params_model: type[BaseModel] = LookupKnowledgeParams
+
+    # The project's runbooks in PostgreSQL: project knowledge, not demo data.
+    backend = ToolBackend(name="knowledge-base")
 
     def __init__(self, store: KnowledgeSearch, rules: RelevanceRules) -> None:
         self._store = store

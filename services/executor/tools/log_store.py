@@ -2,9 +2,10 @@
 
 Why PostgreSQL: the project already runs it for read models, and its text search
 (``websearch_to_tsquery`` over a generated ``tsvector`` with a GIN index) is
-enough for the demo environment and small deployments. The demo records are
-loaded on first use and reloaded only when their content hash changes; their
-origin column keeps them apart from records ingested any other way.
+enough for the demo environment. The demo records are loaded on first use and
+reloaded only when their content hash changes. Nothing else writes log records
+here, so the store is offered only as the ``demo`` logs backend: searching it
+outside the demo would present the shipped records as a live system's logs.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from services.executor.tools.base import (
     failed_outcome,
     preview,
 )
+from tracebound.events import ToolBackend
 
 TOOL_NAME = "query_logs"
 _SERVICE_TOKEN = re.compile(r"(?<![\w.-])[A-Za-z0-9][\w-]*-service(?![\w-])")
@@ -61,11 +62,23 @@ class LogPage:
 
 
 class LogSearch(Protocol):
-    """A log backend: the PostgreSQL store or Loki."""
+    """A log backend: Loki, the demo environment's PostgreSQL store, or none."""
 
     layer: str
 
     def search(self, query: LogQuery) -> LogPage: ...
+
+
+class NoLogBackend:
+    """No logs backend configured: every search fails, so no query reads as "no logs"."""
+
+    layer = "none"
+
+    def __init__(self, reason: str) -> None:
+        self._reason = reason
+
+    def search(self, query: LogQuery) -> LogPage:
+        raise ToolBackendError(self._reason)
 
 
 def service_names(text: str, service: str | None) -> tuple[str, ...]:
@@ -106,9 +119,12 @@ class QueryLogsTool:
     )
     params_model: type[BaseModel] = QueryLogsParams
 
-    def __init__(self, backend: LogSearch, region: str = "local") -> None:
+    def __init__(
+        self, backend: LogSearch, region: str = "local", tool_backend: ToolBackend | None = None
+    ) -> None:
         self._backend = backend
         self._region = region
+        self.backend = tool_backend or ToolBackend(name=backend.layer)
 
     def run(self, params: BaseModel, ctx: RunContext) -> ToolOutcome:
         p = coerce_params(params, QueryLogsParams)

@@ -1,6 +1,7 @@
 """``query_metrics``: the alerts currently active, as citable items.
 
-Why filters are applied here rather than in each backend: the demo data and
+Its sources: the alerts the request carries (the default), Prometheus, or the
+demo environment. Why filters are applied here rather than in each backend: the demo data and
 Prometheus' ``/api/v1/alerts`` both hand back the full alert list, and one exact
 filter (alert name, service, state) keeps the two backends' answers identical
 for the same data — which replay and the evaluations rely on.
@@ -26,6 +27,7 @@ from services.executor.tools.base import (
     preview,
 )
 from services.executor.tools.demo_env import alerts_at
+from tracebound.events import ToolBackend
 
 TOOL_NAME = "query_metrics"
 
@@ -41,7 +43,7 @@ class AlertSource(Protocol):
 
     layer: str
 
-    def fetch_alerts(self) -> list[dict[str, Any]]: ...
+    def fetch_alerts(self, ctx: RunContext) -> list[dict[str, Any]]: ...
 
 
 class DemoAlertSource:
@@ -53,7 +55,7 @@ class DemoAlertSource:
         self._now = now
         self._data_dir = data_dir
 
-    def fetch_alerts(self) -> list[dict[str, Any]]:
+    def fetch_alerts(self, ctx: RunContext) -> list[dict[str, Any]]:
         return alerts_at(self._now(), self._data_dir)
 
 
@@ -79,14 +81,16 @@ class QueryMetricsTool:
 
     name = TOOL_NAME
     description = (
-        "List the currently active Prometheus alerts, optionally filtered by exact alert "
-        "name, service and state (firing, pending or all). Returns each alert with its "
-        "current value, threshold and duration as $.alerts[i], or $.no_evidence."
+        "List the alerts of this run's alert source (the alerts the request carries, or "
+        "the active Prometheus alerts), optionally filtered by exact alert name, service "
+        "and state (firing, pending or all). Returns each alert with its current value, "
+        "threshold and duration as $.alerts[i], or $.no_evidence."
     )
     params_model: type[BaseModel] = QueryMetricsParams
 
-    def __init__(self, source: AlertSource) -> None:
+    def __init__(self, source: AlertSource, backend: ToolBackend | None = None) -> None:
         self._source = source
+        self.backend = backend or ToolBackend(name=source.layer)
 
     def run(self, params: BaseModel, ctx: RunContext) -> ToolOutcome:
         p = coerce_params(params, QueryMetricsParams)
@@ -94,7 +98,7 @@ class QueryMetricsTool:
         envelope: dict[str, Any] = {"success": True, "alerts": [], "message": ""}
         layer = self._source.layer
         try:
-            alerts = [a for a in self._source.fetch_alerts() if matches(a, p)]
+            alerts = [a for a in self._source.fetch_alerts(ctx) if matches(a, p)]
         except ToolBackendError as exc:
             return failed_outcome(envelope, str(exc), layer)
         if not alerts:

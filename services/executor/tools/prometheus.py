@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from services.executor.tools.base import ToolBackendError
+from services.executor.tools.base import RunContext, ToolBackendError
 from services.executor.tools.demo_env import format_duration, iso_utc
 from services.executor.tools.httpjson import get_json
 from services.executor.tools.promrules import Condition, parse_condition, unit_of
@@ -184,7 +184,7 @@ class PrometheusAlertSource:
             raise ToolBackendError("prometheus: query response has no data.result")
         return data["result"]
 
-    def fetch_alerts(self) -> list[dict[str, Any]]:
+    def fetch_alerts(self, ctx: RunContext | None = None) -> list[dict[str, Any]]:
         data = self._get("/api/v1/alerts", {})
         raw = data.get("alerts") if isinstance(data, dict) else None
         if not isinstance(raw, list):

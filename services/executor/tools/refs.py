@@ -21,6 +21,8 @@ KNOWLEDGE_TEXT_LIMIT = 400
 
 # Alert labels worth a place in the ref text; the rest repeat other fields.
 ALERT_REF_LABELS: tuple[str, ...] = ("pod", "instance")
+# What an alert's value or threshold reads as when the alert does not carry it.
+UNSTATED = "unstated"
 
 _SENTENCE_END = re.compile(r"[.!?;](?=\s|$)")
 
@@ -31,12 +33,13 @@ def _value(value: Any) -> str:
     return str(value)
 
 
-# How a unit is written after a number; any other unit follows after a space.
+# How a unit is written after a number; a symbol (``%``) follows without a space,
+# any other unit after one.
 UNIT_SYMBOLS: dict[str, str] = {"percent": "%", "seconds": "s"}
 
 
 def with_unit(value: Any, unit: str | None) -> str | None:
-    """``97`` and ``percent`` → ``97%``; a value already written with its unit stays."""
+    """``97`` and ``percent`` (or ``%``) → ``97%``; a value already written with its unit stays."""
     if value in (None, ""):
         return None
     text = _value(value)
@@ -44,31 +47,36 @@ def with_unit(value: Any, unit: str | None) -> str | None:
         float(text)
     except ValueError:
         return text
+    unit = str(unit or "").strip()
     if not unit:
         return text
-    symbol = UNIT_SYMBOLS.get(unit)
+    symbol = UNIT_SYMBOLS.get(unit, unit if not unit[0].isalnum() else "")
     return f"{text}{symbol}" if symbol else f"{text} {unit}"
 
 
-def alert_figures(alert: Mapping[str, Any]) -> dict[str, str | None]:
+def alert_figures(alert: Mapping[str, Any]) -> dict[str, str]:
     """The alert's current value and threshold as stated, units attached.
 
-    A threshold its rule did not let us read is ``unknown`` (the reason is in
-    ``threshold_note``), never left out silently.
+    What the alert does not state reads ``unstated`` — said, never guessed and
+    never left out; a threshold its rule did not let us read is ``unknown`` (the
+    reason is in ``threshold_note``).
     """
     unit = alert.get("unit")
     threshold = with_unit(alert.get("threshold"), unit)
-    if threshold is None and alert.get("threshold_note"):
-        threshold = "unknown"
-    return {"current": with_unit(alert.get("current_value"), unit), "threshold": threshold}
+    if threshold is None:
+        threshold = "unknown" if alert.get("threshold_note") else UNSTATED
+    current = with_unit(alert.get("current_value"), unit) or UNSTATED
+    return {"current": current, "threshold": threshold}
 
 
 def alert_text(alert: Mapping[str, Any]) -> str:
     """``Name, service=…, state=…, current=…, threshold=…, duration=…, pod=…, active_at=…``.
 
-    Values carry their unit; a rule's comparison, ``for`` and the reason an
-    unknown threshold is unknown follow the threshold. The alert's description
-    follows after ``;`` because some facts (JVM heap 3.8 GB / 4 GB) live only there.
+    Values carry their unit, and a value or threshold the alert does not carry
+    reads ``unstated``; a rule's comparison, ``for`` and the reason an unknown
+    threshold is unknown follow the threshold. The alert's summary and
+    description follow after ``;`` because some facts (JVM heap 3.8 GB / 4 GB)
+    live only there.
     """
     figures = alert_figures(alert)
     parts = [str(alert.get("alert_name") or "unnamed-alert")]
@@ -78,7 +86,7 @@ def alert_text(alert: Mapping[str, Any]) -> str:
         ("current", figures["current"]),
         ("threshold", figures["threshold"]),
         ("comparison", alert.get("comparison")),
-        ("threshold_note", alert.get("threshold_note") if figures["threshold"] else None),
+        ("threshold_note", alert.get("threshold_note")),
         ("for", alert.get("for")),
         ("duration", alert.get("duration")),
     )
@@ -87,9 +95,9 @@ def alert_text(alert: Mapping[str, Any]) -> str:
     parts.extend(f"{k}={labels[k]}" for k in ALERT_REF_LABELS if labels.get(k))
     if alert.get("active_at"):
         parts.append(f"active_at={alert['active_at']}")
-    text = ", ".join(parts)
-    description = str(alert.get("description") or "").strip()
-    return f"{text}; {description}" if description else text
+    notes = [str(alert.get(k) or "").strip() for k in ("summary", "description")]
+    notes = list(dict.fromkeys(n for n in notes if n))
+    return "; ".join([", ".join(parts), *notes])
 
 
 def log_text(record: Mapping[str, Any]) -> str:

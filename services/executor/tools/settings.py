@@ -1,10 +1,16 @@
 """Typed settings of the evidence tools (env prefix ``TRACEBOUND_TOOLS_``).
 
-Why the defaults: the embedded demo environment (in-memory alerts, PostgreSQL
-log store and knowledge base) lets the whole pipeline run offline; a deployment
-switches one backend at a time to Prometheus or Loki. ``demo_now`` is the fixed
-clock of the demo data, so every demo timestamp — and therefore every evidence
-text — is the same on every machine and in every replay.
+Why the defaults: nothing answers from data the run did not see. Metrics come
+from the alerts the request carries (``request``) until Prometheus is
+configured; logs have no backend until Loki is configured, so a log query fails
+visibly (``evidence_status=failed``) instead of searching shipped records. The
+demo environment (in-memory alerts and the PostgreSQL log store's shipped
+records) answers only where it is asked for: ``tracebound demo``, the
+evaluations and the tests set :data:`DEMO_ENV`. The PostgreSQL log store has no
+other source of records, so it is offered only as the ``demo`` backend. The
+knowledge base over the project's runbooks is not demo data and always runs.
+``demo_now`` is the fixed clock of the demo data, so every demo timestamp — and
+therefore every evidence text — is the same on every machine and in every replay.
 """
 
 from __future__ import annotations
@@ -24,15 +30,23 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 
 DEMO_NOW = datetime(2026, 7, 8, 23, 10, 0, tzinfo=UTC)
 
+# The environment that selects the demo environment for every tool: what
+# ``tracebound demo``, the evaluations and the tests hand to the services they start.
+DEMO_ENV: dict[str, str] = {
+    "TRACEBOUND_TOOLS_METRICS_BACKEND": "demo",
+    "TRACEBOUND_TOOLS_LOGS_BACKEND": "demo",
+}
+NO_LOGS_BACKEND = "no logs backend configured (TRACEBOUND_TOOLS_LOGS_BACKEND)"
+
 
 class ToolSettings(TraceboundSettings):
     """Which backend each tool uses and how to reach it."""
 
     model_config = SettingsConfigDict(env_prefix="TRACEBOUND_TOOLS_", frozen=True)
 
-    metrics_backend: Literal["demo", "prometheus"] = "demo"
+    metrics_backend: Literal["request", "demo", "prometheus"] = "request"
     prometheus_url: str | None = None
-    logs_backend: Literal["postgres", "loki"] = "postgres"
+    logs_backend: Literal["none", "demo", "loki"] = "none"
     loki_url: str | None = None
     logs_region: str = Field(default="local", description="region label of the log envelope")
     http_timeout_s: float = Field(default=5.0, gt=0, le=120)
@@ -49,6 +63,11 @@ class ToolSettings(TraceboundSettings):
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
+
+    @classmethod
+    def demo(cls) -> ToolSettings:
+        """Every tool on the demo environment, whatever the process environment says."""
+        return cls(metrics_backend="demo", logs_backend="demo")
 
     @property
     def dsn(self) -> str:
