@@ -1,10 +1,12 @@
 """The verifier's rule files: ``rules/verifier-rules.json`` and ``rules/overclaim-phrases.json``.
 
-Why files: the unit table, identifier shapes, negation cues and the phrasings a
-negative observation may use are reviewed and versioned as data, while the
-judgement stays deterministic code. Why strict: a typo must never silently turn
-a check off, so a missing field, an unknown dimension or a regex that does not
-compile raises :class:`~tracebound.errors.ConfigError` naming the file.
+Why files: the unit table, identifier shapes and the phrasings a negative
+observation may use are reviewed and versioned as data, while the judgement
+stays deterministic code. Negation cues are not here: they are the shared
+lexicon of :mod:`services.common.negation`, which a rule set carries. Why
+strict: a typo must never silently turn a check off, so a missing field, an
+unknown dimension or a regex that does not compile raises
+:class:`~tracebound.errors.ConfigError` naming the file.
 
 The over-claim phrases live in their own file because two roles read them: the
 verifier refuses a negative observation that carries one, and the composer's
@@ -22,6 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from services.common.negation import Negations, default_negations
 from tracebound import resources
 from tracebound.errors import ConfigError
 
@@ -56,15 +59,6 @@ class IdentifierPattern(_Strict):
     _check = field_validator("pattern")(_compiles)
 
 
-class NegationRules(_Strict):
-    en_cues: tuple[str, ...] = Field(min_length=1)
-    en_contraction_suffix: str = Field(min_length=1)
-    zh_cues: tuple[str, ...] = Field(min_length=1)
-    zh_exempt: tuple[str, ...] = ()
-    scope_words: int = Field(ge=1, le=10)
-    stopwords: tuple[str, ...] = ()
-
-
 class NegativeObservationRules(_Strict):
     claim_types: tuple[str, ...] = Field(min_length=1)
     no_evidence_path: str = Field(min_length=1)
@@ -94,7 +88,6 @@ class VerifierRulesFile(_Strict):
     units: dict[str, Unit] = Field(min_length=1)
     identifier_patterns: tuple[IdentifierPattern, ...] = Field(min_length=1)
     identifier_aliases: dict[str, tuple[str, ...]] = Field(default_factory=dict)
-    negation: NegationRules
     negative_observation: NegativeObservationRules
     actions: ActionRules
     verified_binding_statuses: tuple[str, ...] = Field(min_length=1)
@@ -114,6 +107,7 @@ class VerifierRules:
 
     source: str
     doc: VerifierRulesFile
+    negations: Negations
 
     @property
     def version(self) -> str:
@@ -152,13 +146,19 @@ def _read_json(path: Path, what: str) -> Any:
         ) from None
 
 
-def parse_verifier_rules(data: object, source: str = "<verifier rules>") -> VerifierRules:
-    """Validate an already-decoded verifier rules document."""
+def parse_verifier_rules(
+    data: object, source: str = "<verifier rules>", negations: Negations | None = None
+) -> VerifierRules:
+    """Validate an already-decoded verifier rules document.
+
+    ``negations`` is the shared lexicon facts are read with (default: the repository's).
+    """
     try:
         doc = VerifierRulesFile.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(f"{source}: invalid verifier rules: {_describe(exc)}") from None
-    return VerifierRules(source=source, doc=doc)
+    lexicon = negations if negations is not None else default_negations()
+    return VerifierRules(source=source, doc=doc, negations=lexicon)
 
 
 def load_verifier_rules(path: str | Path | None = None) -> VerifierRules:
