@@ -61,6 +61,7 @@ RULE_PARAMETERS: dict[str, type[BaseModel]] = {
     "contract.claims_shape": ClaimsShapeParameters,
     "claim.bindings_nonempty": NoParameters,
     "binding.fields": NoParameters,
+    "claim.duplicate_binding": NoParameters,
     "evidence.raw_path_shape": NoParameters,
     "negative.no_evidence_only": NoParameters,
     "negative.claim_type": NoParameters,
