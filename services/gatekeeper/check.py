@@ -8,10 +8,11 @@ was found verbatim in a tool output of this session.
 Per binding: field types, a repeat of an earlier binding of the claim, then
 raw_path shape and negative-evidence rules (they need no invocation), then
 invocation resolution (lookup, or a unique back-fill of a missing id or
-raw_path), the ref at raw_path, the excerpt, and array-item uniqueness. A failure that makes later checks meaningless (no such invocation,
-wrong tool, legacy record, no such ref) stops that binding. A disabled rule
-never fires; a binding whose checks it cut short is reported ``skipped``.
-Ref texts are normalised lazily, once per check, and only when cited.
+raw_path), the ref at raw_path, the excerpt, and array-item uniqueness. A
+failure that makes later checks meaningless (no such invocation, wrong tool,
+legacy record, no such ref) stops that binding. A disabled rule never fires;
+a binding whose checks it cut short is reported ``skipped``. Ref texts are
+normalised lazily, once per check, and only when cited.
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ class _Run:
         negative = claim.get("claim_type") in self.plan.negative_types
         seen: dict[tuple[str, int | None, str | None, str], int] = {}
         for b_index, binding in enumerate(bindings):
-            rec = self.binding(index, claim_id, negative, b_index, binding, seen)
+            rec = self.binding(index, claim_id, negative, b_index, binding, seen=seen)
             if rec.status == "pass" and rec.matched_text is None:
                 rec.status = "skipped"
 
@@ -183,6 +184,7 @@ class _Run:
         negative: bool,
         b_index: int,
         b: Any,
+        *,
         seen: dict[tuple[str, int | None, str | None, str], int],
     ) -> Binding:
         """Check one binding; returns its ``checked_bindings`` entry.
