@@ -215,9 +215,9 @@ class _Run:
                 self.fail("binding.fields", problems, claim_id, rec)
             return rec
         excerpt_norm = self.matcher.normalize(excerpt)
-        first = seen.setdefault((tool, sid, path, excerpt_norm), b_index)
-        if first != b_index and "claim.duplicate_binding" in self.on:
-            message = f"binding repeats binding {first} of this claim"
+        earlier = seen.setdefault((tool, sid, path, excerpt_norm), b_index)
+        if earlier != b_index and "claim.duplicate_binding" in self.on:
+            message = f"binding repeats binding {earlier} of this claim"
             self.fail("claim.duplicate_binding", message, claim_id, rec)
             return rec
         if path is not None:
