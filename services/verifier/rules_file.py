@@ -32,7 +32,9 @@ VERIFIER_RULES_PATH = resources.path("rules", "verifier-rules.json")
 OVERCLAIM_PHRASES_PATH = resources.path("rules", "overclaim-phrases.json")
 
 Dimension = Literal["duration", "percent", "bytes"]
-IdentifierKind = Literal["time", "host", "pod", "service", "error", "name"]
+IdentifierKind = Literal[
+    "time", "host", "pod", "service", "error", "name", "path", "code", "version", "token"
+]
 
 
 class _Strict(BaseModel):
