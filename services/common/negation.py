@@ -15,7 +15,6 @@ gatekeeper's and the verifier's normalisations produce.
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -25,11 +24,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from services.common.rules_json import describe, read_json
 from tracebound import resources
 from tracebound.errors import ConfigError
 
 NEGATION_PATH = resources.path("rules", "negation.json")
-_MAX_FILE_BYTES = 256 * 1024
 
 
 class _Strict(BaseModel):
@@ -150,10 +149,7 @@ def parse_negations(data: object, source: str = "<negation lexicon>") -> Negatio
     try:
         doc = NegationFile.model_validate(data)
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
-        )
-        raise ConfigError(f"{source}: invalid negation lexicon: {problems}") from None
+        raise ConfigError(f"{source}: invalid negation lexicon: {describe(exc)}") from None
     cues = {_fold(c) for c in doc.en.cues}
     exempt = tuple(tuple(_fold(e).split()) for e in doc.en.exempt)
     if any(words[0] not in cues for words in exempt):
@@ -176,21 +172,7 @@ def parse_negations(data: object, source: str = "<negation lexicon>") -> Negatio
 def load_negations(path: str | Path | None = None) -> Negations:
     """Read and validate a lexicon file; the default is the repository's own."""
     lexicon_path = Path(path) if path is not None else NEGATION_PATH
-    try:
-        raw = lexicon_path.read_bytes()[: _MAX_FILE_BYTES + 1]
-        if len(raw) > _MAX_FILE_BYTES:
-            raise ConfigError(f"{lexicon_path}: negation lexicon exceeds {_MAX_FILE_BYTES} bytes")
-        data = json.loads(raw.decode("utf-8"))
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise ConfigError(f"{lexicon_path}: cannot read negation lexicon: {reason}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{lexicon_path}: negation lexicon is not UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{lexicon_path}: negation lexicon is not JSON: {exc.msg} (line {exc.lineno})"
-        ) from None
-    return parse_negations(data, str(lexicon_path))
+    return parse_negations(read_json(lexicon_path, "negation lexicon"), str(lexicon_path))
 
 
 @cache

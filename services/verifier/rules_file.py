@@ -15,16 +15,16 @@ answer guard flags them in answers.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from services.common.negation import Negations, default_negations
+from services.common.rules_json import describe, read_json
 from tracebound import resources
 from tracebound.errors import ConfigError
 
@@ -126,28 +126,6 @@ class OverclaimPhrases:
     pattern: re.Pattern[str]
 
 
-def _describe(exc: ValidationError) -> str:
-    problems = []
-    for error in exc.errors():
-        location = ".".join(str(part) for part in error["loc"])
-        problems.append(f"{location}: {error['msg']}" if location else error["msg"])
-    return "; ".join(problems)
-
-
-def _read_json(path: Path, what: str) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise ConfigError(f"{path}: cannot read {what}: {reason}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: {what} is not UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{path}: {what} is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from None
-
-
 def parse_verifier_rules(
     data: object, source: str = "<verifier rules>", negations: Negations | None = None
 ) -> VerifierRules:
@@ -158,14 +136,14 @@ def parse_verifier_rules(
     try:
         doc = VerifierRulesFile.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{source}: invalid verifier rules: {_describe(exc)}") from None
+        raise ConfigError(f"{source}: invalid verifier rules: {describe(exc)}") from None
     lexicon = negations if negations is not None else default_negations()
     return VerifierRules(source=source, doc=doc, negations=lexicon)
 
 
 def load_verifier_rules(path: str | Path | None = None) -> VerifierRules:
     rules_path = Path(path) if path is not None else VERIFIER_RULES_PATH
-    return parse_verifier_rules(_read_json(rules_path, "verifier rules file"), str(rules_path))
+    return parse_verifier_rules(read_json(rules_path, "verifier rules file"), str(rules_path))
 
 
 def parse_overclaim_phrases(data: object, source: str = "<overclaim phrases>") -> OverclaimPhrases:
@@ -173,7 +151,7 @@ def parse_overclaim_phrases(data: object, source: str = "<overclaim phrases>") -
     try:
         doc = OverclaimFile.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{source}: invalid over-claim phrases: {_describe(exc)}") from None
+        raise ConfigError(f"{source}: invalid over-claim phrases: {describe(exc)}") from None
     parts = [r"(?<![A-Za-z0-9_])" + re.escape(p) + r"(?![A-Za-z0-9_])" for p in doc.en]
     parts += [re.escape(p) for p in doc.zh]
     phrases = doc.en + doc.zh
@@ -185,7 +163,7 @@ def parse_overclaim_phrases(data: object, source: str = "<overclaim phrases>") -
 
 def load_overclaim_phrases(path: str | Path | None = None) -> OverclaimPhrases:
     phrases_path = Path(path) if path is not None else OVERCLAIM_PHRASES_PATH
-    data = _read_json(phrases_path, "over-claim phrases file")
+    data = read_json(phrases_path, "over-claim phrases file")
     return parse_overclaim_phrases(data, str(phrases_path))
 
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from services.composer import guard
-from services.verifier import VerifierInput, verify
+from services.verifier import verify
 from services.verifier.facts import extract
 from services.verifier.match import compare
 from tests.support import demo_evidence as demo
-from tests.support.gate import gate
+from tests.support.gate import verifier_input
 from tracebound.events import AllowedClaim
 
 HTTP_LOG = (
@@ -33,19 +33,8 @@ def _invocations() -> list[dict[str, Any]]:
 
 def _verdict(text: str, binding: dict[str, Any]) -> tuple[str, str]:
     so = demo.output(demo.claim("claim-1", "observation", text, binding))
-    checked = gate(so, _invocations())
-    assert checked.result.status == "pass", checked.result.errors
-    inp = VerifierInput.model_validate(
-        {
-            "original_query": "what is wrong with user-service?",
-            "executor_final_answer": "",
-            "executor_structured_output": checked.structured_output,
-            "executor_output_parse_status": {"status": "valid", "detail": "parsed"},
-            "tool_trace_summary": [],
-            "gatekeeper_result": checked.result,
-            "retry_context": None,
-        }
-    )
+    inp = verifier_input(so, _invocations())
+    assert inp.gatekeeper_result.status == "pass", inp.gatekeeper_result.errors
     outcome = verify(inp)
     [claim] = outcome.claim_checks
     return outcome.verdict, claim.status
