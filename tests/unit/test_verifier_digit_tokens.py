@@ -82,6 +82,8 @@ def test_the_true_rows_still_pass(text: str, binding: dict[str, Any]) -> None:
         ("pod hash 7d8f9c6b4", "pod hash 7d8f9c6b5", "token"),
         ("version v2.3.2", "version v2.3.1", "version"),
         ("port 6380", "listening on port 6379", "code"),
+        ("redis-payment-1 timed out", "redis-payment-0 timed out", "token"),
+        ("payment-service-7d8f9c6b5-x2k4n", "payment-service-7d8f9c6b5-x2k4m", "pod"),
     ],
 )
 def test_a_changed_digit_is_another_value(claim: str, evidence: str, kind: str) -> None:
