@@ -5,13 +5,14 @@ no model, no I/O, no clock, so the same input always gives the same
 ``gatekeeper_result`` and the Verifier can trust that every excerpt it reads
 was found verbatim in a tool output of this session.
 
-Per binding: field types, then raw_path shape and negative-evidence rules (they
-need no invocation), then invocation resolution (lookup, or a unique back-fill
-of a missing id or raw_path), the ref at raw_path, the excerpt, and array-item
-uniqueness. A failure that makes later checks meaningless (no such invocation,
-wrong tool, legacy record, no such ref) stops that binding. A disabled rule
-never fires; a binding whose checks it cut short is reported ``skipped``.
-Ref texts are normalised lazily, once per check, and only when cited.
+Per binding: field types, a repeat of an earlier binding of the claim, then
+raw_path shape and negative-evidence rules (they need no invocation), then
+invocation resolution (lookup, or a unique back-fill of a missing id or
+raw_path), the ref at raw_path, the excerpt, and array-item uniqueness. A
+failure that makes later checks meaningless (no such invocation, wrong tool,
+legacy record, no such ref) stops that binding. A disabled rule never fires;
+a binding whose checks it cut short is reported ``skipped``. Ref texts are
+normalised lazily, once per check, and only when cited.
 """
 
 from __future__ import annotations
@@ -170,13 +171,28 @@ class _Run:
                 self.fail("claim.bindings_nonempty", "claim has no evidence_bindings", claim_id)
             return
         negative = claim.get("claim_type") in self.plan.negative_types
+        seen: dict[tuple[str, int | None, str | None, str], int] = {}
         for b_index, binding in enumerate(bindings):
-            rec = self.binding(index, claim_id, negative, b_index, binding)
+            rec = self.binding(index, claim_id, negative, b_index, binding, seen=seen)
             if rec.status == "pass" and rec.matched_text is None:
                 rec.status = "skipped"
 
-    def binding(self, c_index: int, claim_id: str, negative: bool, b_index: int, b: Any) -> Binding:
-        """Check one binding; returns its ``checked_bindings`` entry."""
+    def binding(
+        self,
+        c_index: int,
+        claim_id: str,
+        negative: bool,
+        b_index: int,
+        b: Any,
+        *,
+        seen: dict[tuple[str, int | None, str | None, str], int],
+    ) -> Binding:
+        """Check one binding; returns its ``checked_bindings`` entry.
+
+        ``seen`` maps the bindings already read in this claim to their index: a
+        repeat is a duplicate and is checked no further (a citation counted twice,
+        ``$.no_evidence`` included, would look like more evidence than there is).
+        """
         fields: Mapping[str, Any] = b if is_object(b) else {}
         tool, sid = fields.get("tool_name"), fields.get("source_invocation_id")
         path, excerpt = fields.get("raw_path"), fields.get("evidence_excerpt")
@@ -198,9 +214,14 @@ class _Run:
                 problems = "; ".join(_field_problems(tool, sid, path, excerpt))
                 self.fail("binding.fields", problems, claim_id, rec)
             return rec
+        excerpt_norm = self.matcher.normalize(excerpt)
+        earlier = seen.setdefault((tool, sid, path, excerpt_norm), b_index)
+        if earlier != b_index and "claim.duplicate_binding" in self.on:
+            message = f"binding repeats binding {earlier} of this claim"
+            self.fail("claim.duplicate_binding", message, claim_id, rec)
+            return rec
         if path is not None:
             self.path_rules(tool, path, negative, claim_id, rec)
-        excerpt_norm = self.matcher.normalize(excerpt)
         inv = None if sid is None else self.resolve(sid, tool, claim_id, rec)
         if sid is not None and inv is None:
             return rec

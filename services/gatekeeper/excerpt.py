@@ -17,7 +17,9 @@ noise (NFKC, casefold, typographic quote/dash folding, whitespace runs):
 Matches must also sit on token boundaries ("current=9" is not in
 "current=92%", "current=4" is not in "current=4.2s") and must not cut a
 negation off the start of their clause ("available" and "currently available"
-are not supported by "is not currently available"). Clauses end at the
+are not supported by "is not currently available"). Negation cues and
+their exemptions come from the shared lexicon (``rules/negation.json``), so
+"非常高" is no negation here either. Clauses end at the
 configured separators, so "request timed out" is still supported by
 "connection is not available, request timed out".
 ``difflib`` only builds the repair hint for a rejected excerpt; it never accepts.
@@ -31,6 +33,8 @@ import unicodedata
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from services.common.negation import Negations, default_negations
 
 _NON_SPACE = re.compile(r"\S+")
 _HINT_NOTE = "a repair hint only; support requires an exact normalised match"
@@ -51,9 +55,6 @@ class ExcerptParameters(BaseModel):
     trailing_punctuation: str = ""
     fold_characters: dict[str, str] = Field(default_factory=dict)
     require_token_boundaries: bool = True
-    negation_words: tuple[str, ...] = ()
-    negation_suffixes: tuple[str, ...] = ()
-    negation_chars: str = ""
     clause_separators: str = ",;:.!?()[]"
     field_separators: str = ""
     hint_max_chars: int = Field(default=160, ge=16)
@@ -106,8 +107,9 @@ def _bounded(text: str, index: int, end: int, part: str) -> bool:
 class ExcerptMatcher:
     """Normalises texts and decides strict support; built once per rule set."""
 
-    def __init__(self, params: ExcerptParameters) -> None:
+    def __init__(self, params: ExcerptParameters, negations: Negations | None = None) -> None:
         self.params = params
+        self._negations = negations if negations is not None else default_negations()
         self._boundaries = params.require_token_boundaries
         self._folds = str.maketrans(params.fold_characters)
         self._fold_ascii = any(key.isascii() for key in params.fold_characters)
@@ -122,11 +124,6 @@ class ExcerptMatcher:
             for open_, close in params.wrapping_quotes
         )
         self._trailing = self.normalize(params.trailing_punctuation).replace(" ", "")
-        self._negation = _negation_pattern(
-            [self.normalize(w) for w in params.negation_words],
-            [self.normalize(s) for s in params.negation_suffixes],
-            self.normalize(params.negation_chars).replace(" ", ""),
-        )
         fields = self.normalize(params.field_separators).replace(" ", "")
         self._field_separators = fields
         self._field_split = re.compile(f"\\s*[{re.escape(fields)}]\\s*") if fields else None
@@ -288,16 +285,4 @@ class ExcerptMatcher:
             return False
         clause = self._through_last_separator.match(text, floor, index)
         start = clause.end() if clause is not None else floor
-        return start < index and self._negation.search(text, start, index) is not None
-
-
-def _negation_pattern(words: list[str], suffixes: list[str], chars: str) -> re.Pattern[str]:
-    """One regex for "a negation token occurs": whole words, word endings, CJK characters."""
-    alternatives = []
-    if words:
-        joined = "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
-        alternatives.append(rf"(?<![\w'])(?:{joined})(?![\w'])")
-    alternatives.extend(rf"{re.escape(suffix)}(?![\w'])" for suffix in suffixes if suffix)
-    if chars:
-        alternatives.append(f"[{re.escape(chars)}]")
-    return re.compile("|".join(alternatives) or "(?!)")
+        return start < index and self._negations.in_text(text, start, index)

@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, model_validator
 
+from services.common.negation import Negations
 from services.gatekeeper.excerpt import ExcerptMatcher, ExcerptParameters
 from tracebound import resources
 from tracebound.errors import ConfigError
@@ -60,6 +61,7 @@ RULE_PARAMETERS: dict[str, type[BaseModel]] = {
     "contract.claims_shape": ClaimsShapeParameters,
     "claim.bindings_nonempty": NoParameters,
     "binding.fields": NoParameters,
+    "claim.duplicate_binding": NoParameters,
     "evidence.raw_path_shape": NoParameters,
     "negative.no_evidence_only": NoParameters,
     "negative.claim_type": NoParameters,
@@ -163,8 +165,13 @@ def _describe(exc: ValidationError) -> str:
     return "; ".join(problems)
 
 
-def parse_ruleset(data: object, source: str = "<rules>") -> Ruleset:
-    """Validate an already-decoded rules document; ``source`` names it in errors."""
+def parse_ruleset(
+    data: object, source: str = "<rules>", negations: Negations | None = None
+) -> Ruleset:
+    """Validate an already-decoded rules document; ``source`` names it in errors.
+
+    ``negations`` is the lexicon the excerpt matcher reads (default: the repository's).
+    """
     try:
         document = RulesFile.model_validate(data)
     except ValidationError as exc:
@@ -196,7 +203,7 @@ def parse_ruleset(data: object, source: str = "<rules>") -> Ruleset:
         rules=document.rules,
         contract=document.evidence_contract,
         parameters=parameters,
-        matcher=ExcerptMatcher(excerpt),
+        matcher=ExcerptMatcher(excerpt, negations),
     )
 
 

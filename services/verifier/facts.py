@@ -7,6 +7,9 @@ similarity hides. Extraction works on NFKC text, so full-width forms ("92％",
 "ＧＢ") read like ASCII, and identifiers are masked before numbers are read, so
 the "1" of HikariPool-1 or the hash of a pod name is never a number.
 
+Negation cues, their exemptions and scope come from the shared lexicon
+(``rules/negation.json``) that the gatekeeper's excerpt matcher reads too.
+
 The same extractor serves the verifier (claims and excerpts) and the composer's
 answer guard (answers), so both count facts the same way.
 """
@@ -18,6 +21,7 @@ import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
+from services.common.negation import Negations
 from services.verifier.rules_file import VerifierRules, default_verifier_rules
 
 PLAIN = "plain"
@@ -72,12 +76,7 @@ class _Compiled:
     number: re.Pattern[str]
     units: dict[str, tuple[str, float]]
     identifiers: tuple[tuple[str, re.Pattern[str]], ...]
-    en_cues: frozenset[str]
-    contraction: str
-    zh_cues: tuple[str, ...]
-    zh_exempt: tuple[str, ...]
-    scope_words: int
-    stopwords: frozenset[str]
+    negations: Negations
 
 
 @lru_cache(maxsize=8)
@@ -90,17 +89,11 @@ def _compiled(rules: VerifierRules) -> _Compiled:
     number = re.compile(
         rf"(?<![A-Za-z0-9_.\-])(?P<n>\d+(?:\.\d+)?)(?:\s*(?P<u>{alternatives}))?(?![A-Za-z0-9_])"
     )
-    neg = doc.negation
     return _Compiled(
         number=number,
         units=units,
         identifiers=tuple((p.kind, re.compile(p.pattern)) for p in doc.identifier_patterns),
-        en_cues=frozenset(c.casefold() for c in neg.en_cues),
-        contraction=neg.en_contraction_suffix,
-        zh_cues=tuple(sorted(neg.zh_cues, key=len, reverse=True)),
-        zh_exempt=neg.zh_exempt,
-        scope_words=neg.scope_words,
-        stopwords=frozenset(w.casefold() for w in neg.stopwords),
+        negations=rules.negations,
     )
 
 
@@ -153,11 +146,13 @@ def _numbers(masked: str, c: _Compiled) -> list[Number]:
 
 def _negations(search: str, c: _Compiled) -> tuple[list[Negation], frozenset[str], str]:
     tokens = [(m.lastgroup or "", m.group()) for m in _TOKEN.finditer(search)]
+    token_words = [token if group == "w" else "" for group, token in tokens]
+    lexicon = c.negations
     negations: list[Negation] = []
     scoped: set[int] = set()
     cjk_parts: list[str] = []
     for index, (group, token) in enumerate(tokens):
-        if group == "w" and (token in c.en_cues or token.endswith(c.contraction)):
+        if group == "w" and lexicon.english_cue(token_words, index):
             scope = _scope(tokens, index + 1, c)
             scoped.update(i for i, _ in scope)
             scoped.add(index)
@@ -168,7 +163,7 @@ def _negations(search: str, c: _Compiled) -> tuple[list[Negation], frozenset[str
     plain = frozenset(
         stem(token)
         for index, (group, token) in enumerate(tokens)
-        if group == "w" and index not in scoped and token not in c.stopwords
+        if group == "w" and index not in scoped and token not in lexicon.stopwords
     )
     return negations, plain, "|".join(cjk_parts)
 
@@ -178,9 +173,9 @@ def _scope(tokens: list[tuple[str, str]], start: int, c: _Compiled) -> list[tupl
     scope: list[tuple[int, str]] = []
     for index in range(start, len(tokens)):
         group, token = tokens[index]
-        if group != "w" or len(scope) >= c.scope_words:
+        if group != "w" or len(scope) >= c.negations.scope_words:
             break
-        if token not in c.stopwords:
+        if token not in c.negations.stopwords:
             scope.append((index, token))
     return scope
 
@@ -193,14 +188,10 @@ def _cjk_negations(
     kept: list[str] = []
     i = 0
     while i < len(run):
-        if any(run.startswith(exempt, i) for exempt in c.zh_exempt):
-            kept.append(run[i])
-            i += 1
-            continue
-        cue = next((cue for cue in c.zh_cues if run.startswith(cue, i)), None)
-        if cue is None:
-            kept.append(run[i])
-            i += 1
+        cue, covered = c.negations.chinese_cue(run, i)
+        if not cue:
+            kept.append(run[i : i + covered])
+            i += covered
             continue
         head = run[i + len(cue) : i + len(cue) + 2]
         if not head:

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from services.common.negation import Negations
 from services.verifier.facts import PLAIN, Facts, Identifier, Negation, Number
 from services.verifier.rules_file import VerifierRules, default_verifier_rules
 
@@ -69,14 +70,17 @@ def identifier_found(
     return any(_needle(a, True).search(search) for a in aliases.get(identifier.norm, ()))
 
 
-def _negation_found(neg: Negation, evidence: Facts) -> bool:
+def _negation_found(neg: Negation, evidence: Facts, lexicon: Negations) -> bool:
     if not neg.head:
         return bool(evidence.negations)
     if neg.head.isascii():
         return any(neg.head in other.scope for other in evidence.negations)
-    # A Chinese cue against English evidence cannot be matched word for word; any
-    # negation in the evidence counts, while evidence without one still refutes it.
-    return any(neg.head == o.head or o.head.isascii() for o in evidence.negations)
+    # A Chinese cue against English evidence counts only where the lexicon says the
+    # English words negate the same thing: 未出现 is "did not appear", never "not available".
+    return any(
+        neg.head == o.head or (o.head.isascii() and lexicon.same_negation(neg.head, o.scope))
+        for o in evidence.negations
+    )
 
 
 def _negation_conflict(neg: Negation, evidence: Facts) -> bool:
@@ -96,6 +100,7 @@ def compare(
     ``negations=False`` skips both negation checks (a negative observation's
     phrasing is judged separately).
     """
+    lexicon = (rules if rules is not None else default_verifier_rules()).negations
     results: list[FactResult] = []
     for number in claim.numbers:
         found = number_found(number, evidence.numbers)
@@ -111,7 +116,7 @@ def compare(
         return results
     for neg in claim.negations:
         text = f"{neg.cue} {neg.head}".strip()
-        if _negation_found(neg, evidence):
+        if _negation_found(neg, evidence, lexicon):
             results.append(FactResult("negation", text, True, False, "negated in evidence"))
         else:
             conflict = _negation_conflict(neg, evidence)

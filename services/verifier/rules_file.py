@@ -1,10 +1,12 @@
 """The verifier's rule files: ``rules/verifier-rules.json`` and ``rules/overclaim-phrases.json``.
 
-Why files: the unit table, identifier shapes, negation cues and the phrasings a
-negative observation may use are reviewed and versioned as data, while the
-judgement stays deterministic code. Why strict: a typo must never silently turn
-a check off, so a missing field, an unknown dimension or a regex that does not
-compile raises :class:`~tracebound.errors.ConfigError` naming the file.
+Why files: the unit table, identifier shapes and the phrasings a negative
+observation may use are reviewed and versioned as data, while the judgement
+stays deterministic code. Negation cues are not here: they are the shared
+lexicon of :mod:`services.common.negation`, which a rule set carries. Why
+strict: a typo must never silently turn a check off, so a missing field, an
+unknown dimension or a regex that does not compile raises
+:class:`~tracebound.errors.ConfigError` naming the file.
 
 The over-claim phrases live in their own file because two roles read them: the
 verifier refuses a negative observation that carries one, and the composer's
@@ -13,15 +15,16 @@ answer guard flags them in answers.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from services.common.negation import Negations, default_negations
+from services.common.rules_json import describe, read_json
 from tracebound import resources
 from tracebound.errors import ConfigError
 
@@ -29,7 +32,9 @@ VERIFIER_RULES_PATH = resources.path("rules", "verifier-rules.json")
 OVERCLAIM_PHRASES_PATH = resources.path("rules", "overclaim-phrases.json")
 
 Dimension = Literal["duration", "percent", "bytes"]
-IdentifierKind = Literal["time", "host", "pod", "service", "error", "name"]
+IdentifierKind = Literal[
+    "time", "host", "pod", "service", "error", "name", "path", "code", "version", "token"
+]
 
 
 class _Strict(BaseModel):
@@ -54,15 +59,6 @@ class IdentifierPattern(_Strict):
     pattern: str = Field(min_length=1)
 
     _check = field_validator("pattern")(_compiles)
-
-
-class NegationRules(_Strict):
-    en_cues: tuple[str, ...] = Field(min_length=1)
-    en_contraction_suffix: str = Field(min_length=1)
-    zh_cues: tuple[str, ...] = Field(min_length=1)
-    zh_exempt: tuple[str, ...] = ()
-    scope_words: int = Field(ge=1, le=10)
-    stopwords: tuple[str, ...] = ()
 
 
 class NegativeObservationRules(_Strict):
@@ -94,7 +90,6 @@ class VerifierRulesFile(_Strict):
     units: dict[str, Unit] = Field(min_length=1)
     identifier_patterns: tuple[IdentifierPattern, ...] = Field(min_length=1)
     identifier_aliases: dict[str, tuple[str, ...]] = Field(default_factory=dict)
-    negation: NegationRules
     negative_observation: NegativeObservationRules
     actions: ActionRules
     verified_binding_statuses: tuple[str, ...] = Field(min_length=1)
@@ -114,6 +109,7 @@ class VerifierRules:
 
     source: str
     doc: VerifierRulesFile
+    negations: Negations
 
     @property
     def version(self) -> str:
@@ -130,40 +126,24 @@ class OverclaimPhrases:
     pattern: re.Pattern[str]
 
 
-def _describe(exc: ValidationError) -> str:
-    problems = []
-    for error in exc.errors():
-        location = ".".join(str(part) for part in error["loc"])
-        problems.append(f"{location}: {error['msg']}" if location else error["msg"])
-    return "; ".join(problems)
+def parse_verifier_rules(
+    data: object, source: str = "<verifier rules>", negations: Negations | None = None
+) -> VerifierRules:
+    """Validate an already-decoded verifier rules document.
 
-
-def _read_json(path: Path, what: str) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise ConfigError(f"{path}: cannot read {what}: {reason}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: {what} is not UTF-8") from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"{path}: {what} is not JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
-        ) from None
-
-
-def parse_verifier_rules(data: object, source: str = "<verifier rules>") -> VerifierRules:
-    """Validate an already-decoded verifier rules document."""
+    ``negations`` is the shared lexicon facts are read with (default: the repository's).
+    """
     try:
         doc = VerifierRulesFile.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{source}: invalid verifier rules: {_describe(exc)}") from None
-    return VerifierRules(source=source, doc=doc)
+        raise ConfigError(f"{source}: invalid verifier rules: {describe(exc)}") from None
+    lexicon = negations if negations is not None else default_negations()
+    return VerifierRules(source=source, doc=doc, negations=lexicon)
 
 
 def load_verifier_rules(path: str | Path | None = None) -> VerifierRules:
     rules_path = Path(path) if path is not None else VERIFIER_RULES_PATH
-    return parse_verifier_rules(_read_json(rules_path, "verifier rules file"), str(rules_path))
+    return parse_verifier_rules(read_json(rules_path, "verifier rules file"), str(rules_path))
 
 
 def parse_overclaim_phrases(data: object, source: str = "<overclaim phrases>") -> OverclaimPhrases:
@@ -171,7 +151,7 @@ def parse_overclaim_phrases(data: object, source: str = "<overclaim phrases>") -
     try:
         doc = OverclaimFile.model_validate(data)
     except ValidationError as exc:
-        raise ConfigError(f"{source}: invalid over-claim phrases: {_describe(exc)}") from None
+        raise ConfigError(f"{source}: invalid over-claim phrases: {describe(exc)}") from None
     parts = [r"(?<![A-Za-z0-9_])" + re.escape(p) + r"(?![A-Za-z0-9_])" for p in doc.en]
     parts += [re.escape(p) for p in doc.zh]
     phrases = doc.en + doc.zh
@@ -183,7 +163,7 @@ def parse_overclaim_phrases(data: object, source: str = "<overclaim phrases>") -
 
 def load_overclaim_phrases(path: str | Path | None = None) -> OverclaimPhrases:
     phrases_path = Path(path) if path is not None else OVERCLAIM_PHRASES_PATH
-    data = _read_json(phrases_path, "over-claim phrases file")
+    data = read_json(phrases_path, "over-claim phrases file")
     return parse_overclaim_phrases(data, str(phrases_path))
 
 

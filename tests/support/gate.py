@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from services.gatekeeper import CheckOutcome, Ruleset, check, default_ruleset, parse_invocation
-from tests.support.demo_evidence import Scenario, scenarios
+from services.verifier import VerifierInput
+from tests.support.demo_evidence import Scenario, scenarios, tool_invocations
 from tracebound.events import ToolInvocation
 
 
@@ -52,3 +53,23 @@ def assert_fails(result: dict[str, Any], severity: str, *rules: str) -> None:
     assert result["severity"] == severity
     for rule in rules:
         assert rule in result["failed_rules"], result["errors"]
+
+
+def verifier_input(
+    so: dict[str, Any] | None,
+    invocations: Sequence[Mapping[str, Any]] | None = None,
+    **extra: Any,
+) -> VerifierInput:
+    """The verifier's input for ``so`` after the gatekeeper checked it (default: demo tools)."""
+    checked = gate(so, invocations if invocations is not None else tool_invocations())
+    data: dict[str, Any] = {
+        "original_query": "Is payment-service firing HighCPUUsage?",
+        "executor_final_answer": "",
+        "executor_structured_output": checked.structured_output,
+        "executor_output_parse_status": {"status": "valid", "detail": "parsed"},
+        "tool_trace_summary": [],
+        "gatekeeper_result": checked.result,
+        "retry_context": None,
+    }
+    data.update(extra)
+    return VerifierInput.model_validate(data)

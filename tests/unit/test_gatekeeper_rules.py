@@ -255,8 +255,32 @@ def test_same_array_item_twice_rejects() -> None:
 
 def test_same_array_item_twice_in_one_claim_rejects() -> None:
     s = scenario("narrow-highcpu")
-    s.structured_output["claims"][0]["evidence_bindings"].append(dict(first_binding(s)))
+    again = dict(first_binding(s), evidence_excerpt="current=92%, threshold=80%")
+    s.structured_output["claims"][0]["evidence_bindings"].append(again)
     assert_fails(run(s.structured_output, s.tool_invocations), "reject", "evidence.unique_item")
+
+
+@pytest.mark.parametrize("name", ["narrow-highcpu", "narrow-hikari-negative"])
+def test_an_identical_binding_repeated_in_one_claim_is_a_duplicate(name: str) -> None:
+    s = scenario(name)
+    again = dict(first_binding(s))
+    again["evidence_excerpt"] = f"  {again['evidence_excerpt'].upper()} "
+    s.structured_output["claims"][0]["evidence_bindings"].append(again)
+    result = run(s.structured_output, s.tool_invocations)
+    assert_fails(result, "reject", "claim.duplicate_binding")
+    [error] = result["errors"]
+    assert (error["rule"], error["binding_index"]) == ("claim.duplicate_binding", 1)
+    assert error["message"] == "binding repeats binding 0 of this claim"
+    assert [b["status"] for b in result["checked_bindings"]] == ["pass", "fail"]
+
+
+def test_the_same_no_evidence_ref_in_two_claims_is_no_duplicate() -> None:
+    s = scenario("narrow-hikari-negative")
+    second = copy.deepcopy(s.structured_output["claims"][0])
+    second["claim_id"] = "claim-2"
+    s.structured_output["claims"].append(second)
+    result = run(s.structured_output, s.tool_invocations)
+    assert "claim.duplicate_binding" not in result["failed_rules"]
 
 
 def test_no_evidence_may_back_several_negative_claims() -> None:

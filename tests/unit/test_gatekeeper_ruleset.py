@@ -30,7 +30,7 @@ def ruleset_with(disabled: tuple[str, ...] = ()) -> Ruleset:
 
 def test_default_rules_file_declares_every_rule() -> None:
     rs = default_ruleset()
-    assert rs.version == "gatekeeper-rules-v1"
+    assert rs.version == "gatekeeper-rules-v2"
     assert set(rs.order) == set(RULE_PARAMETERS)
     meta = rs.metadata()
     assert {m["id"] for m in meta} == rs.enabled_ids
@@ -48,7 +48,11 @@ def test_reject_outranks_low_confid_and_failed_rules_follow_file_order() -> None
     s.structured_output["claims"][0]["evidence_bindings"].append(dict(extra))
     result = run(s.structured_output, s.tool_invocations)
     assert_fails(result, "reject")
-    assert result["failed_rules"] == ["contract.answer_version", "invocation.exists"]
+    assert result["failed_rules"] == [
+        "contract.answer_version",
+        "claim.duplicate_binding",
+        "invocation.exists",
+    ]
 
 
 @pytest.mark.parametrize(

@@ -72,7 +72,7 @@ def sample_rows() -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, 
     gate = {
         "status": "fail",
         "severity": "reject",
-        "rule_set_version": "gatekeeper-rules-v1",
+        "rule_set_version": "gatekeeper-rules-v2",
         "failed_rules": ["evidence.raw_path"],
         "checked_bindings": [
             {"claim_id": "claim-1", "binding_index": 0, "status": "pass", "matched_text": "x"},
@@ -276,7 +276,7 @@ def test_trace_is_json_native_and_answers_the_replay_questions() -> None:
     assert failed["gatekeeper"]["rule"] == "evidence.raw_path"
     assert claims["claim-3"]["gatekeeper"]["status"] == "fail"
     assert claims["claim-3"]["verifier"]["status"] == "REFUTED"
-    assert t["gatekeeper"]["rule_set_version"] == "gatekeeper-rules-v1"
+    assert t["gatekeeper"]["rule_set_version"] == "gatekeeper-rules-v2"
     assert t["gatekeeper"]["failed_rules"] == ["evidence.raw_path"]
     assert t["verifier"]["verdict"] == "REJECT" and t["verifier"]["mode"] == "rules"
     assert t["answer"]["guard"] == {

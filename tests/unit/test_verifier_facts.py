@@ -75,8 +75,10 @@ def test_identifiers_and_masked_numbers() -> None:
 
 
 def test_camel_case_alert_names() -> None:
-    names = {i.text for i in extract("HighCPUUsage OOMKilled SlowResponse CPU JVM P99").identifiers}
+    facts = extract("HighCPUUsage OOMKilled SlowResponse CPU JVM P99")
+    names = {i.text for i in facts.identifiers if i.kind == "name"}
     assert names == {"HighCPUUsage", "OOMKilled", "SlowResponse"}
+    assert [(i.kind, i.text) for i in facts.identifiers if i.kind != "name"] == [("token", "P99")]
 
 
 @pytest.mark.parametrize(
@@ -116,7 +118,7 @@ def test_alias_is_declared_in_rules() -> None:
 
 def test_repository_rules_load() -> None:
     rules = default_verifier_rules()
-    assert rules.version == "verifier-rules-v1"
+    assert rules.version == "verifier-rules-v2"
     assert load_overclaim_phrases().phrases
 
 

@@ -10,11 +10,11 @@ import pytest
 from services.composer import compose, guard
 from services.gatekeeper import default_ruleset
 from services.gatekeeper.handler import GatekeeperHandler
-from services.verifier import VerifierInput, evaluate_aiops, verify
+from services.verifier import evaluate_aiops, verify
 from services.verifier.input import input_from_event
 from tests.support import demo_evidence as demo
 from tests.support.evidence_events import evidence_event
-from tests.support.gate import gate
+from tests.support.gate import verifier_input as make_input
 from tracebound.events import Alert, GatekeeperResult
 
 CPU_TEXT = "payment-service has a firing HighCPUUsage alert at 92% CPU."
@@ -23,23 +23,6 @@ ZH_NEGATIVE = "当前查询未检索到 inventory-service 的 HikariCP 连接池
 
 def scenario(name: str) -> demo.Scenario:
     return next(s for s in demo.scenarios() if s.name == name)
-
-
-def make_input(
-    so: dict[str, Any] | None, invocations: list[dict[str, Any]] | None = None, **extra: Any
-) -> VerifierInput:
-    checked = gate(so, invocations if invocations is not None else demo.tool_invocations())
-    data: dict[str, Any] = {
-        "original_query": "Is payment-service firing HighCPUUsage?",
-        "executor_final_answer": "",
-        "executor_structured_output": checked.structured_output,
-        "executor_output_parse_status": {"status": "valid", "detail": "parsed"},
-        "tool_trace_summary": [],
-        "gatekeeper_result": checked.result,
-        "retry_context": None,
-    }
-    data.update(extra)
-    return VerifierInput.model_validate(data)
 
 
 def one_claim(ctype: str, text: str, *bindings: dict[str, Any], **lists: Any) -> dict[str, Any]:

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from services.common.negation import default_negations
 from tests.support import demo_evidence as demo
 
 DEFAULT_SEED = 20260708
-NEGATIONS = ("not", "no", "never", "none", "nothing", "without", "cannot", "neither", "nor")
 
 
 @dataclass(frozen=True)
@@ -116,7 +116,7 @@ def noise(rng: random.Random, text: str) -> str:
 
 def is_negation(token: str) -> bool:
     word = re.sub(r"[^\w']", "", token.casefold())
-    return word in NEGATIONS or word.endswith("n't")
+    return default_negations().english_cue([word], 0)
 
 
 def shorten(rng: random.Random, text: str, min_tokens: int = 2) -> str | None:

@@ -95,7 +95,8 @@ def _a_duplicate_item(rng: random.Random, s: demo.Scenario) -> Outcome:
     target = rng.choice([c for c in claims_of(s) if c["claim_type"] != "negative_observation"])
     target["evidence_bindings"].insert(rng.randrange(len(target["evidence_bindings"]) + 1), copy_)
     where = f"{claim['claim_id']} -> {target['claim_id']}"
-    return ("evidence.unique_item",), f"{binding['raw_path']} bound again ({where})"
+    rules = ("evidence.unique_item", "claim.duplicate_binding")
+    return rules, f"{binding['raw_path']} bound again ({where})"
 
 
 def _a_forbidden_field(rng: random.Random, s: demo.Scenario) -> Outcome:
