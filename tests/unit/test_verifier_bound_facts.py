@@ -36,7 +36,8 @@ CPU_EXCERPT = demo.CPU_ALERT["evidence_excerpt"]
         ("payment-service HighCPUUsage alert has lasted for 80 minutes", demo.CPU_ALERT),
         ("order-service HikariPool-1 pool stats: 23/50 active, 50 waiting", demo.POOL_LOG),
         # no attribute named: 80% is one of two percentages, bound to the threshold
-        ("payment-service HighCPUUsage alert with CPU 80%", demo.CPU_ALERT),
+        ("payment-service HighCPUUsage alert with 80% CPU", demo.CPU_ALERT),
+        ("payment-service HighCPUUsage alert reads 80%", demo.CPU_ALERT),
     ],
 )
 def test_swapped_values_never_pass(text: str, binding: dict[str, Any]) -> None:
@@ -63,6 +64,7 @@ def test_swapped_values_never_pass(text: str, binding: dict[str, Any]) -> None:
         ("user-service returned HTTP 500 on GET after 5.2s", HTTP_BINDING),
         ("order-service HikariPool-1 is exhausted: 50/50 active, 23 waiting", demo.POOL_LOG),
         ("order-service HikariPool-1 request timed out after 30 s", demo.POOL_LOG),
+        ("payment-service HighCPUUsage: CPU 92% (threshold 80%)", demo.CPU_ALERT),
     ],
 )
 def test_benign_variants_pass(text: str, binding: dict[str, Any]) -> None:
@@ -80,6 +82,7 @@ def test_benign_variants_pass(text: str, binding: dict[str, Any]) -> None:
         ("active=50/50, waiting=23", "active=50/50", "active"),
         ("a 3 s threshold", "3 s threshold", "threshold"),
         ("restart_count=3", "restart_count=3", "restarts"),
+        ("CPU 92% (threshold 80%)", "CPU 92%", "current"),
         ("payment-service 92%", "92%", ""),
     ],
 )
