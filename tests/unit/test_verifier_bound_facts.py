@@ -8,10 +8,16 @@ reordered facts, full-width digits, units written differently) keep passing.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from services.executor import claims as executor_claims
+from services.executor.tools import refs
+from services.executor.tools.demo_env import alerts_at
+from services.executor.tools.settings import ToolSettings
 from services.verifier import verify
 from services.verifier.facts import extract
 from services.verifier.match import compare
@@ -20,6 +26,7 @@ from tests.support.gate import verifier_input
 from tests.support.http_log import HTTP_BINDING, verdict
 
 CPU_EXCERPT = demo.CPU_ALERT["evidence_excerpt"]
+DEMO_DATA = ToolSettings.demo().demo_data_dir
 
 
 @pytest.mark.parametrize(
@@ -112,3 +119,38 @@ def test_check_output_names_each_fact_with_its_attribute_and_place() -> None:
     assert facts == {"92% [current]", "80% [threshold]"}
     [claim] = outcome.claim_checks
     assert "'current=92%'" in claim.reason and "'threshold=80%'" in claim.reason
+
+
+def _alert_claims() -> list[tuple[str, str, str, str]]:
+    """(claim, excerpt, current fact, threshold fact) the rules executor writes per demo alert."""
+    now = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
+    invocation = SimpleNamespace(tool_name="query_metrics")
+    facts = executor_claims.templates()["alert_facts"]
+    out = []
+    for alert in alerts_at(now, DEMO_DATA):
+        figures = refs.alert_figures(alert)
+        if not all(v[0].isdigit() for v in figures.values()) or len(set(figures.values())) < 2:
+            continue
+        for lang in ("en", "zh"):
+            claim = executor_claims._observation_text(invocation, alert, lang)  # type: ignore[arg-type]
+            current = facts["current"][lang].format(value=figures["current"])
+            threshold = facts["threshold"][lang].format(value=figures["threshold"])
+            out.append((claim or "", refs.alert_text(alert), current, threshold))
+    return out
+
+
+def test_executor_alert_claims_refuse_a_swap_and_accept_a_reorder() -> None:
+    cases = _alert_claims()
+    assert len(cases) >= 4
+    for claim, excerpt, current, threshold in cases:
+        assert all(r.found for r in compare(extract(claim), extract(excerpt))), claim
+        swapped = claim.replace(current, "\0").replace(threshold, "\1")
+        values = [current.split()[-1], threshold.split()[-1]]
+        swapped = swapped.replace("\0", current.replace(values[0], values[1]))
+        swapped = swapped.replace("\1", threshold.replace(values[1], values[0]))
+        assert not all(r.found for r in compare(extract(swapped), extract(excerpt))), swapped
+        reordered = (
+            claim.replace(current, "\0").replace(threshold, current).replace("\0", threshold)
+        )
+        assert reordered != claim
+        assert all(r.found for r in compare(extract(reordered), extract(excerpt))), reordered
