@@ -22,6 +22,9 @@ from tracebound.jsonio import add_check_command, parse_each, print_json_line, re
 class GuardInput(BaseModel):
     """One guard request: the answer, the claims it may state and the claims refuted.
 
+    ``allowed_hypotheses`` are the verdict's hypotheses: the causes they state
+    may be repeated (as under the composer's "unconfirmed" heading).
+
     An allowed claim is an ``AllowedClaim`` record or just its text; a claim
     without an id is numbered by its position (``claim-1`` …) and one without a
     type is an observation.
@@ -32,6 +35,7 @@ class GuardInput(BaseModel):
     allowed_claims: list[AllowedClaim]
     answer: str
     rejected_claims: list[str] = Field(default_factory=list)
+    allowed_hypotheses: list[str] = Field(default_factory=list)
 
     @field_validator("allowed_claims", mode="before")
     @classmethod
@@ -75,6 +79,11 @@ def parse_guard_inputs(text: str) -> list[GuardInput]:
 def run_guard(args: argparse.Namespace) -> int:
     """Guard every answer of FILE and print the results."""
     for item in parse_guard_inputs(read_text(args.file)):
-        result = guard(item.allowed_claims, item.answer, rejected_claims=item.rejected_claims)
+        result = guard(
+            item.allowed_claims,
+            item.answer,
+            rejected_claims=item.rejected_claims,
+            hypotheses=item.allowed_hypotheses,
+        )
         print_json_line({"ok": result.ok, "violations": list(result.violations)})
     return 0
