@@ -51,17 +51,23 @@ def overclaims(
     return list(dict.fromkeys(violations))
 
 
-def _pool(allowed: Sequence[AllowedClaim], rules: VerifierRules) -> Facts:
+def _pool(allowed: Sequence[AllowedClaim], quoted: Sequence[str], rules: VerifierRules) -> Facts:
     texts = [t for c in allowed for t in (c.claim_text, *c.evidence_excerpts)]
-    return extract("\n".join(texts), rules)
+    return extract("\n".join([*texts, *quoted]), rules)
 
 
 def foreign_facts(
-    allowed: Sequence[AllowedClaim], text: str, rules: VerifierRules | None = None
+    allowed: Sequence[AllowedClaim],
+    text: str,
+    rules: VerifierRules | None = None,
+    quoted: Sequence[str] = (),
 ) -> list[str]:
-    """Numbers and identifiers of ``text`` that no allowed claim or excerpt contains."""
+    """Numbers and identifiers of ``text`` that no allowed claim or excerpt contains.
+
+    ``quoted`` is text quoted from the request itself (an answer's alert lines).
+    """
     rules = rules if rules is not None else default_verifier_rules()
-    pool = _pool(allowed, rules)
+    pool = _pool(allowed, quoted, rules)
     facts = extract(text, rules)
     out = [
         f"number {n.text} is in no allowed claim"

@@ -15,7 +15,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from services.composer.guard import guard
-from tracebound.events import AllowedClaim
+from services.composer.opening import opening_lines
+from tracebound.events import Alert, AllowedClaim
 from tracebound.jsonio import add_check_command, parse_each, print_json_line, read_text
 
 
@@ -23,7 +24,8 @@ class GuardInput(BaseModel):
     """One guard request: the answer, the claims it may state and the claims refuted.
 
     ``allowed_hypotheses`` are the verdict's hypotheses: the causes they state
-    may be repeated (as under the composer's "unconfirmed" heading).
+    may be repeated (as under the composer's "unconfirmed" heading); ``alerts``
+    are the request's alerts, whose opening lines a published answer quotes.
 
     An allowed claim is an ``AllowedClaim`` record or just its text; a claim
     without an id is numbered by its position (``claim-1`` …) and one without a
@@ -36,6 +38,7 @@ class GuardInput(BaseModel):
     answer: str
     rejected_claims: list[str] = Field(default_factory=list)
     allowed_hypotheses: list[str] = Field(default_factory=list)
+    alerts: list[Alert] = Field(default_factory=list)
 
     @field_validator("allowed_claims", mode="before")
     @classmethod
@@ -84,6 +87,7 @@ def run_guard(args: argparse.Namespace) -> int:
             item.answer,
             rejected_claims=item.rejected_claims,
             hypotheses=item.allowed_hypotheses,
+            quoted=[line for lang in ("en", "zh") for line in opening_lines(item.alerts, lang)],
         )
         print_json_line({"ok": result.ok, "violations": list(result.violations)})
     return 0

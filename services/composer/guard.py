@@ -43,6 +43,7 @@ def guard(
     rejected_claims: Sequence[str] = (),
     hypotheses: Sequence[str] = (),
     notes: Sequence[str] = (),
+    quoted: Sequence[str] = (),
     rules: VerifierRules | None = None,
     phrases: OverclaimPhrases | None = None,
     guard_rules: GuardRules | None = None,
@@ -51,7 +52,9 @@ def guard(
 
     ``hypotheses`` may state causes (under the composer's "unconfirmed"
     heading); ``notes`` are the gaps and actions the composer may quote as they
-    are. Neither adds a number or identifier: those come from the claims only.
+    are. Neither adds a number or identifier: those come from the claims, or
+    from ``quoted`` — the opening lines that quote the request's own alerts
+    (:func:`~services.composer.opening.opening_lines`), for a published answer.
     """
     rules = rules if rules is not None else default_verifier_rules()
     phrases = phrases if phrases is not None else default_overclaim_phrases()
@@ -59,9 +62,9 @@ def guard(
     text = unicodedata.normalize("NFKC", answer)
     claims = [c.claim_text for c in allowed_claims]
     violations = overclaims(allowed_claims, text, phrases, rules)
-    violations += foreign_facts(allowed_claims, text, rules)
+    violations += foreign_facts(allowed_claims, text, rules, quoted)
     violations += causal_links(text, [*claims, *hypotheses], guard_rules, rules)
-    tolerated = [*claims, *hypotheses, *notes]
+    tolerated = [*claims, *hypotheses, *notes, *quoted]
     violations += absence_claims(text, allowed_claims, tolerated, guard_rules, rules)
     for rejected in rejected_claims:
         for sentence in sentences(text):
@@ -72,7 +75,11 @@ def guard(
 
 
 def guard_material(
-    material: ComposerInput, text: str, *, rejected_claims: Sequence[str] = ()
+    material: ComposerInput,
+    text: str,
+    *,
+    rejected_claims: Sequence[str] = (),
+    quoted: Sequence[str] = (),
 ) -> GuardResult:
     """:func:`guard` with the hypotheses, gaps and actions of ``material``."""
     return guard(
@@ -81,6 +88,7 @@ def guard_material(
         rejected_claims=rejected_claims,
         hypotheses=material.allowed_hypotheses,
         notes=[*material.missing_info, *material.recommended_actions],
+        quoted=quoted,
     )
 
 
