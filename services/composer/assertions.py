@@ -7,7 +7,8 @@ states what nothing verified; "the query found no pool errors" turns into
 "there is no pool problem" with one negation. So:
 
 * a causal phrase (``rules/answer-guard.json``) is allowed only inside the
-  words of an allowed claim or hypothesis that itself states a link;
+  words of an allowed claim or hypothesis that itself states a link (or, word
+  for word, inside an allowed gap or action, which gives a reason to check);
 * over a negative observation, no text outside the composer's fixed phrases,
   the verifier's "found nothing" phrasing and the verbatim allowed material may
   negate (shared lexicon, ``rules/negation.json``) or assert absence, health or
@@ -57,17 +58,23 @@ def fixed_phrases(templates: TemplatesFile | None = None) -> tuple[str, ...]:
 
 
 def causal_links(
-    text: str, sources: Sequence[str], guard_rules: GuardRules, rules: VerifierRules
+    text: str,
+    sources: Sequence[str],
+    guard_rules: GuardRules,
+    rules: VerifierRules,
+    verbatim: Sequence[str] = (),
 ) -> list[str]:
-    """Causal phrases of ``text`` that no allowed claim or hypothesis states.
+    """Causal phrases of ``text`` that no allowed claim or hypothesis (``sources``) states.
 
     A sentence may restate a stating clause in its own words around it (a
     hypothesis' "Possible cause …:" lead-in is not needed to repeat its cause).
+    ``verbatim`` material (a runbook check's "because a restart destroys the
+    evidence") may keep its reason only word for word.
     """
     folded = [_fold(s) for s in sources]
     stating = [c for s in folded for c in _CLAUSE_END.split(s) if guard_rules.causal.search(c)]
     out = []
-    for sentence in sentences(_blank(text, folded)):
+    for sentence in sentences(_blank(text, [*folded, *(_fold(v) for v in verbatim)])):
         match = guard_rules.causal.search(sentence)
         if match is None:
             continue

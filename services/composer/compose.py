@@ -19,9 +19,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from services.composer.assertions import causal_links
 from services.composer.checks import foreign_facts, overclaims
-from services.composer.guard_rules import default_guard_rules
 from services.composer.templates import Phrases, TemplatesFile, language_of, phrases
 from services.verifier.rules_file import (
     OverclaimPhrases,
@@ -84,19 +82,12 @@ def _screened(
     allowed: Sequence[AllowedClaim],
     rules: VerifierRules,
     over: OverclaimPhrases,
-    hypotheses: Sequence[str] = (),
 ) -> list[str]:
-    """Items that carry no foreign fact, no over-claim and no cause a claim does not state.
-
-    Hypotheses are screened with themselves as the sources of causes: a
-    hypothesis may state one, under the "unconfirmed" heading.
-    """
-    sources = [*(c.claim_text for c in allowed), *hypotheses]
+    """Items that carry no foreign fact and no over-claim."""
     kept = []
     for item in items:
         text = unicodedata.normalize("NFKC", item).strip()
         clean = text and not foreign_facts(allowed, text, rules)
-        clean = clean and not causal_links(text, sources, default_guard_rules(), rules)
         if clean and not overclaims(allowed, text, over, rules):
             kept.append(text)
     return list(dict.fromkeys(kept))
@@ -122,9 +113,8 @@ def compose(
     verdict = material.verdict
     allowed = material.allowed_claims if verdict in ("PASS", "LOW_CONFID") else ()
     statements = [_statement(c, p, lang, rules) for c in allowed]
-    given = material.allowed_hypotheses
-    hypotheses = _screened(given, allowed, rules, over, given)
-    actions = _screened(material.recommended_actions, allowed, rules, over, hypotheses)
+    hypotheses = _screened(material.allowed_hypotheses, allowed, rules, over)
+    actions = _screened(material.recommended_actions, allowed, rules, over)
     if verdict not in ("PASS", "LOW_CONFID"):
         hypotheses = []
 
@@ -139,7 +129,7 @@ def compose(
             lines += [p.low_supported_header, *(p.bullet + s for s in statements)]
         else:
             lines.append(p.low_none_supported)
-        missing = _screened(material.missing_info, allowed, rules, over, hypotheses)
+        missing = _screened(material.missing_info, allowed, rules, over)
         lines += _section(p.low_missing_header, missing or [p.low_missing_fallback], p)
         summary = p.low_summary if statements else p.no_claims_summary
     else:

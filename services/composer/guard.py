@@ -63,7 +63,7 @@ def guard(
     claims = [c.claim_text for c in allowed_claims]
     violations = overclaims(allowed_claims, text, phrases, rules)
     violations += foreign_facts(allowed_claims, text, rules, quoted)
-    violations += causal_links(text, [*claims, *hypotheses], guard_rules, rules)
+    violations += causal_links(text, [*claims, *hypotheses], guard_rules, rules, notes)
     tolerated = [*claims, *hypotheses, *notes, *quoted]
     violations += absence_claims(text, allowed_claims, tolerated, guard_rules, rules)
     for rejected in rejected_claims:

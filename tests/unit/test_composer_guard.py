@@ -225,3 +225,11 @@ def test_guard_rules_file_is_validated(tmp_path: Path) -> None:
     bad.write_text("{", encoding="utf-8")
     with pytest.raises(ConfigError, match="not JSON"):
         load_guard_rules(bad)
+
+
+def test_an_action_quoted_word_for_word_keeps_its_reason() -> None:
+    action = "Runbook check, not yet run: capture a heap dump, because a restart destroys it"
+    answer = f"{CPU.claim_text}\n- {action}"
+    assert guard([CPU, NEGATIVE], answer, notes=[action]).ok
+    reworded = f"{CPU.claim_text}\n- Capture a heap dump because the pod restarted."
+    assert any("causal link" in v for v in guard([CPU], reworded, notes=[action]).violations)
