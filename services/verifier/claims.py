@@ -160,4 +160,6 @@ def judge_claim(
     if not results:
         reason = "gatekeeper-verified evidence; no number, identifier or negation to compare"
         return done(SUPPORTED, reason)
-    return done(SUPPORTED, f"all {len(results)} facts are stated in the cited evidence", results)
+    bound = "; ".join(f"{r.fact} {r.detail}" for r in results if r.kind == "number")
+    reason = f"all {len(results)} facts are stated in the cited evidence"
+    return done(SUPPORTED, f"{reason}: {bound}" if bound else reason, results)

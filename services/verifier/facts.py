@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from services.common.negation import Negations
+from services.verifier.attributes import Binder, binder
 from services.verifier.rules_file import VerifierRules, default_verifier_rules
 
 PLAIN = "plain"
@@ -35,12 +36,18 @@ _ISO_Z = re.compile(r"(\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)Z")
 
 @dataclass(frozen=True, slots=True)
 class Number:
-    """A number as written (``text``), its value as written and in the base unit."""
+    """A number as written (``text``), its value as written and in the base unit.
+
+    ``attribute`` is what the text says it measures ("" when it says nothing)
+    and ``label`` the words that say so with the number ("current=92%").
+    """
 
     text: str
     raw: float
     value: float
     dimension: str  # plain | duration | percent | bytes
+    attribute: str = ""
+    label: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +84,7 @@ class _Compiled:
     units: dict[str, tuple[str, float]]
     identifiers: tuple[tuple[str, re.Pattern[str]], ...]
     negations: Negations
+    binder: Binder
 
 
 @lru_cache(maxsize=8)
@@ -94,6 +102,7 @@ def _compiled(rules: VerifierRules) -> _Compiled:
         units=units,
         identifiers=tuple((p.kind, re.compile(p.pattern)) for p in doc.identifier_patterns),
         negations=rules.negations,
+        binder=binder(rules),
     )
 
 
@@ -134,13 +143,26 @@ def _identifiers(text: str, c: _Compiled) -> tuple[list[Identifier], str]:
     return found, "".join(chars)
 
 
-def _numbers(masked: str, c: _Compiled) -> list[Number]:
-    numbers = []
+def _numbers(normal: str, masked: str, c: _Compiled) -> list[Number]:
+    """Numbers of the masked text, each bound with the words before it in ``normal``."""
+    numbers: list[Number] = []
+    floor = 0
     for match in c.number.finditer(masked):
         raw = float(match["n"])
         unit = match["u"]
         dimension, factor = c.units[unit] if unit else (PLAIN, 1.0)
-        numbers.append(Number(re.sub(r"\s+", " ", match.group()), raw, raw * factor, dimension))
+        start, end = match.span()
+        text = re.sub(r"\s+", " ", match.group())
+        if numbers and start == floor + 1 and masked[floor] == "/":
+            attribute, label = numbers[-1].attribute, f"{numbers[-1].label}/{text}"
+        else:
+            attribute, named = c.binder.bind(normal, start, floor, dimension)
+            label = " ".join(normal[named:end].split())
+            if not attribute:
+                attribute, named = c.binder.bind_after(normal, end, dimension)
+                label = " ".join(normal[start:named].split())
+        numbers.append(Number(text, raw, raw * factor, dimension, attribute, label))
+        floor = end
     return numbers
 
 
@@ -212,7 +234,7 @@ def _extract(text: str, rules: VerifierRules) -> Facts:
     negations, plain, cjk_plain = _negations(search, c)
     return Facts(
         search=search,
-        numbers=tuple(_numbers(masked, c)),
+        numbers=tuple(_numbers(normal, masked, c)),
         identifiers=tuple(identifiers),
         negations=tuple(negations),
         plain_words=plain,

@@ -10,7 +10,7 @@ evidence is silent about is neither, and leaves the claim unproven.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -44,6 +44,60 @@ def number_found(number: Number, pool: Iterable[Number]) -> bool:
         elif other.dimension == number.dimension and same_value(number.value, other.value):
             return True
     return False
+
+
+def _comparable(number: Number, other: Number) -> bool:
+    return PLAIN in (number.dimension, other.dimension) or number.dimension == other.dimension
+
+
+def _where(matches: Sequence[Number]) -> str:
+    return ", ".join(dict.fromkeys(repr(m.label) for m in matches))
+
+
+def number_result(number: Number, pool: Sequence[Number]) -> FactResult:
+    """A claim number against the evidence numbers, read with what each one measures.
+
+    A bound number (``current 80%``) is found only as a value of the same
+    attribute, and refuted by another value of it (``current=92%``); where the
+    evidence binds no value to that attribute it may still match an unbound
+    value. An unbound number matches an unbound value, or a value that is the
+    only one of its unit in the evidence; a value the evidence binds to another
+    attribute (``threshold=80%`` among several percentages) leaves it unproven,
+    never supported.
+    """
+    name = number.attribute or "unbound"
+    fact = f"{number.text} [{name}]"
+    same = [o for o in pool if number.attribute and o.attribute == number.attribute]
+    same = [o for o in same if _comparable(number, o)]
+    hits = [o for o in same if number_found(number, (o,))]
+    if hits:
+        return FactResult("number", fact, True, False, f"stated in evidence as {_where(hits)}")
+    if same:
+        return FactResult("number", fact, False, True, f"evidence says {_where(same)}")
+    matches = [o for o in pool if number_found(number, (o,))]
+    kin = [o for o in pool if _comparable(number, o)]
+    values = {round(o.value if number.dimension != PLAIN else o.raw, 9) for o in kin}
+    free = [m for m in matches if not m.attribute]
+    if free or (matches and not number.attribute and len(values) == 1):
+        return FactResult(
+            "number", fact, True, False, f"stated in evidence as {_where(free or matches)}"
+        )
+    if matches:
+        said = f"evidence states it only as {_where(matches)}"
+        detail = (
+            f"{said}, not as {name}"
+            if number.attribute
+            else f"{said}; the claim names no attribute"
+        )
+        return FactResult("number", fact, False, False, detail)
+    conflict = any(o.dimension == number.dimension for o in pool)
+    return FactResult(
+        "number",
+        fact,
+        False,
+        conflict,
+        "differs in evidence" if conflict else "not stated in evidence",
+    )
 
 
 @lru_cache(maxsize=1024)
@@ -102,11 +156,7 @@ def compare(
     """
     lexicon = (rules if rules is not None else default_verifier_rules()).negations
     results: list[FactResult] = []
-    for number in claim.numbers:
-        found = number_found(number, evidence.numbers)
-        conflict = not found and any(n.dimension == number.dimension for n in evidence.numbers)
-        detail = "stated" if found else "differs" if conflict else "not stated"
-        results.append(FactResult("number", number.text, found, conflict, f"{detail} in evidence"))
+    results.extend(number_result(number, evidence.numbers) for number in claim.numbers)
     for ident in claim.identifiers:
         found = identifier_found(ident, evidence.search, rules)
         conflict = not found and any(i.kind == ident.kind for i in evidence.identifiers)

@@ -61,6 +61,25 @@ class IdentifierPattern(_Strict):
     _check = field_validator("pattern")(_compiles)
 
 
+class AttributeAliases(_Strict):
+    """The words that name one measured attribute, per language.
+
+    ``dimensions`` limits the units the attribute can carry (empty: any), so
+    "for" binds "for 5m" to duration but never "for payment-service 92%".
+    """
+
+    dimensions: tuple[Dimension | Literal["plain"], ...] = ()
+    en: tuple[str, ...] = ()
+    zh: tuple[str, ...] = ()
+
+    @field_validator("en", "zh")
+    @classmethod
+    def _not_blank(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if any(not alias.strip() for alias in value):
+            raise ValueError("empty alias")
+        return value
+
+
 class NegativeObservationRules(_Strict):
     claim_types: tuple[str, ...] = Field(min_length=1)
     no_evidence_path: str = Field(min_length=1)
@@ -90,6 +109,7 @@ class VerifierRulesFile(_Strict):
     units: dict[str, Unit] = Field(min_length=1)
     identifier_patterns: tuple[IdentifierPattern, ...] = Field(min_length=1)
     identifier_aliases: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    attributes: dict[str, AttributeAliases] = Field(default_factory=dict)
     negative_observation: NegativeObservationRules
     actions: ActionRules
     verified_binding_statuses: tuple[str, ...] = Field(min_length=1)

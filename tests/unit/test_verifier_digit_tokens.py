@@ -10,37 +10,12 @@ from typing import Any
 import pytest
 
 from services.composer import guard
-from services.verifier import verify
 from services.verifier.facts import extract
 from services.verifier.match import compare
 from tests.support import demo_evidence as demo
-from tests.support.gate import verifier_input
+from tests.support.http_log import HTTP_BINDING, HTTP_LOG
+from tests.support.http_log import verdict as _verdict
 from tracebound.events import AllowedClaim
-
-HTTP_LOG = (
-    "2026-07-08 23:07:41 ERROR user-service HTTP 500 GET /api/v1/users/profile duration=5200ms"
-)
-HTTP_EXCERPT = "user-service HTTP 500 GET /api/v1/users/profile duration=5200ms"
-HTTP_PATH = f"$.logs[{len(demo.LOGS)}]"
-
-
-def _invocations() -> list[dict[str, Any]]:
-    invocations = demo.tool_invocations()
-    [logs] = [i for i in invocations if i["id"] == demo.LOGS_ID]
-    logs["retrieval_details"]["evidence_refs"].append({"raw_path": HTTP_PATH, "text": HTTP_LOG})
-    return invocations
-
-
-def _verdict(text: str, binding: dict[str, Any]) -> tuple[str, str]:
-    so = demo.output(demo.claim("claim-1", "observation", text, binding))
-    inp = verifier_input(so, _invocations())
-    assert inp.gatekeeper_result.status == "pass", inp.gatekeeper_result.errors
-    outcome = verify(inp)
-    [claim] = outcome.claim_checks
-    return outcome.verdict, claim.status
-
-
-HTTP_BINDING = demo.bind(demo.LOGS_ID, HTTP_PATH, HTTP_EXCERPT)
 
 
 @pytest.mark.parametrize(

@@ -102,8 +102,8 @@ def test_negations(text: str, heads: list[str]) -> None:
 def test_compare_flags_conflicts_and_silence() -> None:
     evidence = extract("HighCPUUsage, service=payment-service, state=firing, current=92%")
     results = {r.fact: r for r in compare(extract("order-service CPU at 29% for 5 min"), evidence)}
-    assert results["order-service"].conflict and results["29%"].conflict
-    assert not results["5 min"].found and not results["5 min"].conflict
+    assert results["order-service"].conflict and results["29% [current]"].conflict
+    assert not results["5 min [duration]"].found and not results["5 min [duration]"].conflict
     dropped = compare(extract("connections are available"), extract("Connection is not available"))
     assert any(r.kind == "negation" and r.conflict for r in dropped)
     added = compare(extract("payment-service is not firing"), evidence)
@@ -118,7 +118,7 @@ def test_alias_is_declared_in_rules() -> None:
 
 def test_repository_rules_load() -> None:
     rules = default_verifier_rules()
-    assert rules.version == "verifier-rules-v2"
+    assert rules.version == "verifier-rules-v3"
     assert load_overclaim_phrases().phrases
 
 

@@ -40,7 +40,7 @@ def test_seed_sample_highcpu_narrow_confirmation() -> None:
         ("$.alerts[0]",),
     )
     assert {(f.kind, f.fact) for f in outcome.facts_checked} == {
-        ("number", "92%"),
+        ("number", "92% [current]"),
         ("service", "payment-service"),
         ("name", "HighCPUUsage"),
     }
