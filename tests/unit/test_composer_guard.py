@@ -233,3 +233,17 @@ def test_an_action_quoted_word_for_word_keeps_its_reason() -> None:
     assert guard([CPU, NEGATIVE], answer, notes=[action]).ok
     reworded = f"{CPU.claim_text}\n- Capture a heap dump because the pod restarted."
     assert any("causal link" in v for v in guard([CPU], reworded, notes=[action]).violations)
+
+
+@pytest.mark.parametrize(
+    ("answer", "fragment"),
+    [
+        ("payment-service CPU is at 80%.", "80% [current]"),
+        ("payment-service CPU 使用率为 80%。", "80% [current]"),
+        ("The payment-service CPU threshold is 92%.", "92% [threshold]"),
+    ],
+)
+def test_a_number_bound_to_another_attribute_is_caught(answer: str, fragment: str) -> None:
+    result = guard([CPU], answer)
+    assert any(fragment in v for v in result.violations), result.violations
+    assert guard([CPU], "payment-service CPU usage is 92%, threshold 80%.").ok
