@@ -7,6 +7,14 @@ rejected claims, in any answer (template or model-written).
 """
 
 from services.composer.compose import ComposedAnswer, compose, negative_subject
-from services.composer.guard import enforce, guard, safe_answer
+from services.composer.guard import enforce, guard, guard_material, safe_answer
 
-__all__ = ["ComposedAnswer", "compose", "enforce", "guard", "negative_subject", "safe_answer"]
+__all__ = [
+    "ComposedAnswer",
+    "compose",
+    "enforce",
+    "guard",
+    "guard_material",
+    "negative_subject",
+    "safe_answer",
+]

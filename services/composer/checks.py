@@ -12,7 +12,7 @@ import unicodedata
 from collections.abc import Sequence
 
 from services.verifier.facts import Facts, extract
-from services.verifier.match import identifier_found, number_found
+from services.verifier.match import identifier_found, number_found, number_result
 from services.verifier.rules_file import OverclaimPhrases, VerifierRules, default_verifier_rules
 from tracebound.events import AllowedClaim
 
@@ -51,23 +51,38 @@ def overclaims(
     return list(dict.fromkeys(violations))
 
 
-def _pool(allowed: Sequence[AllowedClaim], rules: VerifierRules) -> Facts:
+def _pool(allowed: Sequence[AllowedClaim], quoted: Sequence[str], rules: VerifierRules) -> Facts:
     texts = [t for c in allowed for t in (c.claim_text, *c.evidence_excerpts)]
-    return extract("\n".join(texts), rules)
+    return extract("\n".join([*texts, *quoted]), rules)
 
 
 def foreign_facts(
-    allowed: Sequence[AllowedClaim], text: str, rules: VerifierRules | None = None
+    allowed: Sequence[AllowedClaim],
+    text: str,
+    rules: VerifierRules | None = None,
+    quoted: Sequence[str] = (),
 ) -> list[str]:
-    """Numbers and identifiers of ``text`` that no allowed claim or excerpt contains."""
+    """Numbers and identifiers of ``text`` that no allowed claim or excerpt contains.
+
+    A number the answer binds to an attribute must match a value of that
+    attribute, as the verifier's facts are matched.
+
+    ``quoted`` is text quoted from the request itself (an answer's alert lines).
+    """
     rules = rules if rules is not None else default_verifier_rules()
-    pool = _pool(allowed, rules)
+    pool = _pool(allowed, quoted, rules)
     facts = extract(text, rules)
-    out = [
-        f"number {n.text} is in no allowed claim"
-        for n in facts.numbers
-        if not number_found(n, pool.numbers)
-    ]
+    out = []
+    for number in facts.numbers:
+        if not number_found(number, pool.numbers):
+            out.append(f"number {number.text} is in no allowed claim")
+            continue
+        # Read with what it measures, as the verifier reads it: "CPU at 80%" is not
+        # licensed by "threshold=80%". An answer number that names no attribute may repeat
+        # any allowed value ("heap: 3.8GB of 4GB" for "heap usage is 3.8 GB of 4 GB").
+        bound = number_result(number, pool.numbers)
+        if number.attribute and not bound.found:
+            out.append(f"number {bound.fact} is not what the allowed claims say ({bound.detail})")
     out += [
         f"{i.kind} {i.text} is in no allowed claim"
         for i in facts.identifiers

@@ -15,12 +15,17 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from services.composer.guard import guard
-from tracebound.events import AllowedClaim
+from services.composer.opening import opening_lines
+from tracebound.events import Alert, AllowedClaim
 from tracebound.jsonio import add_check_command, parse_each, print_json_line, read_text
 
 
 class GuardInput(BaseModel):
     """One guard request: the answer, the claims it may state and the claims refuted.
+
+    ``allowed_hypotheses`` are the verdict's hypotheses: the causes they state
+    may be repeated (as under the composer's "unconfirmed" heading); ``alerts``
+    are the request's alerts, whose opening lines a published answer quotes.
 
     An allowed claim is an ``AllowedClaim`` record or just its text; a claim
     without an id is numbered by its position (``claim-1`` …) and one without a
@@ -32,6 +37,8 @@ class GuardInput(BaseModel):
     allowed_claims: list[AllowedClaim]
     answer: str
     rejected_claims: list[str] = Field(default_factory=list)
+    allowed_hypotheses: list[str] = Field(default_factory=list)
+    alerts: list[Alert] = Field(default_factory=list)
 
     @field_validator("allowed_claims", mode="before")
     @classmethod
@@ -75,6 +82,12 @@ def parse_guard_inputs(text: str) -> list[GuardInput]:
 def run_guard(args: argparse.Namespace) -> int:
     """Guard every answer of FILE and print the results."""
     for item in parse_guard_inputs(read_text(args.file)):
-        result = guard(item.allowed_claims, item.answer, rejected_claims=item.rejected_claims)
+        result = guard(
+            item.allowed_claims,
+            item.answer,
+            rejected_claims=item.rejected_claims,
+            hypotheses=item.allowed_hypotheses,
+            quoted=[line for lang in ("en", "zh") for line in opening_lines(item.alerts, lang)],
+        )
         print_json_line({"ok": result.ok, "violations": list(result.violations)})
     return 0

@@ -10,6 +10,9 @@ that was not seen" must hold for all of them. It flags:
   claim is a negative observation, where some positive claim states it;
 * every number (units normalised, as the verifier reads them) and identifier
   that no allowed claim's text or excerpts contain;
+* a causal or explanatory link ("caused by", 导致 …) that no allowed claim or
+  hypothesis states, and, over a negative observation, any assertion of
+  absence, health or exclusion in either language (``assertions``);
 * any sentence restating a claim the verifier refuted.
 
 A violating answer is replaced by :func:`safe_answer`, the template answer.
@@ -17,12 +20,13 @@ A violating answer is replaced by :func:`safe_answer`, the template answer.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Sequence
 
+from services.composer.assertions import absence_claims, causal_links, sentences
 from services.composer.checks import foreign_facts, overclaims, restated
 from services.composer.compose import compose
+from services.composer.guard_rules import GuardRules, default_guard_rules
 from services.verifier.rules_file import (
     OverclaimPhrases,
     VerifierRules,
@@ -31,29 +35,61 @@ from services.verifier.rules_file import (
 )
 from tracebound.events import AllowedClaim, ComposerInput, GuardResult
 
-_SENTENCE_END = re.compile(r"(?<=[.!?;])(?:\s+|$)|[。！？；\n]")
-
 
 def guard(
     allowed_claims: Sequence[AllowedClaim],
     answer: str,
     *,
     rejected_claims: Sequence[str] = (),
+    hypotheses: Sequence[str] = (),
+    notes: Sequence[str] = (),
+    quoted: Sequence[str] = (),
     rules: VerifierRules | None = None,
     phrases: OverclaimPhrases | None = None,
+    guard_rules: GuardRules | None = None,
 ) -> GuardResult:
-    """Check one answer against the claims it may state."""
+    """Check one answer against the claims it may state.
+
+    ``hypotheses`` may state causes (under the composer's "unconfirmed"
+    heading); ``notes`` are the gaps and actions the composer may quote as they
+    are. Neither adds a number or identifier: those come from the claims, or
+    from ``quoted`` — the opening lines that quote the request's own alerts
+    (:func:`~services.composer.opening.opening_lines`), for a published answer.
+    """
     rules = rules if rules is not None else default_verifier_rules()
     phrases = phrases if phrases is not None else default_overclaim_phrases()
+    guard_rules = guard_rules if guard_rules is not None else default_guard_rules()
     text = unicodedata.normalize("NFKC", answer)
+    claims = [c.claim_text for c in allowed_claims]
     violations = overclaims(allowed_claims, text, phrases, rules)
-    violations += foreign_facts(allowed_claims, text, rules)
+    violations += foreign_facts(allowed_claims, text, rules, quoted)
+    violations += causal_links(text, [*claims, *hypotheses], guard_rules, rules, notes)
+    tolerated = [*claims, *hypotheses, *notes, *quoted]
+    violations += absence_claims(text, allowed_claims, tolerated, guard_rules, rules)
     for rejected in rejected_claims:
-        for sentence in _SENTENCE_END.split(text):
-            if rejected.strip() and sentence.strip() and restated(rejected, sentence, rules):
-                violations.append(f"restates a rejected claim: {sentence.strip()!r}")
+        for sentence in sentences(text):
+            if rejected.strip() and restated(rejected, sentence, rules):
+                violations.append(f"restates a rejected claim: {sentence!r}")
                 break
     return GuardResult(ok=not violations, violations=tuple(violations), replaced=False)
+
+
+def guard_material(
+    material: ComposerInput,
+    text: str,
+    *,
+    rejected_claims: Sequence[str] = (),
+    quoted: Sequence[str] = (),
+) -> GuardResult:
+    """:func:`guard` with the hypotheses, gaps and actions of ``material``."""
+    return guard(
+        material.allowed_claims,
+        text,
+        rejected_claims=rejected_claims,
+        hypotheses=material.allowed_hypotheses,
+        notes=[*material.missing_info, *material.recommended_actions],
+        quoted=quoted,
+    )
 
 
 def safe_answer(material: ComposerInput, language: str) -> str:
@@ -69,7 +105,7 @@ def enforce(
     rejected_claims: Sequence[str] = (),
 ) -> tuple[str, GuardResult]:
     """The answer to publish and the guard result: the safe answer replaces a violating one."""
-    result = guard(material.allowed_claims, answer, rejected_claims=rejected_claims)
+    result = guard_material(material, answer, rejected_claims=rejected_claims)
     if result.ok:
         return answer, result
     return safe_answer(material, language), result.model_copy(update={"replaced": True})

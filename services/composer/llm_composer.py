@@ -27,7 +27,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from services.composer.compose import ComposedAnswer, compose
-from services.composer.guard import enforce, guard
+from services.composer.guard import enforce, guard_material
 from services.composer.templates import language_of
 from services.verifier.material import is_evidence_action
 from services.verifier.rules_file import default_verifier_rules
@@ -110,10 +110,9 @@ def _screen(
     material: ComposerInput, reply: ComposerReply, rejected: Sequence[str]
 ) -> tuple[str | None, list[RecommendedAction], list[str]]:
     """The summary (None if it violates), the clean actions, and every violation found."""
-    allowed = material.allowed_claims
     violations: list[str] = []
     summary: str | None = reply.answer_summary
-    summary_check = guard(allowed, reply.answer_summary, rejected_claims=rejected)
+    summary_check = guard_material(material, reply.answer_summary, rejected_claims=rejected)
     if not summary_check.ok:
         violations += [f"answer_summary: {v}" for v in summary_check.violations]
         summary = None
@@ -122,7 +121,9 @@ def _screen(
     for index, action in enumerate(reply.recommended_actions):
         reason = action.reason.strip()
         problems = list(
-            guard(allowed, f"{action.action_text}\n{reason}", rejected_claims=rejected).violations
+            guard_material(
+                material, f"{action.action_text}\n{reason}", rejected_claims=rejected
+            ).violations
         )
         if not is_evidence_action(action.action_text, rules):
             problems.append("not an evidence-gathering action")

@@ -88,3 +88,23 @@ def test_invalid_input_exits_2(
     assert main(["composer", "guard", write(tmp_path, text)]) == 2
     out, err = capsys.readouterr()
     assert out == "" and message in err
+
+
+def test_hypotheses_and_alerts_license_their_causes_and_facts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cause = "Possible cause from the runbook, not verified here: load due to a batch job"
+    alert = {
+        "status": "firing",
+        "labels": {"alertname": "HighCPUUsage", "service": "payment-service"},
+        "annotations": {"value": "95", "unit": "%"},
+    }
+    answer = f"- HighCPUUsage on payment-service: value 95%\n{CPU_TEXT}\n- {cause}"
+    bare = {"allowed_claims": [CPU_TEXT], "answer": answer}
+    full = {**bare, "allowed_hypotheses": [cause], "alerts": [alert]}
+    lines = "\n".join(json.dumps(d) for d in (bare, full))
+    assert main(["composer", "guard", write(tmp_path, lines, "in.jsonl")]) == 0
+    first, second = results(capsys.readouterr()[0])
+    assert not first["ok"] and any("95%" in v for v in first["violations"])
+    assert any("causal link" in v for v in first["violations"])
+    assert second == {"ok": True, "violations": []}

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from services.composer import compose, guard, negative_subject
+from services.composer import compose, guard, guard_material, negative_subject
 from services.composer.templates import TEMPLATES_PATH, default_templates, load_templates
 from services.verifier import VerifierInput, verify
 from services.verifier.rules_file import default_overclaim_phrases, default_verifier_rules
@@ -74,13 +74,14 @@ def test_composed_answers_always_pass_the_guard(
 ) -> None:
     outcome = verified(so)
     composed = compose(outcome.composer_input, language)
-    allowed = outcome.composer_input.allowed_claims
     for text in (
         composed.user_facing_answer,
         composed.answer_summary,
         *(a.action_text for a in composed.recommended_actions),
     ):
-        result = guard(allowed, text, rejected_claims=outcome.rejected_claims)
+        result = guard_material(
+            outcome.composer_input, text, rejected_claims=outcome.rejected_claims
+        )
         assert result.ok, (name, outcome.verdict, result.violations, text)
     assert compose(outcome.composer_input, language) == composed  # deterministic
 

@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import pytest
 
+from services.composer import compose, guard_material
 from services.composer.compose import ComposedAnswer
-from services.composer.handler import ComposerHandler
+from services.composer.handler import ComposerHandler, with_demo_note
 from services.composer.opening import opening_lines, with_opening
 from services.gatekeeper import default_ruleset
 from services.gatekeeper.handler import GatekeeperHandler
 from services.verifier.handler import VerifierHandler, VerifierSettings
 from tests.support import demo_evidence as demo
 from tests.support.evidence_events import evidence_event
-from tracebound.events import Alert, Answer, DiagnosisRequest, Verdict
+from tracebound.events import (
+    Alert,
+    AllowedClaim,
+    Answer,
+    ComposerInput,
+    DiagnosisRequest,
+    Verdict,
+)
 
 DISK = Alert(
     status="firing",
@@ -82,3 +90,26 @@ def test_two_pods_of_one_alert_are_told_apart() -> None:
         "- HighCPUUsage on checkout (checkout-a): firing since 2026-05-04 10:00:00 UTC",
         "- HighCPUUsage on checkout (checkout-b): firing since 2026-05-04 10:00:00 UTC",
     ]
+
+
+@pytest.mark.parametrize("language", ["en", "zh"])
+def test_a_published_answer_passes_the_guard_with_its_opening_lines(language: str) -> None:
+    material = ComposerInput(
+        original_query="q",
+        verdict="PASS",
+        allowed_claims=(
+            AllowedClaim(
+                claim_id="claim-neg",
+                claim_type="negative_observation",
+                claim_text="The current query found no disk errors for mysql.",
+                raw_paths=("$.no_evidence",),
+            ),
+        ),
+        rationale="r",
+        evidence_backends=("demo",),
+    )
+    composed = with_opening(compose(material, language), request(DISK, language=language))
+    published = with_demo_note(composed.user_facing_answer, material, language)
+    quoted = opening_lines((DISK,), language)
+    assert guard_material(material, published, quoted=quoted).ok
+    assert not guard_material(material, published).ok  # 91.5% and 85% come from the alert only
