@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from confluent_kafka import OFFSET_BEGINNING, KafkaError, TopicPartition
+import pytest
+from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicPartition
 from prometheus_client import generate_latest
 
 from tests.support.kafka_io import CODEC
@@ -141,3 +142,29 @@ def test_every_consumer_reads_committed_and_commits_nothing_by_itself() -> None:
     kafka = KafkaSettings(bootstrap_servers="127.0.0.1:1")
     edge.consumer(kafka, "test", config=edge.READ_TO_END).close()
     edge.transactional_producer(kafka, "test-0", 30_000).flush(0)
+
+
+class SettlingConsumer:
+    """Answers NOT_LEADER a few times, as a partition just created may, then its marks."""
+
+    def __init__(self, failures: int, code: int = KafkaError.NOT_LEADER_FOR_PARTITION) -> None:
+        self.failures, self.code, self.calls = failures, code, 0
+
+    def get_watermark_offsets(self, tp: TopicPartition, **_: Any) -> tuple[int, int]:
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise KafkaException(KafkaError(self.code))
+        return 0, 7
+
+
+def test_watermarks_are_asked_again_while_leadership_settles() -> None:
+    consumer = SettlingConsumer(failures=2)
+    assert edge.watermarks(consumer, [("t", 0)]) == {("t", 0): (0, 7)}
+    assert consumer.calls == 3
+
+
+def test_watermarks_raise_other_errors_at_once() -> None:
+    consumer = SettlingConsumer(failures=1, code=KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    with pytest.raises(KafkaException):
+        edge.watermarks(consumer, [("t", 0)])
+    assert consumer.calls == 1

@@ -6,16 +6,28 @@ compare and store them (the projections' checkpoints have the same shape).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from tracebound.errors import TransientError
 
 Key = tuple[str, int]
 Offsets = dict[Key, int]
 METADATA_TIMEOUT_S = 10.0
+# A partition just created, or whose leader just moved, answers these for a moment
+# although the metadata already names its leader: asked again, it answers.
+_SETTLING = frozenset(
+    {
+        KafkaError.NOT_LEADER_FOR_PARTITION,
+        KafkaError.LEADER_NOT_AVAILABLE,
+        KafkaError.UNKNOWN_TOPIC_OR_PART,
+        KafkaError.REQUEST_TIMED_OUT,
+    }
+)
+_SETTLE_PAUSE_S = 0.25
 
 
 def partitions(consumer: Any, topic_names: Iterable[str], *, required: bool = False) -> list[Key]:
@@ -35,14 +47,26 @@ def partitions(consumer: Any, topic_names: Iterable[str], *, required: bool = Fa
     return found
 
 
+def _watermark(consumer: Any, key: Key) -> tuple[int, int]:
+    """One partition's (low, high), asked again while its leadership is settling."""
+    deadline = time.monotonic() + METADATA_TIMEOUT_S
+    while True:
+        try:
+            low, high = consumer.get_watermark_offsets(
+                TopicPartition(*key), timeout=METADATA_TIMEOUT_S, cached=False
+            )
+            return int(low), int(high)
+        except KafkaException as exc:
+            err = exc.args[0] if exc.args else None
+            code = err.code() if isinstance(err, KafkaError) else None
+            if code not in _SETTLING or time.monotonic() > deadline:
+                raise
+            time.sleep(_SETTLE_PAUSE_S)
+
+
 def watermarks(consumer: Any, keys: Iterable[Key]) -> dict[Key, tuple[int, int]]:
     """(low, high) of every partition, asked of the broker (not the cached ones)."""
-    return {
-        key: consumer.get_watermark_offsets(
-            TopicPartition(*key), timeout=METADATA_TIMEOUT_S, cached=False
-        )
-        for key in keys
-    }
+    return {key: _watermark(consumer, key) for key in keys}
 
 
 def end_offsets(consumer: Any, topic_names: Iterable[str]) -> Offsets:
