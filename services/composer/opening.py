@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC
 
+from services.common.rfc3339 import parse_time
 from services.composer.compose import ComposedAnswer
 from services.composer.templates import Phrases, TemplatesFile, phrases
 from tracebound.events import Alert, DiagnosisRequest
@@ -50,11 +51,8 @@ def _with_unit(figure: str, unit: str) -> str:
 
 def _since(starts_at: str) -> str:
     """``startsAt`` as ``YYYY-MM-DD HH:MM:SS UTC``; the raw text when it is not a timestamp."""
-    try:
-        moment = datetime.fromisoformat(starts_at.replace("Z", "+00:00"))
-    except ValueError:
-        return starts_at[:MAX_FIELD_CHARS]
-    if moment.tzinfo is None:
+    moment = parse_time(starts_at)
+    if moment is None:
         return starts_at[:MAX_FIELD_CHARS]
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 

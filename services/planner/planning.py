@@ -19,6 +19,7 @@ import math
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
+from services.common.rfc3339 import parse_time
 from services.executor.tools import PARAMS_MODELS
 from services.planner.routing import firing
 from services.planner.scope import Focus
@@ -125,11 +126,8 @@ def _trigger(skill: Skill, request: DiagnosisRequest) -> Alert | None:
 
 
 def _parse_time(text: str) -> datetime | None:
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None and moment > EPOCH else None
+    moment = parse_time(text)
+    return moment if moment is not None and moment > EPOCH else None
 
 
 def alert_window(alert: Alert, requested_at: datetime) -> int | None:

@@ -113,3 +113,14 @@ def test_a_published_answer_passes_the_guard_with_its_opening_lines(language: st
     quoted = opening_lines((DISK,), language)
     assert guard_material(material, published, quoted=quoted).ok
     assert not guard_material(material, published).ok  # 91.5% and 85% come from the alert only
+
+
+def test_alertmanager_nanosecond_start_times_are_read() -> None:
+    alert = Alert(
+        status="firing",
+        labels={"alertname": "HighCPUUsage", "service": "checkout"},
+        startsAt="2026-05-04T10:00:00.123456789Z",
+    )
+    assert opening_lines([alert], "en")[1] == (
+        "- HighCPUUsage on checkout: firing since 2026-05-04 10:00:00 UTC"
+    )

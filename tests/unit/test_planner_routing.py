@@ -168,3 +168,14 @@ def test_generic_investigation_without_a_service_skips_the_service_logs() -> Non
 
 def aiops_bare(alert: Alert) -> DiagnosisRequest:
     return DiagnosisRequest(mode="AIOPS", query="Diagnose firing alerts: Watchdog", alerts=(alert,))
+
+
+def test_the_log_window_reads_alertmanager_nanosecond_start_times() -> None:
+    from datetime import UTC, datetime
+
+    from services.planner.planning import alert_window
+
+    alert = Alert(status="firing", labels={"alertname": "X"}, startsAt="2026-05-04T10:00:00.5Z")
+    nanos = alert.model_copy(update={"startsAt": "2026-05-04T10:00:00.512345678Z"})
+    asked = datetime(2026, 5, 4, 10, 30, tzinfo=UTC)
+    assert alert_window(nanos, asked) == alert_window(alert, asked) == 45

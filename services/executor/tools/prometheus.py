@@ -15,17 +15,15 @@ reloaded rule file must show in the next answer.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from services.common.rfc3339 import parse_time
 from services.executor.tools.base import RunContext, ToolBackendError
 from services.executor.tools.demo_env import format_duration, iso_utc
 from services.executor.tools.httpjson import get_json
 from services.executor.tools.promrules import Condition, parse_condition, unit_of
-
-_FRACTION = re.compile(r"(\.\d{1,6})\d*")
 
 # Bounds of one tool call: alerts mapped, and distinct rule expressions evaluated.
 MAX_ALERTS = 200
@@ -35,18 +33,6 @@ MAX_EXPR_CHARS = 4000
 
 def wall_clock() -> datetime:
     return datetime.now(UTC)
-
-
-def parse_time(value: str) -> datetime | None:
-    """RFC 3339 with up to nanoseconds (Prometheus style) → aware datetime."""
-    if not value:
-        return None
-    text = _FRACTION.sub(r"\1", value.strip()).replace("Z", "+00:00")
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def format_value(raw: Any) -> str | None:
