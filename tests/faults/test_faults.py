@@ -280,20 +280,42 @@ def test_model_endpoint_faults_in_llm_mode(
         TRACEBOUND_LLM_TIMEOUT_S=timeout_s,
         TRACEBOUND_LLM_MAX_RETRIES="0",
     )
+    # llm-gone: the last fifth is sent only once the endpoint is gone, so those runs
+    # surely meet it gone (the roles may otherwise finish the stream before the stop).
+    after = asked[-(len(asked) // 5) :] if fault == "llm-gone" else []
     try:
         with _pipeline(stack, tmp_path, env) as pipeline:
             _start(pipeline, capsys)
-            feeder = Feeder(stack.kafka, asked, burst=50, pause_s=0.2)
+            feeder = Feeder(stack.kafka, asked[: len(asked) - len(after)], burst=50, pause_s=0.2)
             feeder.start()
-            if fault == "llm-gone":
+            if after:
                 _wait_for(counter, 100, fault, timeout_s=180)
                 server.stop()  # the endpoint disappears mid-stream
+                feeder.finish(120)
+                feeder = Feeder(stack.kafka, after, burst=50, pause_s=0.2)
+                feeder.start()
             feeder.finish(120)
             _settle_and_check(fault, pipeline, counter, capsys, answer_timeout_s=360)
             assert server.requests, "the roles never called the model: not in llm mode"
+            if after:
+                _assert_rules_fallback_gathered(pipeline, {e.run_id for e in after})
     finally:
         server.stop()
         counter.close()
+
+
+def _assert_rules_fallback_gathered(pipeline: FaultPipeline, run_ids: set[str]) -> None:
+    """Runs asked after the endpoint vanished gathered evidence by the rules fallback."""
+    with pipeline.conn() as conn:
+        rows = conn.execute(
+            "SELECT run_id FROM tool_invocation WHERE run_id = ANY(%s) GROUP BY run_id",
+            (list(run_ids),),
+        ).fetchall()
+    without = run_ids - {r[0] for r in rows}
+    assert not without, (
+        f"llm-gone: {len(without)} of {len(run_ids)} runs asked after the endpoint vanished"
+        " have no tool invocation: the executor did not fall back to its rules"
+    )
 
 
 @pytest.mark.timeout(420)
