@@ -13,10 +13,18 @@ from __future__ import annotations
 from tracebound.kafka.clients import (
     READ_TO_END,
     consumer,
+    describe_partitions,
+    member_config,
     producer,
     transactional_producer,
 )
-from tracebound.kafka.errors import Severity, classify, consumer_error, severity_of
+from tracebound.kafka.errors import (
+    Severity,
+    classify,
+    consumer_error,
+    replaced_member,
+    severity_of,
+)
 from tracebound.kafka.lag import LagGauge
 from tracebound.kafka.offsets import (
     Key,
@@ -43,12 +51,15 @@ __all__ = [
     "consumer",
     "consumer_error",
     "decoded",
+    "describe_partitions",
     "end_offsets",
+    "member_config",
     "next_batch",
     "offsets_since",
     "partitions",
     "producer",
     "read_range",
+    "replaced_member",
     "severity_of",
     "transactional_producer",
     "watermarks",

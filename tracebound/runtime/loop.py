@@ -32,6 +32,7 @@ from tracebound import kafka as edge
 from tracebound.codec import Codec, make_codec
 from tracebound.errors import TransientError
 from tracebound.kafka import Severity, severity_of
+from tracebound.replica import ReplicaInUse, ReplicaLock
 from tracebound.runtime.batch import Output, first_offsets, next_offsets, transform
 from tracebound.runtime.bounded import BoundedCalls, ClientStuckError
 from tracebound.runtime.metrics import ServiceMetrics
@@ -78,6 +79,7 @@ class ServiceLoop:
 
     @property
     def transactional_id(self) -> str:
+        """``<service>-<replica>``: also the static group member id and the client id."""
         return f"{self.spec.name}-{self.runtime.replica_id}"
 
     def _build_clients(self) -> None:
@@ -87,9 +89,9 @@ class ServiceLoop:
         self._producer.init_transactions(self.runtime.transaction_timeout_ms / 1000)
         self._consumer = edge.consumer(
             self.kafka,
-            self.spec.name,
+            self.transactional_id,
             group=self.spec.name,
-            config=self.spec.extra_consumer_config,
+            config={**edge.member_config(self.transactional_id), **self.spec.extra_consumer_config},
         )
         self._consumer.subscribe(
             list(self.spec.input_topics),
@@ -108,19 +110,21 @@ class ServiceLoop:
         self._producer = None
 
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        # Cooperative rebalancing: ``partitions`` are the ones added, not the whole set.
+        log.info("partitions assigned: %s", edge.describe_partitions(partitions))
         if self.spec.on_assign is not None:
             self.spec.on_assign(list(partitions))
 
     def _on_revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         # Batches are committed before the next poll, so no transaction is open when
         # the group rebalances: there is no uncommitted work to hand over or discard.
-        log.info("partitions revoked", extra={"count": len(partitions)})
+        log.info("partitions revoked: %s", edge.describe_partitions(partitions))
         self._lag.forget((tp.topic, tp.partition) for tp in partitions)
 
     def _on_lost(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         # Lost (not revoked): another member may already own them. Nothing of ours is
         # uncommitted, and a zombie commit would be fenced by the group generation.
-        log.warning("partitions lost", extra={"count": len(partitions)})
+        log.warning("partitions lost: %s", edge.describe_partitions(partitions))
         self._lag.forget((tp.topic, tp.partition) for tp in partitions)
 
     def _connect(self) -> None:
@@ -138,7 +142,15 @@ class ServiceLoop:
                 backoff = min(backoff * 2, self.runtime.retry_backoff_max_ms / 1000)
 
     def run(self) -> None:
-        """Process until stopped. Returns after a clean shutdown."""
+        """Process until stopped. Returns after a clean shutdown.
+
+        Raises :class:`ReplicaInUse` when another live process has this replica's id.
+        """
+        lock = ReplicaLock(self.transactional_id, self.kafka.bootstrap_servers)
+        with lock:
+            self._run()
+
+    def _run(self) -> None:
         self._connect()
         log.info("service started", extra={"service": self.spec.name})
         try:
@@ -164,6 +176,10 @@ class ServiceLoop:
         )
 
     def _is_error(self, message: Message) -> bool:
+        if edge.replaced_member(message):
+            # Another process joined with our group.instance.id: rejoining would
+            # replace it in turn, and the two would fence each other forever.
+            raise ReplicaInUse(self.transactional_id, "a member of the group on another host")
         severity = edge.consumer_error(message)
         if severity is Severity.FATAL:
             log.error("rebuilding the clients after a fatal consumer error")
@@ -209,11 +225,13 @@ class ServiceLoop:
         group = self._consumer.consumer_group_metadata()
 
         def transact() -> None:
+            # One producer for the whole transaction: a worker outliving the watchdog
+            # must never act on the producer the loop rebuilt meanwhile.
             producer.begin_transaction()
             for topic, key, value in outputs:
-                self._produce(topic, key, value)
+                _produce(producer, topic, key, value)
             producer.send_offsets_to_transaction(offsets, group, timeout)
-            self._commit_with_retry(timeout)
+            _commit_with_retry(producer, timeout)
 
         try:
             self._calls.run(transact, timeout)
@@ -234,30 +252,6 @@ class ServiceLoop:
         closer = threading.Thread(target=consumer.close, name="consumer-close", daemon=True)
         closer.start()
         closer.join(10)
-
-    def _produce(self, topic: str, key: bytes | None, value: bytes) -> None:
-        producer = self._producer
-        while True:
-            try:
-                producer.produce(topic, value=value, key=key)
-                producer.poll(0)
-                return
-            except BufferError:
-                producer.poll(0.05)
-
-    def _commit_with_retry(self, timeout: float) -> None:
-        producer = self._producer
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                producer.commit_transaction(max(deadline - time.monotonic(), 1.0))
-                return
-            except KafkaException as exc:
-                if severity_of(exc) is Severity.RETRIABLE and time.monotonic() < deadline:
-                    log.warning("commit retriable error, retrying: %s", exc)
-                    time.sleep(0.5)
-                    continue
-                raise
 
     def _recover(self, batch: Sequence[Message], exc: KafkaException) -> bool:
         self.metrics.aborted.labels(self.spec.name).inc()
@@ -291,3 +285,27 @@ class ServiceLoop:
                 self._consumer.seek(TopicPartition(topic, partition, offset))
             except KafkaException as exc:  # partition no longer ours: its new owner resumes
                 log.info("seek skipped for %s[%d]: %s", topic, partition, exc.args[0].str())
+
+
+def _produce(producer: Any, topic: str, key: bytes | None, value: bytes) -> None:
+    while True:
+        try:
+            producer.produce(topic, value=value, key=key)
+            producer.poll(0)
+            return
+        except BufferError:
+            producer.poll(0.05)
+
+
+def _commit_with_retry(producer: Any, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            producer.commit_transaction(max(deadline - time.monotonic(), 1.0))
+            return
+        except KafkaException as exc:
+            if severity_of(exc) is Severity.RETRIABLE and time.monotonic() < deadline:
+                log.warning("commit retriable error, retrying: %s", exc)
+                time.sleep(0.5)
+                continue
+            raise
