@@ -42,6 +42,8 @@ from tracebound.settings import KafkaSettings, RuntimeSettings
 log = logging.getLogger("tracebound.runtime")
 
 LAG_INTERVAL_S = 10.0
+# Replaced this often within the window: another live process has our replica id.
+REPLACED_LIMIT, REPLACED_WINDOW_S = 3, 300.0
 
 
 class ServiceLoop:
@@ -66,6 +68,7 @@ class ServiceLoop:
         self._lag = edge.LagGauge(self.metrics, spec.name, LAG_INTERVAL_S)
         self._consumer_failed = False
         self._calls = BoundedCalls()
+        self._replacements: list[float] = []
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -177,14 +180,27 @@ class ServiceLoop:
 
     def _is_error(self, message: Message) -> bool:
         if edge.replaced_member(message):
-            # Another process joined with our group.instance.id: rejoining would
-            # replace it in turn, and the two would fence each other forever.
-            raise ReplicaInUse(self.transactional_id, "a member of the group on another host")
+            self._replaced(time.monotonic())
         severity = edge.consumer_error(message)
         if severity is Severity.FATAL:
             log.error("rebuilding the clients after a fatal consumer error")
             self._consumer_failed = True
         return severity is not None
+
+    def _replaced(self, now: float) -> None:
+        """Our static membership went to another consumer with our ``group.instance.id``.
+
+        Once may be the group coordinator's confusion after a broker restart, so the
+        clients are rebuilt; a process that keeps being replaced shares its id with
+        another live one, and rejoining would only replace that one in turn, forever.
+        """
+        self._replacements = [t for t in self._replacements if now - t < REPLACED_WINDOW_S]
+        self._replacements.append(now)
+        if len(self._replacements) >= REPLACED_LIMIT:
+            raise ReplicaInUse(self.transactional_id, "a member of the group on another host")
+        log.warning(
+            "group membership %s taken by another consumer; rejoining", self.transactional_id
+        )
 
     # -- one batch -------------------------------------------------------------------
 
