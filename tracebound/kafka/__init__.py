@@ -18,6 +18,11 @@ from tracebound.kafka.clients import (
     producer,
     transactional_producer,
 )
+from tracebound.kafka.copartition import (
+    NotCopartitioned,
+    check_copartitioned,
+    partition_counts,
+)
 from tracebound.kafka.errors import (
     Severity,
     classify,
@@ -42,11 +47,13 @@ __all__ = [
     "READ_TO_END",
     "Key",
     "LagGauge",
+    "NotCopartitioned",
     "Offsets",
     "RangeReader",
     "Severity",
     "assign",
     "assign_whole",
+    "check_copartitioned",
     "classify",
     "consumer",
     "consumer_error",
@@ -56,6 +63,7 @@ __all__ = [
     "member_config",
     "next_batch",
     "offsets_since",
+    "partition_counts",
     "partitions",
     "producer",
     "read_range",

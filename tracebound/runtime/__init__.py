@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from tracebound.kafka import NotCopartitioned
 from tracebound.replica import ReplicaInUse
 from tracebound.runtime.loop import ServiceLoop
 from tracebound.runtime.metrics import ServiceMetrics, serve_metrics
@@ -14,6 +15,7 @@ from tracebound.settings import KafkaSettings
 log = logging.getLogger("tracebound.runtime")
 # Not a crash to restart on: a supervisor restarting it would fence the other process.
 EXIT_REPLICA_IN_USE = 3
+EXIT_NOT_COPARTITIONED = 4
 
 
 def run_service(spec: ServiceSpec, kafka: KafkaSettings | None = None) -> int:
@@ -26,6 +28,9 @@ def run_service(spec: ServiceSpec, kafka: KafkaSettings | None = None) -> int:
     except ReplicaInUse as exc:
         log.error("%s", exc)
         return EXIT_REPLICA_IN_USE
+    except NotCopartitioned as exc:
+        log.error("%s", exc)
+        return EXIT_NOT_COPARTITIONED
     return 0
 
 

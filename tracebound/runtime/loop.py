@@ -29,6 +29,7 @@ from typing import Any
 from confluent_kafka import KafkaException, Message, TopicPartition
 
 from tracebound import kafka as edge
+from tracebound import topics
 from tracebound.codec import Codec, make_codec
 from tracebound.errors import TransientError
 from tracebound.kafka import Severity, severity_of
@@ -42,6 +43,7 @@ from tracebound.settings import KafkaSettings, RuntimeSettings
 log = logging.getLogger("tracebound.runtime")
 
 LAG_INTERVAL_S = 10.0
+TOPICS_CHECK_INTERVAL_S = 30.0  # how often co-partitioning is checked again
 # Replaced this often within the window: another live process has our replica id.
 REPLACED_LIMIT, REPLACED_WINDOW_S = 3, 300.0
 
@@ -69,6 +71,7 @@ class ServiceLoop:
         self._consumer_failed = False
         self._calls = BoundedCalls()
         self._replacements: list[float] = []
+        self._topics_checked = -TOPICS_CHECK_INTERVAL_S
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -155,6 +158,7 @@ class ServiceLoop:
 
     def _run(self) -> None:
         self._connect()
+        self._check_topics(time.monotonic())
         log.info("service started", extra={"service": self.spec.name})
         try:
             while not self._stop.is_set():
@@ -168,6 +172,7 @@ class ServiceLoop:
                 if batch:
                     self._process(batch)
                 self._lag.refresh(self._consumer)
+                self._check_topics(time.monotonic())
         finally:
             self._close_clients()
             self._calls.shutdown()
@@ -186,6 +191,18 @@ class ServiceLoop:
             log.error("rebuilding the clients after a fatal consumer error")
             self._consumer_failed = True
         return severity is not None
+
+    def _check_topics(self, now: float) -> None:
+        """Refuse to go on when the run-keyed topics stop being co-partitioned."""
+        if now < self._topics_checked + TOPICS_CHECK_INTERVAL_S:
+            return
+        try:
+            counts = edge.partition_counts(self._consumer, topics.copartitioned(), 10.0)
+        except KafkaException as exc:  # the broker's trouble, seen elsewhere too
+            log.debug("partition counts not read: %s", exc)
+            return
+        self._topics_checked = now
+        edge.check_copartitioned(counts)
 
     def _replaced(self, now: float) -> None:
         """Our static membership went to another consumer with our ``group.instance.id``.
