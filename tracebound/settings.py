@@ -18,6 +18,8 @@ from typing import Any
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from tracebound.replica import default_replica_id
+
 # Variables read without a settings class; known to the unknown-variable check.
 PLAIN_VARIABLES: dict[str, str] = {
     "TRACEBOUND_PROMPTS_DIR": "another folder of prompt and skill files (replay candidates)",
@@ -140,7 +142,13 @@ class RuntimeSettings(TraceboundSettings):
 
     model_config = SettingsConfigDict(frozen=True)
 
-    replica_id: str = "0"
+    replica_id: str = Field(
+        default_factory=default_replica_id,
+        min_length=1,
+        max_length=100,
+        pattern=r"^[A-Za-z0-9._-]+$",
+        description="transactional.id, group.instance.id and client.id: <service>-<replica>",
+    )
     batch_size: int = Field(default=500, ge=1, le=100_000)
     batch_timeout_ms: int = Field(default=100, ge=1, le=60_000)
     transaction_timeout_ms: int = Field(default=30_000, ge=1_000)

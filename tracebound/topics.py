@@ -99,3 +99,13 @@ RESOLUTIONS = topic_for("AlertsResolved")
 DEAD_LETTERS = topic_for("DeadLetter")
 # The default input topic of Alertmanager webhook JSON written by other programs.
 ALERTS = input_topic("alerts")
+
+
+def copartitioned() -> tuple[str, ...]:
+    """The topics keyed by ``run_id``: all event topics but the dead letters.
+
+    A run's events must land on the same partition number of each of them, so that
+    one replica of a role sees all of a run at a stage (the composer's once-per-run
+    decision relies on it): they must all have one partition count.
+    """
+    return tuple(spec.name for spec in topic_table() if spec.name != DEAD_LETTERS)

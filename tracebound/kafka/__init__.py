@@ -13,10 +13,23 @@ from __future__ import annotations
 from tracebound.kafka.clients import (
     READ_TO_END,
     consumer,
+    describe_partitions,
+    member_config,
     producer,
     transactional_producer,
 )
-from tracebound.kafka.errors import Severity, classify, consumer_error, severity_of
+from tracebound.kafka.copartition import (
+    NotCopartitioned,
+    check_copartitioned,
+    partition_counts,
+)
+from tracebound.kafka.errors import (
+    Severity,
+    classify,
+    consumer_error,
+    replaced_member,
+    severity_of,
+)
 from tracebound.kafka.lag import LagGauge
 from tracebound.kafka.offsets import (
     Key,
@@ -34,21 +47,27 @@ __all__ = [
     "READ_TO_END",
     "Key",
     "LagGauge",
+    "NotCopartitioned",
     "Offsets",
     "RangeReader",
     "Severity",
     "assign",
     "assign_whole",
+    "check_copartitioned",
     "classify",
     "consumer",
     "consumer_error",
     "decoded",
+    "describe_partitions",
     "end_offsets",
+    "member_config",
     "next_batch",
     "offsets_since",
+    "partition_counts",
     "partitions",
     "producer",
     "read_range",
+    "replaced_member",
     "severity_of",
     "transactional_producer",
     "watermarks",

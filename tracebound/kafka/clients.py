@@ -13,9 +13,9 @@ within seconds); a caller adds only what is particular to it, such as
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tracebound.settings import KafkaSettings
 
@@ -34,6 +34,27 @@ CONSUMER_DEFAULTS: dict[str, str] = {
 PRODUCER_DEFAULTS: dict[str, str] = {"enable.idempotence": "true"}
 # Reading to the end offsets needs to hear that a partition has nothing more.
 READ_TO_END = {"enable.partition.eof": "true"}
+
+
+def member_config(member: str) -> dict[str, str]:
+    """What a long-lived group member adds: its stable identity and gentle rebalances.
+
+    ``group.instance.id`` (static membership) lets a replica restart within the
+    session timeout without any rebalance; cooperative-sticky assignment moves
+    only the partitions that must move when a member joins or leaves, so the
+    other replicas keep working through it. Every member of one group must use
+    it: a group cannot mix eager and cooperative members.
+    """
+    return {"group.instance.id": member, "partition.assignment.strategy": "cooperative-sticky"}
+
+
+def describe_partitions(partitions: Sequence[TopicPartition]) -> str:
+    """``topic[0,1,5] other[2]`` for a log line; ``none`` when empty."""
+    by_topic: dict[str, list[int]] = {}
+    for tp in partitions:
+        by_topic.setdefault(tp.topic, []).append(tp.partition)
+    parts = [f"{t}[{','.join(map(str, sorted(ps)))}]" for t, ps in sorted(by_topic.items())]
+    return " ".join(parts) or "none"
 
 
 def client_id(purpose: str) -> str:

@@ -29,7 +29,7 @@ class Severity(enum.Enum):
 def classify(err: KafkaError) -> Severity:
     if err.code() == KafkaError._PARTITION_EOF:
         return Severity.END_OF_PARTITION
-    if err.fatal():
+    if err.fatal() or err.code() == KafkaError._FATAL:  # a consumer's fatal error is _FATAL
         return Severity.FATAL
     if err.txn_requires_abort():
         return Severity.ABORTABLE
@@ -55,3 +55,17 @@ def consumer_error(message: Any) -> Severity | None:
     elif severity is not Severity.END_OF_PARTITION:
         log.warning("consumer error: %s", err.str())
     return severity
+
+
+def replaced_member(message: Any) -> bool:
+    """The broker fenced this static member: another consumer joined with its instance id.
+
+    librdkafka raises it as a fatal consumer error (code ``_FATAL``, the broker's
+    ``FENCED_INSTANCE_ID`` only in the text), so the text is where the cause is named.
+    """
+    err = message.error()
+    if err is None:
+        return False
+    if err.code() == KafkaError.FENCED_INSTANCE_ID:
+        return True
+    return err.code() == KafkaError._FATAL and "same group.instance.id" in err.str()

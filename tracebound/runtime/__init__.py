@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import logging
+
+from tracebound.kafka import NotCopartitioned
+from tracebound.replica import ReplicaInUse
 from tracebound.runtime.loop import ServiceLoop
 from tracebound.runtime.metrics import ServiceMetrics, serve_metrics
 from tracebound.runtime.process import ServiceProcess, start_process
 from tracebound.runtime.service import Handler, ServiceSpec, route_by_event
 from tracebound.settings import KafkaSettings
+
+log = logging.getLogger("tracebound.runtime")
+# Not a crash to restart on: a supervisor restarting it would fence the other process.
+EXIT_REPLICA_IN_USE = 3
+EXIT_NOT_COPARTITIONED = 4
 
 
 def run_service(spec: ServiceSpec, kafka: KafkaSettings | None = None) -> int:
@@ -14,7 +23,14 @@ def run_service(spec: ServiceSpec, kafka: KafkaSettings | None = None) -> int:
     process = start_process(spec.name)
     loop = ServiceLoop(spec, kafka=kafka, runtime=process.runtime, metrics=process.metrics)
     loop.install_signal_handlers()
-    loop.run()
+    try:
+        loop.run()
+    except ReplicaInUse as exc:
+        log.error("%s", exc)
+        return EXIT_REPLICA_IN_USE
+    except NotCopartitioned as exc:
+        log.error("%s", exc)
+        return EXIT_NOT_COPARTITIONED
     return 0
 
 

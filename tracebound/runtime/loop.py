@@ -29,9 +29,11 @@ from typing import Any
 from confluent_kafka import KafkaException, Message, TopicPartition
 
 from tracebound import kafka as edge
+from tracebound import topics
 from tracebound.codec import Codec, make_codec
 from tracebound.errors import TransientError
 from tracebound.kafka import Severity, severity_of
+from tracebound.replica import ReplicaInUse, ReplicaLock
 from tracebound.runtime.batch import Output, first_offsets, next_offsets, transform
 from tracebound.runtime.bounded import BoundedCalls, ClientStuckError
 from tracebound.runtime.metrics import ServiceMetrics
@@ -41,6 +43,9 @@ from tracebound.settings import KafkaSettings, RuntimeSettings
 log = logging.getLogger("tracebound.runtime")
 
 LAG_INTERVAL_S = 10.0
+TOPICS_CHECK_INTERVAL_S = 30.0  # how often co-partitioning is checked again
+# Replaced this often within the window: another live process has our replica id.
+REPLACED_LIMIT, REPLACED_WINDOW_S = 3, 300.0
 
 
 class ServiceLoop:
@@ -65,6 +70,8 @@ class ServiceLoop:
         self._lag = edge.LagGauge(self.metrics, spec.name, LAG_INTERVAL_S)
         self._consumer_failed = False
         self._calls = BoundedCalls()
+        self._replacements: list[float] = []
+        self._topics_checked = -TOPICS_CHECK_INTERVAL_S
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -78,6 +85,7 @@ class ServiceLoop:
 
     @property
     def transactional_id(self) -> str:
+        """``<service>-<replica>``: also the static group member id and the client id."""
         return f"{self.spec.name}-{self.runtime.replica_id}"
 
     def _build_clients(self) -> None:
@@ -87,9 +95,9 @@ class ServiceLoop:
         self._producer.init_transactions(self.runtime.transaction_timeout_ms / 1000)
         self._consumer = edge.consumer(
             self.kafka,
-            self.spec.name,
+            self.transactional_id,
             group=self.spec.name,
-            config=self.spec.extra_consumer_config,
+            config={**edge.member_config(self.transactional_id), **self.spec.extra_consumer_config},
         )
         self._consumer.subscribe(
             list(self.spec.input_topics),
@@ -108,19 +116,21 @@ class ServiceLoop:
         self._producer = None
 
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        # Cooperative rebalancing: ``partitions`` are the ones added, not the whole set.
+        log.info("partitions assigned: %s", edge.describe_partitions(partitions))
         if self.spec.on_assign is not None:
             self.spec.on_assign(list(partitions))
 
     def _on_revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         # Batches are committed before the next poll, so no transaction is open when
         # the group rebalances: there is no uncommitted work to hand over or discard.
-        log.info("partitions revoked", extra={"count": len(partitions)})
+        log.info("partitions revoked: %s", edge.describe_partitions(partitions))
         self._lag.forget((tp.topic, tp.partition) for tp in partitions)
 
     def _on_lost(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         # Lost (not revoked): another member may already own them. Nothing of ours is
         # uncommitted, and a zombie commit would be fenced by the group generation.
-        log.warning("partitions lost", extra={"count": len(partitions)})
+        log.warning("partitions lost: %s", edge.describe_partitions(partitions))
         self._lag.forget((tp.topic, tp.partition) for tp in partitions)
 
     def _connect(self) -> None:
@@ -138,8 +148,17 @@ class ServiceLoop:
                 backoff = min(backoff * 2, self.runtime.retry_backoff_max_ms / 1000)
 
     def run(self) -> None:
-        """Process until stopped. Returns after a clean shutdown."""
+        """Process until stopped. Returns after a clean shutdown.
+
+        Raises :class:`ReplicaInUse` when another live process has this replica's id.
+        """
+        lock = ReplicaLock(self.transactional_id, self.kafka.bootstrap_servers)
+        with lock:
+            self._run()
+
+    def _run(self) -> None:
         self._connect()
+        self._check_topics(time.monotonic())
         log.info("service started", extra={"service": self.spec.name})
         try:
             while not self._stop.is_set():
@@ -153,6 +172,7 @@ class ServiceLoop:
                 if batch:
                     self._process(batch)
                 self._lag.refresh(self._consumer)
+                self._check_topics(time.monotonic())
         finally:
             self._close_clients()
             self._calls.shutdown()
@@ -164,11 +184,40 @@ class ServiceLoop:
         )
 
     def _is_error(self, message: Message) -> bool:
+        if edge.replaced_member(message):
+            self._replaced(time.monotonic())
         severity = edge.consumer_error(message)
         if severity is Severity.FATAL:
             log.error("rebuilding the clients after a fatal consumer error")
             self._consumer_failed = True
         return severity is not None
+
+    def _check_topics(self, now: float) -> None:
+        """Refuse to go on when the run-keyed topics stop being co-partitioned."""
+        if now < self._topics_checked + TOPICS_CHECK_INTERVAL_S:
+            return
+        try:
+            counts = edge.partition_counts(self._consumer, topics.copartitioned(), 10.0)
+        except KafkaException as exc:  # the broker's trouble, seen elsewhere too
+            log.debug("partition counts not read: %s", exc)
+            return
+        self._topics_checked = now
+        edge.check_copartitioned(counts)
+
+    def _replaced(self, now: float) -> None:
+        """Our static membership went to another consumer with our ``group.instance.id``.
+
+        Once may be the group coordinator's confusion after a broker restart, so the
+        clients are rebuilt; a process that keeps being replaced shares its id with
+        another live one, and rejoining would only replace that one in turn, forever.
+        """
+        self._replacements = [t for t in self._replacements if now - t < REPLACED_WINDOW_S]
+        self._replacements.append(now)
+        if len(self._replacements) >= REPLACED_LIMIT:
+            raise ReplicaInUse(self.transactional_id, "a member of the group on another host")
+        log.warning(
+            "group membership %s taken by another consumer; rejoining", self.transactional_id
+        )
 
     # -- one batch -------------------------------------------------------------------
 
@@ -209,11 +258,13 @@ class ServiceLoop:
         group = self._consumer.consumer_group_metadata()
 
         def transact() -> None:
+            # One producer for the whole transaction: a worker outliving the watchdog
+            # must never act on the producer the loop rebuilt meanwhile.
             producer.begin_transaction()
             for topic, key, value in outputs:
-                self._produce(topic, key, value)
+                _produce(producer, topic, key, value)
             producer.send_offsets_to_transaction(offsets, group, timeout)
-            self._commit_with_retry(timeout)
+            _commit_with_retry(producer, timeout)
 
         try:
             self._calls.run(transact, timeout)
@@ -234,30 +285,6 @@ class ServiceLoop:
         closer = threading.Thread(target=consumer.close, name="consumer-close", daemon=True)
         closer.start()
         closer.join(10)
-
-    def _produce(self, topic: str, key: bytes | None, value: bytes) -> None:
-        producer = self._producer
-        while True:
-            try:
-                producer.produce(topic, value=value, key=key)
-                producer.poll(0)
-                return
-            except BufferError:
-                producer.poll(0.05)
-
-    def _commit_with_retry(self, timeout: float) -> None:
-        producer = self._producer
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                producer.commit_transaction(max(deadline - time.monotonic(), 1.0))
-                return
-            except KafkaException as exc:
-                if severity_of(exc) is Severity.RETRIABLE and time.monotonic() < deadline:
-                    log.warning("commit retriable error, retrying: %s", exc)
-                    time.sleep(0.5)
-                    continue
-                raise
 
     def _recover(self, batch: Sequence[Message], exc: KafkaException) -> bool:
         self.metrics.aborted.labels(self.spec.name).inc()
@@ -291,3 +318,27 @@ class ServiceLoop:
                 self._consumer.seek(TopicPartition(topic, partition, offset))
             except KafkaException as exc:  # partition no longer ours: its new owner resumes
                 log.info("seek skipped for %s[%d]: %s", topic, partition, exc.args[0].str())
+
+
+def _produce(producer: Any, topic: str, key: bytes | None, value: bytes) -> None:
+    while True:
+        try:
+            producer.produce(topic, value=value, key=key)
+            producer.poll(0)
+            return
+        except BufferError:
+            producer.poll(0.05)
+
+
+def _commit_with_retry(producer: Any, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            producer.commit_transaction(max(deadline - time.monotonic(), 1.0))
+            return
+        except KafkaException as exc:
+            if severity_of(exc) is Severity.RETRIABLE and time.monotonic() < deadline:
+                log.warning("commit retriable error, retrying: %s", exc)
+                time.sleep(0.5)
+                continue
+            raise
