@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from services.common.budget import budget_for
 from services.common.inputs import role_inputs
 from services.common.mode import model_for
 from services.executor.handler import SERVICE, ExecutorHandler
@@ -15,15 +16,15 @@ from tracebound.runtime import ServiceSpec, run_service
 
 def main() -> int:
     settings = ExecutorSettings()
-    handler = ExecutorHandler(
-        build_tools(), load_skills(), settings, model_for(SERVICE, settings.mode)
-    )
+    model = model_for(SERVICE, settings.mode)
+    handler = ExecutorHandler(build_tools(), load_skills(), settings, model)
     input_topics, accepts = role_inputs(SERVICE)
     spec = ServiceSpec(
         name=SERVICE,
         input_topics=input_topics,
         accepts=accepts,
         handler=handler,
+        model_budget=budget_for(SERVICE, model),
     )
     return run_service(spec)
 

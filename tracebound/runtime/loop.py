@@ -34,7 +34,9 @@ from tracebound.errors import TransientError
 from tracebound.kafka import Severity, severity_of
 from tracebound.runtime.batch import Output, first_offsets, next_offsets, transform
 from tracebound.runtime.bounded import BoundedCalls, ClientStuckError
+from tracebound.runtime.inflight import InFlight
 from tracebound.runtime.metrics import ServiceMetrics
+from tracebound.runtime.pacing import pace
 from tracebound.runtime.service import ServiceSpec
 from tracebound.settings import KafkaSettings, RuntimeSettings
 
@@ -65,6 +67,13 @@ class ServiceLoop:
         self._lag = edge.LagGauge(self.metrics, spec.name, LAG_INTERVAL_S)
         self._consumer_failed = False
         self._calls = BoundedCalls()
+        self.pacing = pace(
+            spec.name,
+            self.runtime,
+            spec.model_budget,
+            {**self.kafka.extra, **spec.extra_consumer_config},
+        )
+        self._inflight = InFlight(self.pacing.concurrency, heartbeat=self.metrics.beat)
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -89,7 +98,7 @@ class ServiceLoop:
             self.kafka,
             self.spec.name,
             group=self.spec.name,
-            config=self.spec.extra_consumer_config,
+            config={**self.pacing.consumer_config(), **self.spec.extra_consumer_config},
         )
         self._consumer.subscribe(
             list(self.spec.input_topics),
@@ -108,6 +117,7 @@ class ServiceLoop:
         self._producer = None
 
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        log.info("partitions assigned", extra={"count": len(partitions)})
         if self.spec.on_assign is not None:
             self.spec.on_assign(list(partitions))
 
@@ -140,7 +150,14 @@ class ServiceLoop:
     def run(self) -> None:
         """Process until stopped. Returns after a clean shutdown."""
         self._connect()
-        log.info("service started", extra={"service": self.spec.name})
+        pacing = self.pacing
+        log.info(
+            "service started: %d in flight, batches of up to %d, max.poll.interval.ms %d",
+            pacing.concurrency,
+            pacing.batch_size,
+            pacing.max_poll_interval_ms,
+            extra={"service": self.spec.name},
+        )
         try:
             while not self._stop.is_set():
                 self.metrics.beat()
@@ -156,11 +173,12 @@ class ServiceLoop:
         finally:
             self._close_clients()
             self._calls.shutdown()
+            self._inflight.shutdown()
             log.info("service stopped", extra={"service": self.spec.name})
 
     def _next_batch(self) -> list[Message]:
         return edge.next_batch(
-            self._consumer, self.runtime.batch_size, self.runtime.batch_timeout_ms / 1000
+            self._consumer, self.pacing.batch_size, self.runtime.batch_timeout_ms / 1000
         )
 
     def _is_error(self, message: Message) -> bool:
@@ -177,7 +195,7 @@ class ServiceLoop:
         backoff = self.runtime.retry_backoff_initial_ms / 1000
         while True:
             try:
-                outputs, dead = transform(self.spec, self.codec, batch)
+                outputs, dead = transform(self.spec, self.codec, batch, self._inflight)
             except TransientError as exc:
                 self.metrics.retries.labels(self.spec.name).inc()
                 log.warning("transient failure, retrying batch in %.1fs: %s", backoff, exc)
