@@ -148,7 +148,7 @@ class RuntimeSettings(TraceboundSettings):
         default=None,
         ge=1,
         le=256,
-        description="handler calls in flight per batch; unset: 16 for a role with a model, else 1",
+        description="handler calls in flight per batch; unset: 32 for a role with a model, else 1",
     )
     max_poll_interval_ms: int | None = Field(
         default=None,

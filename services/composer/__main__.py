@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from services.common.budget import budget_for
+from services.common.budget import single_call_budget
 from services.common.inputs import role_inputs
 from services.common.mode import model_for
 from services.composer.answered import AnsweredRuns, OncePerRun
@@ -27,7 +27,7 @@ def main() -> int:
         on_assign=answered.restore,
         on_rewind=answered.forget,
         on_commit=answered.commit,
-        model_budget=budget_for(SERVICE, model),
+        model_budget=single_call_budget(model),
     )
     return run_service(spec, kafka)
 

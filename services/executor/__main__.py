@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import sys
 
-from services.common.budget import budget_for
 from services.common.inputs import role_inputs
 from services.common.mode import model_for
+from services.executor.budget import executor_budget
 from services.executor.handler import SERVICE, ExecutorHandler
 from services.executor.settings import ExecutorSettings
 from services.executor.tools import build_tools
 from services.planner.skills import load_skills
+from tracebound.llm import LLMSettings
 from tracebound.runtime import ServiceSpec, run_service
 
 
@@ -24,7 +25,7 @@ def main() -> int:
         input_topics=input_topics,
         accepts=accepts,
         handler=handler,
-        model_budget=budget_for(SERVICE, model),
+        model_budget=executor_budget(LLMSettings(), settings) if model else None,
     )
     return run_service(spec)
 

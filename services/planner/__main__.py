@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from services.common.budget import budget_for
+from services.common.budget import single_call_budget
 from services.common.inputs import role_inputs
 from services.common.mode import model_for
 from services.planner.handler import SERVICE, PlannerHandler
@@ -20,7 +20,7 @@ def main() -> int:
         input_topics=input_topics,
         accepts=accepts,
         handler=PlannerHandler(load_skills(), model),
-        model_budget=budget_for(SERVICE, model),
+        model_budget=single_call_budget(model),
     )
     return run_service(spec)
 

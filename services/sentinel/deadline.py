@@ -14,14 +14,31 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from services.common.budget import configured_budgets
+from services.common.budget import model_budget
+from services.common.mode import RoleSettings
+from services.executor.budget import executor_budget
+from services.executor.settings import ExecutorSettings
 from tracebound.errors import ConfigError
+from tracebound.llm import LLMSettings
 from tracebound.runtime.pacing import ModelBudget, Pacing, pace
 from tracebound.settings import RuntimeSettings, prefix_for
 
 DEFAULT_DEADLINE_S = 300.0
 BATCHES_HELD = 2
 DEADLINE_SETTING = "TRACEBOUND_SENTINEL_DEADLINE_S"
+MODEL_ROLES = ("planner", "executor", "verifier", "composer")
+
+
+def configured_budgets() -> dict[str, ModelBudget]:
+    """The budgets of the roles this environment runs in ``llm`` mode with an endpoint."""
+    llm = LLMSettings()
+    if not llm.configured:
+        return {}
+    return {
+        role: executor_budget(llm, ExecutorSettings()) if role == "executor" else model_budget(llm)
+        for role in MODEL_ROLES
+        if RoleSettings.for_role(role).mode == "llm"
+    }
 
 
 def stage_paces(budgets: Mapping[str, ModelBudget]) -> dict[str, Pacing]:
@@ -63,4 +80,4 @@ def deadline_s(configured: float | None, paces: Mapping[str, Pacing] | None = No
     return configured
 
 
-__all__ = ["DEFAULT_DEADLINE_S", "deadline_s", "needed_s", "stage_paces"]
+__all__ = ["DEFAULT_DEADLINE_S", "configured_budgets", "deadline_s", "needed_s", "stage_paces"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from services.common.budget import budget_for
+from services.common.budget import single_call_budget
 from services.common.inputs import role_inputs
 from services.common.mode import model_for
 from services.verifier.handler import SERVICE, VerifierHandler
@@ -19,7 +19,7 @@ def main() -> int:
         input_topics=input_topics,
         accepts=accepts,
         handler=VerifierHandler(model=model),
-        model_budget=budget_for(SERVICE, model),
+        model_budget=single_call_budget(model),
     )
     return run_service(spec)
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from services.common.budget import call_budget_s, configured_budgets, model_budget
-from services.sentinel.deadline import DEFAULT_DEADLINE_S, deadline_s
+from services.common.budget import call_budget_s, model_budget
+from services.executor.budget import executor_budget
+from services.executor.settings import ExecutorSettings
+from services.sentinel.deadline import DEFAULT_DEADLINE_S, configured_budgets, deadline_s
 from tracebound.errors import ConfigError
 from tracebound.llm import LLMSettings
 from tracebound.runtime.pacing import LIBRDKAFKA_MAX_POLL_MS, ModelBudget, pace
@@ -23,8 +25,8 @@ def test_a_role_without_a_model_keeps_one_call_at_a_time_and_its_batch_size() ->
 
 def test_a_role_with_a_model_runs_calls_at_once_in_batches_sized_by_the_workers() -> None:
     pacing = pace("planner", RuntimeSettings(), BUDGET)
-    assert pacing.concurrency == 16
-    assert pacing.batch_size == 32 and pacing.waves == 2
+    assert pacing.concurrency == 32
+    assert pacing.batch_size == 64 and pacing.waves == 2
     assert pacing.batch_budget_s == 20.0
     assert pacing.max_poll_interval_ms == LIBRDKAFKA_MAX_POLL_MS
     small = pace("planner", RuntimeSettings(concurrency=4, batch_size=3), BUDGET)
@@ -58,8 +60,8 @@ def test_a_poll_interval_shorter_than_a_batch_is_refused_naming_the_settings() -
 def test_the_model_budget_counts_attempts_waits_turns_and_tools() -> None:
     llm = LLMSettings(base_url="http://127.0.0.1:1/v1", timeout_s=2, max_retries=1)
     assert call_budget_s(llm) == 2 * 2 + 8
-    assert model_budget("composer", llm).seconds == 12
-    executor = model_budget("executor", llm)
+    assert model_budget(llm).seconds == 12
+    executor = executor_budget(llm, ExecutorSettings())
     assert executor.seconds == 6 * 12 + 6 * 10.0
     assert "TRACEBOUND_EXECUTOR_MAX_MODEL_TURNS" in executor.settings
 

@@ -6,7 +6,7 @@ than librdkafka's ``max.poll.interval.ms`` (the member is then thrown out of its
 group and the batch is done again by another one) and longer than the
 sentinel's deadline (the run is answered as failed while it is still being
 worked on). So a role with a model runs its handler calls concurrently
-(``TRACEBOUND_<ROLE>_CONCURRENCY``, 16 by default), takes batches of at most a
+(``TRACEBOUND_<ROLE>_CONCURRENCY``, 32 by default), takes batches of at most a
 few calls per worker (so a commit waits for a short tail only), and derives its
 poll interval from the worst time such a batch may take. A poll interval set
 explicitly (``TRACEBOUND_<ROLE>_MAX_POLL_INTERVAL_MS`` or ``max.poll.interval.ms``
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from tracebound.errors import ConfigError
 from tracebound.settings import RuntimeSettings, prefix_for
 
-LLM_CONCURRENCY = 16
+LLM_CONCURRENCY = 32
 # A batch holds at most this many calls per worker: enough to keep every worker
 # busy while the slowest call of the wave finishes, few enough that the commit
 # never waits on more than one more wave.
