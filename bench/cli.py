@@ -1,9 +1,11 @@
-"""``tracebound bench`` (and ``python -m bench`` / ``make bench``): the five figures.
+"""``tracebound bench`` (and ``python -m bench`` / ``make bench``): the six figures.
 
 Runs on the local stack (started here if it is not running, and stopped again at
 the end if it was started here): the pipeline (a burst of requests and an
 open-loop run at a fixed offered rate, five role processes in rules mode), the
-runtime against a plain Kafka loop, the gatekeeper, the projections (catch-up
+pipeline in llm mode against a scripted model server with a fixed delay per call
+(a burst with each role's default concurrency and one with a single call at a
+time), the runtime against a plain Kafka loop, the gatekeeper, the projections (catch-up
 and rebuild into private schemas) and the gatekeeper replay. Each figure is the
 median of repeated runs; the table goes to stdout, progress to stderr, and the
 whole report (every run, the machine, the git commit) to ``bench-results/``.
