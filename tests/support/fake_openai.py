@@ -177,6 +177,9 @@ def empty() -> Entry:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    # Every reply closes its connection (HTTP/1.0), so a burst of concurrent clients
+    # connects at once; the default backlog of 5 would drop and delay their connects.
+    request_queue_size = 256
     fake: FakeOpenAI
 
     def handle_error(self, request: Any, client_address: Any) -> None:

@@ -6,6 +6,11 @@ crash at any point either publishes the whole batch and its progress, or
 nothing. Inputs are read ``read_committed``; the ``transactional.id`` is stable
 per replica so a restarted process fences its zombie predecessor.
 
+A role that waits on a model runs the handler calls of a batch concurrently
+(:mod:`~tracebound.runtime.inflight`), in batches and with a poll interval sized
+by its model time budget (:mod:`~tracebound.runtime.pacing`); the outputs still
+keep the order of the inputs and commit in the batch's one transaction.
+
 Failure policy:
 - undecodable or invalid input → a ``DeadLetter`` in the same transaction; the
   partition keeps moving;
