@@ -9,9 +9,11 @@ from services.executor.budget import executor_budget
 from services.executor.settings import ExecutorSettings
 from services.sentinel.deadline import DEFAULT_DEADLINE_S, configured_budgets, deadline_s
 from tracebound.errors import ConfigError
+from tracebound.events import DiagnosisRequested
 from tracebound.llm import LLMSettings
+from tracebound.runtime import ServiceSpec, run_service
 from tracebound.runtime.pacing import LIBRDKAFKA_MAX_POLL_MS, ModelBudget, pace
-from tracebound.settings import RuntimeSettings
+from tracebound.settings import KafkaSettings, RuntimeSettings
 
 BUDGET = ModelBudget(10.0, ("TRACEBOUND_LLM_TIMEOUT_S",))
 
@@ -87,3 +89,17 @@ def test_the_sentinel_deadline_covers_two_batches_of_the_slowest_stage() -> None
     assert "TRACEBOUND_SENTINEL_DEADLINE_S=300" in message and "executor" in message
     assert "TRACEBOUND_EXECUTOR_CONCURRENCY" in message
     assert deadline_s(4.0, {}) == 4.0  # rules mode: any deadline is consistent
+
+
+def test_a_role_whose_settings_disagree_stops_before_it_joins_its_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("TRACEBOUND_PACING_PROBE_MAX_POLL_INTERVAL_MS", "10000")
+    spec = ServiceSpec(
+        name="pacing-probe",
+        input_topics=("tracebound.nowhere",),
+        handler=lambda _event: [],
+        accepts=(DiagnosisRequested,),
+        model_budget=BUDGET,
+    )
+    assert run_service(spec, KafkaSettings(bootstrap_servers="127.0.0.1:1")) == 2
