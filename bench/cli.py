@@ -1,9 +1,11 @@
-"""``tracebound bench`` (and ``python -m bench`` / ``make bench``): the five figures.
+"""``tracebound bench`` (and ``python -m bench`` / ``make bench``): the six figures.
 
 Runs on the local stack (started here if it is not running, and stopped again at
 the end if it was started here): the pipeline (a burst of requests and an
 open-loop run at a fixed offered rate, five role processes in rules mode), the
-runtime against a plain Kafka loop, the gatekeeper, the projections (catch-up
+pipeline in llm mode against a scripted model server with a fixed delay per call
+(a burst with each role's default concurrency and one with a single call at a
+time), the runtime against a plain Kafka loop, the gatekeeper, the projections (catch-up
 and rebuild into private schemas) and the gatekeeper replay. Each figure is the
 median of repeated runs; the table goes to stdout, progress to stderr, and the
 whole report (every run, the machine, the git commit) to ``bench-results/``.
@@ -26,7 +28,14 @@ from pathlib import Path
 from typing import Any
 
 from bench import pipeline_bench, processes, projections_bench, replay_bench, runtime_bench
-from bench.figures import TARGETS, med, pipeline_figures, projections_figures, runs_note
+from bench.figures import (
+    TARGETS,
+    llm_figures,
+    med,
+    pipeline_figures,
+    projections_figures,
+    runs_note,
+)
 from bench.report import REPO, RESULTS, Figure, fmt, git_commit, log, machine, save, table
 from tracebound.codec import make_codec
 from tracebound.settings import StackSettings
@@ -34,7 +43,7 @@ from tracebound.stack import stack
 from tracebound.stack.services import start_services, stop_services
 from tracebound.stack.topics import stack_kafka_settings
 
-FIGURES = ("runtime", "gatekeeper", "pipeline", "projections", "replay")
+FIGURES = ("runtime", "gatekeeper", "pipeline", "llm", "projections", "replay")
 PROFILE_ENV = "TRACEBOUND_BENCH_PROFILE"
 
 
@@ -56,6 +65,18 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--runtime-messages", type=int, default=20_000, help="messages per runtime loop"
     )
     parser.add_argument("--gatekeeper-seconds", type=float, default=2.0)
+    parser.add_argument(
+        "--llm-requests", type=int, default=300, help="llm-mode burst size (default 300)"
+    )
+    parser.add_argument(
+        "--llm-baseline-requests",
+        type=int,
+        default=20,
+        help="llm-mode burst with one call at a time per role (default 20)",
+    )
+    parser.add_argument(
+        "--llm-delay", type=float, default=1.0, help="seconds per model call (default 1)"
+    )
     parser.add_argument(
         "--only", action="append", choices=FIGURES, help="run only these figures (repeatable)"
     )
@@ -203,6 +224,21 @@ class Bench:
             "profiled_burst": profiled,
         }
 
+    def llm(self, kafka: Any, env: dict[str, str]) -> None:
+        # The scripted model server comes from the test support package.
+        if str(REPO) not in sys.path:
+            sys.path.insert(0, str(REPO))
+        llm_bench: Any = importlib.import_module("bench.llm_bench")
+        runs = llm_bench.run(
+            kafka,
+            env,
+            self.args.llm_requests,
+            self.args.llm_baseline_requests,
+            self.args.llm_delay,
+        )
+        self.figures += llm_figures(runs)
+        self.report["llm"] = runs
+
     def projections(self, kafka: Any, dsn: str) -> None:
         live = _repeat(
             self.args.repeat,
@@ -289,6 +325,8 @@ class Bench:
                 self.runtime(kafka)
             if "pipeline" in self.only:
                 self.pipeline(kafka, env)
+            if "llm" in self.only:
+                self.llm(kafka, env)
             if "projections" in self.only:
                 self.projections(kafka, status.pg_dsn)
             if "replay" in self.only:

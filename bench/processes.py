@@ -48,12 +48,15 @@ def rss_mb(pid: int) -> float:
 class Roles:
     """The five roles as detached processes with a private state folder (pid files, logs)."""
 
-    def __init__(self, stack_env: Mapping[str, str]) -> None:
+    def __init__(
+        self, stack_env: Mapping[str, str], overrides: Mapping[str, str] | None = None
+    ) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="tracebound-bench-roles-"))
         self.settings = StackSettings(state_dir=self.folder)
         self.env = {**stack_env, **DEMO_ENV}  # the benchmark runs on the demo environment
         for role in ROLES:
             self.env[f"TRACEBOUND_{role.upper()}_MODE"] = "rules"
+        self.env.update(overrides or {})  # e.g. the llm figure's modes and model endpoint
 
     def start(self) -> None:
         for note in start_services(self.settings, self.env, ROLES):
@@ -76,8 +79,10 @@ class Roles:
 
 
 @contextlib.contextmanager
-def running_roles(stack_env: Mapping[str, str]) -> Iterator[Roles]:
-    roles = Roles(stack_env)
+def running_roles(
+    stack_env: Mapping[str, str], overrides: Mapping[str, str] | None = None
+) -> Iterator[Roles]:
+    roles = Roles(stack_env, overrides)
     roles.start()
     failed = False
     try:

@@ -152,6 +152,18 @@ class RuntimeSettings(TraceboundSettings):
     batch_size: int = Field(default=500, ge=1, le=100_000)
     batch_timeout_ms: int = Field(default=100, ge=1, le=60_000)
     transaction_timeout_ms: int = Field(default=30_000, ge=1_000)
+    concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        le=256,
+        description="handler calls in flight per batch; unset: 32 for a role with a model, else 1",
+    )
+    max_poll_interval_ms: int | None = Field(
+        default=None,
+        ge=10_000,
+        le=86_400_000,
+        description="librdkafka max.poll.interval.ms; unset: derived from the model time budget",
+    )
     retry_backoff_initial_ms: int = Field(default=200, ge=1)
     retry_backoff_max_ms: int = Field(default=10_000, ge=1)
     metrics_host: str = "127.0.0.1"

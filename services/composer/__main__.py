@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from services.common.budget import single_call_budget
 from services.common.inputs import role_inputs
 from services.common.mode import model_for
 from services.composer.answered import AnsweredRuns, OncePerRun
@@ -17,14 +18,16 @@ def main() -> int:
     kafka = KafkaSettings()
     answered = AnsweredRuns(kafka, make_codec(kafka))
     input_topics, accepts = role_inputs(SERVICE)
+    model = model_for(SERVICE)
     spec = ServiceSpec(
         name=SERVICE,
         input_topics=input_topics,
         accepts=accepts,
-        handler=OncePerRun(ComposerHandler(model_for(SERVICE)), answered),
+        handler=OncePerRun(ComposerHandler(model), answered),
         on_assign=answered.restore,
         on_rewind=answered.forget,
         on_commit=answered.commit,
+        model_budget=single_call_budget(model),
     )
     return run_service(spec, kafka)
 

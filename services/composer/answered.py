@@ -38,11 +38,18 @@ class AnsweredRuns:
         self._pending: set[str] = set()
         self._stale = True
         self._lock = threading.Lock()
+        self._reloading = threading.Lock()
 
     def seen(self, run_id: str) -> bool:
-        """Raises ``TransientError`` while the memory cannot be rebuilt (batch retried)."""
+        """Raises ``TransientError`` while the memory cannot be rebuilt (batch retried).
+
+        Calls of one batch may ask at once; one rebuilds the memory and the others
+        wait for it, so no rebuild wipes what another call of the batch just added.
+        """
         if self._stale:
-            self._reload()
+            with self._reloading:
+                if self._stale:
+                    self._reload()
         with self._lock:
             return run_id in self._committed or run_id in self._pending
 

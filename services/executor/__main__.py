@@ -6,24 +6,26 @@ import sys
 
 from services.common.inputs import role_inputs
 from services.common.mode import model_for
+from services.executor.budget import executor_budget
 from services.executor.handler import SERVICE, ExecutorHandler
 from services.executor.settings import ExecutorSettings
 from services.executor.tools import build_tools
 from services.planner.skills import load_skills
+from tracebound.llm import LLMSettings
 from tracebound.runtime import ServiceSpec, run_service
 
 
 def main() -> int:
     settings = ExecutorSettings()
-    handler = ExecutorHandler(
-        build_tools(), load_skills(), settings, model_for(SERVICE, settings.mode)
-    )
+    model = model_for(SERVICE, settings.mode)
+    handler = ExecutorHandler(build_tools(), load_skills(), settings, model)
     input_topics, accepts = role_inputs(SERVICE)
     spec = ServiceSpec(
         name=SERVICE,
         input_topics=input_topics,
         accepts=accepts,
         handler=handler,
+        model_budget=executor_budget(LLMSettings(), settings) if model else None,
     )
     return run_service(spec)
 

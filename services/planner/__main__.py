@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 
+from services.common.budget import single_call_budget
 from services.common.inputs import role_inputs
 from services.common.mode import model_for
 from services.planner.handler import SERVICE, PlannerHandler
@@ -13,11 +14,13 @@ from tracebound.runtime import ServiceSpec, run_service
 
 def main() -> int:
     input_topics, accepts = role_inputs(SERVICE)
+    model = model_for(SERVICE)
     spec = ServiceSpec(
         name=SERVICE,
         input_topics=input_topics,
         accepts=accepts,
-        handler=PlannerHandler(load_skills(), model_for(SERVICE)),
+        handler=PlannerHandler(load_skills(), model),
+        model_budget=single_call_budget(model),
     )
     return run_service(spec)
 

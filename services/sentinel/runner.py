@@ -20,10 +20,12 @@ from typing import Any
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
+from services.sentinel.deadline import DEFAULT_DEADLINE_S, deadline_s
 from services.sentinel.watch import SERVICE, WATCHED, Watch, deadline_verdict
 from tracebound import kafka as edge
 from tracebound import topics
 from tracebound.codec import Codec, make_codec
+from tracebound.errors import ConfigError
 from tracebound.runtime import ServiceProcess, start_process
 from tracebound.settings import KafkaSettings, TraceboundSettings
 
@@ -35,7 +37,9 @@ BATCH = 500
 class SentinelSettings(TraceboundSettings):
     model_config = SettingsConfigDict(env_prefix="TRACEBOUND_SENTINEL_", frozen=True)
 
-    deadline_s: float = Field(default=300.0, gt=0)
+    deadline_s: float | None = Field(
+        default=None, gt=0, description="unset: 300 s, or longer when llm-mode roles need it"
+    )
     lookback_s: float = Field(default=3600.0, gt=0)
     tick_s: float = Field(default=1.0, gt=0)
 
@@ -44,12 +48,16 @@ class Sentinel:
     """Observes the watched topics and sends a deadline verdict for each stalled run."""
 
     def __init__(
-        self, settings: SentinelSettings, kafka: KafkaSettings, process: ServiceProcess
+        self,
+        settings: SentinelSettings,
+        kafka: KafkaSettings,
+        process: ServiceProcess,
+        deadline_s: float = DEFAULT_DEADLINE_S,
     ) -> None:
         self.settings = settings
         self.process = process
         self.codec: Codec = make_codec(kafka)
-        self.deadline = timedelta(seconds=settings.deadline_s)
+        self.deadline = timedelta(seconds=deadline_s)
         self.watch = Watch(self.deadline)
         self._consumer: Any = edge.consumer(kafka, SERVICE)
         self._producer: Any = edge.producer(kafka, SERVICE)
@@ -59,7 +67,7 @@ class Sentinel:
         since_ms = int((time.time() - self.settings.lookback_s) * 1000)
         keys = edge.partitions(self._consumer, WATCHED)
         edge.assign(self._consumer, edge.offsets_since(self._consumer, keys, since_ms))
-        log.info("sentinel watching with a %.0fs deadline", self.settings.deadline_s)
+        log.info("sentinel watching with a %.0fs deadline", self.deadline.total_seconds())
         metrics, next_tick = self.process.metrics, time.monotonic()
         try:
             while not self.process.stop.is_set():
@@ -94,7 +102,13 @@ class Sentinel:
 def run(settings: SentinelSettings | None = None, kafka: KafkaSettings | None = None) -> int:
     process = start_process(SERVICE)
     process.stop_on_signals()
-    Sentinel(settings or SentinelSettings(), kafka or KafkaSettings(), process).run()
+    settings = settings or SentinelSettings()
+    try:
+        deadline = deadline_s(settings.deadline_s)
+    except ConfigError as exc:
+        log.error("%s", exc)
+        return 2
+    Sentinel(settings, kafka or KafkaSettings(), process, deadline).run()
     return 0
 
 

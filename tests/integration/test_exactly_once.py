@@ -52,35 +52,90 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(10)
 
 
-def test_sigkilled_service_processes_each_input_exactly_once(stack: StackHandle) -> None:
-    t = _topics(stack, "eos")
-    inputs = [request_event(f"q{i}") for i in range(2000)]
-    produce_events(stack.kafka, t["in"], inputs)
-    out = Collector(stack.kafka, t["out"])
+def _kill_mid_stream(
+    stack: StackHandle,
+    t: dict[str, str],
+    out: Collector,
+    expected: int,
+    kills: int,
+    env: dict[str, str] | None = None,
+    **echo: str,
+) -> None:
+    """Start the echo service, SIGKILL it ``kills`` times mid-stream, wait for the rest."""
     rng = random.Random(7)
-    kills = 0
-    proc = start_echo(stack.env(), **t, delay_ms="4")
+    env = stack.env() | (env or {})
+    proc = start_echo(env, **t, **echo)
     try:
-        while kills < 3:
+        for _ in range(kills):
             seen = len(out.events)
             # Kill only mid-stream: after this incarnation made progress, before the end.
             deadline = time.monotonic() + 120
             target = seen + rng.randint(50, 250)
             while len(out.events) < target and time.monotonic() < deadline:
                 time.sleep(0.05)
-            assert len(out.events) < len(inputs), "stream finished before the kills"
+            assert len(out.events) < expected, "stream finished before the kills"
             proc.send_signal(signal.SIGKILL)
             proc.wait(10)
-            kills += 1
-            proc = start_echo(stack.env(), **t, delay_ms="4")
-        assert out.wait_for(len(inputs), timeout=300)
+            proc = start_echo(env, **t, **echo)
+        assert out.wait_for(expected, timeout=300)
         out.settle()
     finally:
         _stop(proc)
+
+
+def test_sigkilled_service_processes_each_input_exactly_once(stack: StackHandle) -> None:
+    t = _topics(stack, "eos")
+    inputs = [request_event(f"q{i}") for i in range(2000)]
+    produce_events(stack.kafka, t["in"], inputs)
+    out = Collector(stack.kafka, t["out"])
+    try:
+        _kill_mid_stream(stack, t, out, len(inputs), kills=3, delay_ms="4")
+    finally:
         out.close()
-    assert kills >= 3
     outputs = [e for e in out.events if isinstance(e, AgentStep)]
     _assert_one_output_per_input(outputs, [e.event_id for e in inputs])
+
+
+def test_sigkilled_concurrent_service_loses_doubles_and_reorders_nothing(
+    stack: StackHandle,
+) -> None:
+    """Handler calls in flight at once (a role with a model): kills lose and double nothing,
+    the inputs of one run are answered in their order, poison is still dead-lettered."""
+    t = _topics(stack, "eosc")
+    inputs = [
+        request_event(f"poison: {i}" if i % 97 == 0 else f"q{i}", run_id=f"run-{i % 150}")
+        for i in range(900)
+    ]
+    produce_events(stack.kafka, t["in"], inputs)
+    good = [e for e in inputs if not e.request.query.startswith("poison:")]
+    out = Collector(stack.kafka, t["out"])
+    dlq = Collector(stack.kafka, t["dlq"])
+    concurrency = f"TRACEBOUND_{t['group'].upper().replace('-', '_')}_CONCURRENCY"
+    try:
+        _kill_mid_stream(
+            stack,
+            t,
+            out,
+            len(good),
+            kills=2,
+            env={concurrency: "8"},
+            delay_ms="30",
+            budget_s="1",
+        )
+        assert dlq.wait_for(len(inputs) - len(good), timeout=60)
+        dlq.settle(2)
+    finally:
+        out.close()
+        dlq.close()
+    outputs = [e for e in out.events if isinstance(e, AgentStep)]
+    _assert_one_output_per_input(outputs, [e.event_id for e in good])
+    order = {e.event_id: i for i, e in enumerate(good)}
+    by_run: dict[str, list[int]] = {}
+    for o in outputs:
+        by_run.setdefault(o.run_id, []).append(order[o.causation_id or ""])
+    assert all(seq == sorted(seq) for seq in by_run.values()), "a run's inputs were reordered"
+    letters = [e for e in dlq.events if isinstance(e, DeadLetter)]
+    assert len(letters) == len(inputs) - len(good)
 
 
 def test_poison_inputs_are_dead_lettered_and_the_partition_moves_on(stack: StackHandle) -> None:

@@ -1,7 +1,7 @@
 """A test-only service on the real runtime: DiagnosisRequested in, AgentStep out.
 
 Used by the exactly-once, dead-letter and broker-restart tests. Topics, group and
-an optional per-message delay come from the environment so the tests can run it
+an optional per-message delay and model budget come from the environment so the tests can run it
 as a separate process and kill it.
 """
 
@@ -14,13 +14,15 @@ from collections.abc import Sequence
 
 from tracebound.errors import PoisonInput
 from tracebound.events import AgentStep, DiagnosisRequested, Event
-from tracebound.runtime import ServiceSpec, run_service
+from tracebound.runtime import ModelBudget, ServiceSpec, run_service
 
 
 def make_spec() -> ServiceSpec:
     in_topic = os.environ["TB_TEST_IN"]
     out_topic = os.environ["TB_TEST_OUT"]
     delay = float(os.environ.get("TB_TEST_DELAY_MS", "0")) / 1000
+    # Set: the service paces itself like a role waiting on a model that long per input.
+    budget_s = os.environ.get("TB_TEST_BUDGET_S")
 
     def handle(event: Event) -> Sequence[Event]:
         assert isinstance(event, DiagnosisRequested)
@@ -48,6 +50,7 @@ def make_spec() -> ServiceSpec:
         accepts=(DiagnosisRequested,),
         route=lambda _event: out_topic,
         dead_letter_topic=os.environ["TB_TEST_DLQ"],
+        model_budget=ModelBudget(float(budget_s), ("TB_TEST_BUDGET_S",)) if budget_s else None,
     )
 
 

@@ -4,9 +4,12 @@ It speaks the real wire format of ``POST /v1/chat/completions`` on 127.0.0.1, so
 the unmodified ``openai`` client — its HTTP stack, retries, timeouts and
 response parsing — runs against it. Each request takes the next scripted entry
 (a text or tool-call completion, an HTTP error status, a delay, a dropped
-connection, an empty ``choices`` list); when the queue is empty the ``default``
-entry answers. Every request body is recorded so tests can assert on what was
-sent.
+connection, an empty ``choices`` list); when the queue is empty the ``responder``
+(a function of the request body, for replies that depend on what was asked) or
+else the ``default`` entry answers. Requests are served on a thread each, so
+concurrent clients wait on their own delays, not on each other's. Every request
+body is recorded (unless ``record`` is off, for long runs) so tests can assert on
+what was sent.
 
     with FakeOpenAI() as server:
         server.script(text("hello", prompt_tokens=12, completion_tokens=3))
@@ -19,7 +22,7 @@ import itertools
 import json
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -174,6 +177,9 @@ def empty() -> Entry:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
+    # Every reply closes its connection (HTTP/1.0), so a burst of concurrent clients
+    # connects at once; the default backlog of 5 would drop and delay their connects.
+    request_queue_size = 256
     fake: FakeOpenAI
 
     def handle_error(self, request: Any, client_address: Any) -> None:
@@ -199,7 +205,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         headers = {k.lower(): v for k, v in self.headers.items()}
         fake._record(RecordedRequest(self.path, headers, body))
-        self._send(fake._next(), body)
+        self._send(fake._next(body), body)
 
     def _send(self, entry: Entry, request: Mapping[str, Any]) -> None:
         fake = self.server.fake
@@ -227,11 +233,23 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
+Responder = Callable[[Mapping[str, Any]], Entry]
+
+
 class FakeOpenAI:
     """The scripted server; use as a context manager."""
 
-    def __init__(self, default: Entry | None = None) -> None:
+    def __init__(
+        self,
+        default: Entry | None = None,
+        *,
+        responder: Responder | None = None,
+        record: bool = True,
+    ) -> None:
         self.default = default or text("fake-openai: script exhausted")
+        self.responder = responder
+        self.record = record
+        self.served = 0
         self.requests: list[RecordedRequest] = []
         self._queue: deque[Entry] = deque()
         self._lock = threading.Lock()
@@ -261,13 +279,17 @@ class FakeOpenAI:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}/v1"
 
-    def _next(self) -> Entry:
+    def _next(self, request: Mapping[str, Any]) -> Entry:
         with self._lock:
-            return self._queue.popleft() if self._queue else self.default
+            if self._queue:
+                return self._queue.popleft()
+        return self.responder(request) if self.responder is not None else self.default
 
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
-            self.requests.append(request)
+            self.served += 1
+            if self.record:
+                self.requests.append(request)
 
     def start(self) -> FakeOpenAI:
         server = _Server(("127.0.0.1", 0), _Handler)
@@ -304,6 +326,7 @@ __all__ = [
     "Entry",
     "FakeOpenAI",
     "RecordedRequest",
+    "Responder",
     "close",
     "delay",
     "empty",

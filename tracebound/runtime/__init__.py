@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import logging
 
+from tracebound.errors import ConfigError
 from tracebound.kafka import NotCopartitioned
 from tracebound.replica import ReplicaInUse
 from tracebound.runtime.loop import ServiceLoop
 from tracebound.runtime.metrics import ServiceMetrics, serve_metrics
+from tracebound.runtime.pacing import ModelBudget
 from tracebound.runtime.process import ServiceProcess, start_process
 from tracebound.runtime.service import Handler, ServiceSpec, route_by_event
 from tracebound.settings import KafkaSettings
@@ -19,9 +21,17 @@ EXIT_NOT_COPARTITIONED = 4
 
 
 def run_service(spec: ServiceSpec, kafka: KafkaSettings | None = None) -> int:
-    """Process entry point of a role: logging, metrics endpoint, signals, the loop."""
+    """Process entry point of a role: logging, metrics endpoint, signals, the loop.
+
+    Settings that contradict each other stop the process at start (exit code 2),
+    before it joins its group.
+    """
     process = start_process(spec.name)
-    loop = ServiceLoop(spec, kafka=kafka, runtime=process.runtime, metrics=process.metrics)
+    try:
+        loop = ServiceLoop(spec, kafka=kafka, runtime=process.runtime, metrics=process.metrics)
+    except ConfigError as exc:
+        log.error("%s", exc)
+        return 2
     loop.install_signal_handlers()
     try:
         loop.run()
@@ -36,6 +46,7 @@ def run_service(spec: ServiceSpec, kafka: KafkaSettings | None = None) -> int:
 
 __all__ = [
     "Handler",
+    "ModelBudget",
     "ServiceLoop",
     "ServiceMetrics",
     "ServiceProcess",

@@ -15,40 +15,53 @@ from confluent_kafka import TopicPartition
 
 from tracebound.codec import Codec
 from tracebound.errors import PoisonInput
+from tracebound.events import Event
 from tracebound.events import Producer as ProducerRef
 from tracebound.runtime.dead_letters import dead_letter
+from tracebound.runtime.inflight import InFlight
 from tracebound.runtime.service import ServiceSpec
 
 log = logging.getLogger("tracebound.runtime")
 
 Output = tuple[str, bytes | None, bytes]
+SEQUENTIAL = InFlight(1)
 
 
 def transform(
-    spec: ServiceSpec, codec: Codec, batch: Sequence[Any]
+    spec: ServiceSpec, codec: Codec, batch: Sequence[Any], inflight: InFlight | None = None
 ) -> tuple[list[Output], list[str]]:
     """The encoded outputs of ``batch``, and the error type of each dead-lettered input.
 
-    A ``TransientError`` of the handler propagates: the loop retries the whole batch.
+    The handler calls run on ``inflight`` (one at a time without it); the outputs
+    keep the order of the inputs whatever order the calls finish in. A
+    ``TransientError`` of the handler propagates: the loop retries the whole batch.
     """
+    inputs = [_decode(spec, codec, message) for message in batch]
+    calls = [(m.key(), e) for m, e in zip(batch, inputs, strict=True) if isinstance(e, Event)]
+    results = iter((inflight or SEQUENTIAL).outcomes(spec.handler, calls))
     outputs: list[Output] = []
     dead: list[str] = []
-    for message in batch:
-        try:
-            event = codec.decode(message.value(), message.topic())
-            if not isinstance(event, spec.accepts):
-                raise PoisonInput(f"{type(event).__name__} is not an input of {spec.name}")
-            results = spec.handler(event)
-        except PoisonInput as exc:
-            outputs.append(
-                (spec.dead_letter_topic, message.key(), _dead_letter(spec, codec, message, exc))
-            )
-            dead.append(type(exc).__name__)
+    for message, decoded in zip(batch, inputs, strict=True):
+        outcome = decoded if isinstance(decoded, PoisonInput) else next(results)
+        if isinstance(outcome, PoisonInput):
+            letter = _dead_letter(spec, codec, message, outcome)
+            outputs.append((spec.dead_letter_topic, message.key(), letter))
+            dead.append(type(outcome).__name__)
             continue
-        for result in results:
+        for result in outcome:
             topic = spec.route(result)
             outputs.append((topic, result.run_id.encode(), codec.encode(result, topic)))
     return outputs, dead
+
+
+def _decode(spec: ServiceSpec, codec: Codec, message: Any) -> Event | PoisonInput:
+    try:
+        event = codec.decode(message.value(), message.topic())
+    except PoisonInput as exc:
+        return exc
+    if not isinstance(event, spec.accepts):
+        return PoisonInput(f"{type(event).__name__} is not an input of {spec.name}")
+    return event
 
 
 def _dead_letter(spec: ServiceSpec, codec: Codec, message: Any, exc: Exception) -> bytes:

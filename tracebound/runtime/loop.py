@@ -6,6 +6,11 @@ crash at any point either publishes the whole batch and its progress, or
 nothing. Inputs are read ``read_committed``; the ``transactional.id`` is stable
 per replica so a restarted process fences its zombie predecessor.
 
+A role that waits on a model runs the handler calls of a batch concurrently
+(:mod:`~tracebound.runtime.inflight`), in batches and with a poll interval sized
+by its model time budget (:mod:`~tracebound.runtime.pacing`); the outputs still
+keep the order of the inputs and commit in the batch's one transaction.
+
 Failure policy:
 - undecodable or invalid input → a ``DeadLetter`` in the same transaction; the
   partition keeps moving;
@@ -36,7 +41,9 @@ from tracebound.kafka import Severity, severity_of
 from tracebound.replica import ReplicaInUse, ReplicaLock
 from tracebound.runtime.batch import Output, first_offsets, next_offsets, transform
 from tracebound.runtime.bounded import BoundedCalls, ClientStuckError
+from tracebound.runtime.inflight import InFlight
 from tracebound.runtime.metrics import ServiceMetrics
+from tracebound.runtime.pacing import pace
 from tracebound.runtime.service import ServiceSpec
 from tracebound.settings import KafkaSettings, RuntimeSettings
 
@@ -72,6 +79,13 @@ class ServiceLoop:
         self._calls = BoundedCalls()
         self._replacements: list[float] = []
         self._topics_checked = -TOPICS_CHECK_INTERVAL_S
+        self.pacing = pace(
+            spec.name,
+            self.runtime,
+            spec.model_budget,
+            {**self.kafka.extra, **spec.extra_consumer_config},
+        )
+        self._inflight = InFlight(self.pacing.concurrency, heartbeat=self.metrics.beat)
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -97,7 +111,11 @@ class ServiceLoop:
             self.kafka,
             self.transactional_id,
             group=self.spec.name,
-            config={**edge.member_config(self.transactional_id), **self.spec.extra_consumer_config},
+            config={
+                **edge.member_config(self.transactional_id),
+                **self.pacing.consumer_config(),
+                **self.spec.extra_consumer_config,
+            },
         )
         self._consumer.subscribe(
             list(self.spec.input_topics),
@@ -159,7 +177,14 @@ class ServiceLoop:
     def _run(self) -> None:
         self._connect()
         self._check_topics(time.monotonic())
-        log.info("service started", extra={"service": self.spec.name})
+        pacing = self.pacing
+        log.info(
+            "service started: %d in flight, batches of up to %d, max.poll.interval.ms %d",
+            pacing.concurrency,
+            pacing.batch_size,
+            pacing.max_poll_interval_ms,
+            extra={"service": self.spec.name},
+        )
         try:
             while not self._stop.is_set():
                 self.metrics.beat()
@@ -176,11 +201,12 @@ class ServiceLoop:
         finally:
             self._close_clients()
             self._calls.shutdown()
+            self._inflight.shutdown()
             log.info("service stopped", extra={"service": self.spec.name})
 
     def _next_batch(self) -> list[Message]:
         return edge.next_batch(
-            self._consumer, self.runtime.batch_size, self.runtime.batch_timeout_ms / 1000
+            self._consumer, self.pacing.batch_size, self.runtime.batch_timeout_ms / 1000
         )
 
     def _is_error(self, message: Message) -> bool:
@@ -226,7 +252,7 @@ class ServiceLoop:
         backoff = self.runtime.retry_backoff_initial_ms / 1000
         while True:
             try:
-                outputs, dead = transform(self.spec, self.codec, batch)
+                outputs, dead = transform(self.spec, self.codec, batch, self._inflight)
             except TransientError as exc:
                 self.metrics.retries.labels(self.spec.name).inc()
                 log.warning("transient failure, retrying batch in %.1fs: %s", backoff, exc)

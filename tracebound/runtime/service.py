@@ -14,6 +14,7 @@ from confluent_kafka import TopicPartition
 
 from tracebound import topics
 from tracebound.events import Event
+from tracebound.runtime.pacing import ModelBudget
 
 Handler = Callable[[Event], Sequence[Event]]
 Router = Callable[[Event], str]
@@ -46,3 +47,7 @@ class ServiceSpec:
     on_assign: AssignHook | None = None
     on_rewind: Callable[[], None] | None = None
     on_commit: Callable[[], None] | None = None
+    # The longest one handler call may wait on a model (None: the role calls none).
+    # It sets how many calls run at once, the batch size and the poll interval
+    # (:mod:`tracebound.runtime.pacing`).
+    model_budget: ModelBudget | None = None

@@ -41,7 +41,8 @@ ROLE_PREFIXES: dict[str, tuple[str, ...]] = {
     "gatekeeper": (),
     "verifier": ("TRACEBOUND_LLM_",),
     "composer": ("TRACEBOUND_LLM_",),
-    "sentinel": (),
+    # its deadline is checked against the llm-mode roles' model budget
+    "sentinel": ("TRACEBOUND_LLM_", "TRACEBOUND_EXECUTOR_"),
     "projections": (),
 }
 # Roles that choose between their rules and llm implementations (``<ROLE>_MODE``).

@@ -1,0 +1,27 @@
+"""The executor's model time per input: every model turn of a round, and its tools.
+
+A round asks the model up to ``max_model_turns`` times and runs up to
+``max_calls_per_round`` tools, each bounded by ``tool_timeout_s``; the runtime
+paces the executor by that sum (see :mod:`services.common.budget`).
+"""
+
+from __future__ import annotations
+
+from services.common.budget import model_budget
+from services.executor.settings import ExecutorSettings
+from tracebound.llm import LLMSettings
+from tracebound.runtime.pacing import ModelBudget
+
+EXECUTOR_SETTINGS = (
+    "TRACEBOUND_EXECUTOR_MAX_MODEL_TURNS",
+    "TRACEBOUND_EXECUTOR_MAX_CALLS_PER_ROUND",
+    "TRACEBOUND_EXECUTOR_TOOL_TIMEOUT_S",
+)
+
+
+def executor_budget(llm: LLMSettings, settings: ExecutorSettings) -> ModelBudget:
+    tools_s = settings.max_calls_per_round * settings.tool_timeout_s
+    return model_budget(llm, settings.max_model_turns, tools_s, EXECUTOR_SETTINGS)
+
+
+__all__ = ["executor_budget"]
