@@ -19,7 +19,7 @@ import itertools
 import json
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -156,6 +156,21 @@ def delay(seconds: float, then: Entry | None = None) -> Entry:
     return Entry(delay_s=seconds, then=then)
 
 
+def system_prompt_has(marker: str) -> Callable[[Mapping[str, Any]], bool]:
+    """A ``script_for`` matcher: the request's system message contains ``marker``."""
+
+    def match(body: Mapping[str, Any]) -> bool:
+        messages = body.get("messages")
+        return isinstance(messages, list) and any(
+            isinstance(m, dict)
+            and m.get("role") == "system"
+            and marker in str(m.get("content", ""))
+            for m in messages
+        )
+
+    return match
+
+
 def close() -> Entry:
     """Drop the connection without sending any response."""
     return Entry(drop=True)
@@ -199,7 +214,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         headers = {k.lower(): v for k, v in self.headers.items()}
         fake._record(RecordedRequest(self.path, headers, body))
-        self._send(fake._next(), body)
+        self._send(fake._next(body), body)
 
     def _send(self, entry: Entry, request: Mapping[str, Any]) -> None:
         fake = self.server.fake
@@ -234,6 +249,7 @@ class FakeOpenAI:
         self.default = default or text("fake-openai: script exhausted")
         self.requests: list[RecordedRequest] = []
         self._queue: deque[Entry] = deque()
+        self._matched: list[tuple[Callable[[Mapping[str, Any]], bool], deque[Entry]]] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: _Server | None = None
@@ -261,8 +277,22 @@ class FakeOpenAI:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}/v1"
 
-    def _next(self) -> Entry:
+    def script_for(self, match: Callable[[Mapping[str, Any]], bool], *entries: Entry) -> FakeOpenAI:
+        """Entries only requests whose body satisfies ``match`` take, in order, before the queue.
+
+        A process under test may send requests the script does not expect (a
+        start-up probe, another role); those then get the queue or the default,
+        and the matched conversation still sees its own replies in order.
+        """
         with self._lock:
+            self._matched.append((match, deque(entries)))
+        return self
+
+    def _next(self, body: Mapping[str, Any] | None = None) -> Entry:
+        with self._lock:
+            for match, queue in self._matched:
+                if queue and body is not None and match(body):
+                    return queue.popleft()
             return self._queue.popleft() if self._queue else self.default
 
     def _record(self, request: RecordedRequest) -> None:
@@ -309,6 +339,7 @@ __all__ = [
     "empty",
     "garbage",
     "status",
+    "system_prompt_has",
     "text",
     "tool_call",
     "tool_calls",
