@@ -229,22 +229,21 @@ def test_a_repair_reply_that_is_no_json_keeps_the_first_output(
     assert "gave missing output" in evidence.executor_output_parse_status.detail
 
 
-def test_output_the_gatekeeper_passes_gets_no_repair_turn(
-    server: fake.FakeOpenAI, plan: PlanProduced, ref_text: str
+@pytest.mark.parametrize(
+    ("quoted", "settings"),
+    [(False, {}), (True, {"repair_turn": False})],
+    ids=["gatekeeper-passes", "switched-off"],
+)
+def test_no_repair_turn_when_the_check_passes_or_repair_is_off(
+    server: fake.FakeOpenAI,
+    plan: PlanProduced,
+    ref_text: str,
+    quoted: bool,
+    settings: dict[str, Any],
 ) -> None:
     sid = invocation_id(plan.run_id, 1, 0)
-    good = _answer((CLAIM_TEXT, [_binding(sid, ref_text.split(", threshold", maxsplit=1)[0])]))
-    evidence, steps = _run(server, plan, good, good)
-    assert len(steps) == 2 and server.pending == 1
-    assert evidence.executor_output_parse_status.status == "valid"
-
-
-def test_the_repair_turn_can_be_switched_off(
-    server: fake.FakeOpenAI, plan: PlanProduced, ref_text: str
-) -> None:
-    sid = invocation_id(plan.run_id, 1, 0)
-    faulty = _answer((CLAIM_TEXT, [_binding(f'"{sid}"', ref_text)]))
-    evidence, steps = _run(server, plan, faulty, faulty, repair_turn=False)
+    cited = _answer((CLAIM_TEXT, [_binding(f'"{sid}"' if quoted else sid, ref_text)]))
+    evidence, steps = _run(server, plan, cited, cited, **settings)
     assert len(steps) == 2 and server.pending == 1
     assert evidence.executor_output_parse_status.status == "valid"
 
