@@ -196,6 +196,7 @@ def _timings(t: Trace) -> list[str]:
         for s in steps:
             lines.append(
                 f"  {clean(s.get('agent_name'))}#{clean(s.get('step_index'))}"
+                f"{' repair' if s.get('repair') else ''}"
                 f" {clean(s.get('model'))} {_ms(s.get('duration_ms'))}"
                 f" tokens {clean(s.get('token_count'))}"
             )

@@ -303,6 +303,7 @@ class TraceStep(View):
     error_message: str | None
     created_at: Timestamp | None
     event_id: str | None
+    repair: bool = False  # the executor's repair turn (errors of the gatekeeper check sent back)
 
 
 class Trace(View):

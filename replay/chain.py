@@ -105,10 +105,13 @@ class Chain:
     ) -> Chain:
         """One chain; ``model`` None runs every role's rules implementation."""
         skills = load_skills()
+        rules = ruleset or default_ruleset()
         return cls(
             planner=PlannerHandler(skills, model),
-            executor=ExecutorHandler(tools, skills, executor_settings or ExecutorSettings(), model),
-            gatekeeper=GatekeeperHandler(ruleset or default_ruleset()),
+            executor=ExecutorHandler(
+                tools, skills, executor_settings or ExecutorSettings(), model, rules
+            ),
+            gatekeeper=GatekeeperHandler(rules),
             verifier=VerifierHandler(verifier_settings or VerifierSettings(), model),
             composer=ComposerHandler(model),
         )
@@ -120,6 +123,7 @@ class Chain:
             tuple(self.executor.skills.values()),
             self.executor.settings,
             self.executor.model,
+            self.executor.ruleset,
         )
         return Chain(self.planner, executor, self.gatekeeper, self.verifier, self.composer)
 

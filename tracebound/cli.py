@@ -43,7 +43,7 @@ SETTINGS_MODULES: tuple[str, ...] = (
     "services.common.mode",
     "services.executor.settings",
     "services.executor.tools.settings",
-    "services.gatekeeper.__main__",
+    "services.gatekeeper.settings",
     "services.verifier.handler",
     "services.sentinel.runner",
     "services.ingest.settings",

@@ -19,6 +19,7 @@ def stages(t: Trace) -> str:
     verifier = t.get("verifier") or {}
     executor = t.get("executor") or {}
     parse = executor.get("parse_status") or {}
+    parsed = "pass" if parse.get("status") in ("valid", "repaired") else "fail"
     warnings = join(
         f"<li>{esc(n.get('rule'))} ({esc(n.get('claim_id'))}): {esc(n.get('message'))}</li>"
         for n in gate.get("warnings") or []
@@ -55,7 +56,7 @@ def stages(t: Trace) -> str:
     )
     executor_card = (
         f"<div class='card none'><div class='row'><h3>Executor</h3>"
-        f"{badge('pass' if parse.get('status') == 'valid' else 'fail', parse.get('status'))}"
+        f"{badge(parsed, parse.get('status'))}"
         f"</div><div class='meta'><span>answer version <b>{esc(executor.get('answer_version'))}"
         f"</b></span><span>round <b>{esc(executor.get('round'))}</b></span>"
         f"<span>{esc(parse.get('detail'))}</span></div>"
@@ -152,7 +153,9 @@ def tools(t: Trace) -> str:
 def steps(t: Trace) -> str:
     tokens = (t.get("tokens") or {}).get("total") or {}
     rows = join(
-        f"<tr><td>{esc(s.get('agent_name'))}</td><td class='num'>{esc(s.get('step_index'))}</td>"
+        f"<tr><td>{esc(s.get('agent_name'))}"
+        f"{' ' + badge('low_confid', 'repair') if s.get('repair') else ''}"
+        f"</td><td class='num'>{esc(s.get('step_index'))}</td>"
         f"<td>{esc(s.get('model'))}</td><td>{esc(s.get('prompt_version'))}</td>"
         f"<td class='num'>{ms_text(s.get('duration_ms'))}</td>"
         f"<td class='num'>{esc(s.get('prompt_tokens'))}</td>"

@@ -10,6 +10,7 @@ from services.executor.budget import executor_budget
 from services.executor.handler import SERVICE, ExecutorHandler
 from services.executor.settings import ExecutorSettings
 from services.executor.tools import build_tools
+from services.gatekeeper.settings import configured_ruleset
 from services.planner.skills import load_skills
 from tracebound.llm import LLMSettings
 from tracebound.runtime import ServiceSpec, run_service
@@ -18,7 +19,9 @@ from tracebound.runtime import ServiceSpec, run_service
 def main() -> int:
     settings = ExecutorSettings()
     model = model_for(SERVICE, settings.mode)
-    handler = ExecutorHandler(build_tools(), load_skills(), settings, model)
+    # the gatekeeper's own rules, so the repair turn checks what the gatekeeper will
+    ruleset = configured_ruleset() if model is not None else None
+    handler = ExecutorHandler(build_tools(), load_skills(), settings, model, ruleset)
     input_topics, accepts = role_inputs(SERVICE)
     spec = ServiceSpec(
         name=SERVICE,

@@ -1,8 +1,9 @@
 """The executor's model time per input: every model turn of a round, and its tools.
 
-A round asks the model up to ``max_model_turns`` times and runs up to
-``max_calls_per_round`` tools, each bounded by ``tool_timeout_s``; the runtime
-paces the executor by that sum (see :mod:`services.common.budget`).
+A round asks the model up to ``max_model_turns`` times, plus one repair turn when
+that is on, and runs up to ``max_calls_per_round`` tools, each bounded by
+``tool_timeout_s``; the runtime paces the executor by that sum (see
+:mod:`services.common.budget`).
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ EXECUTOR_SETTINGS = (
     "TRACEBOUND_EXECUTOR_MAX_MODEL_TURNS",
     "TRACEBOUND_EXECUTOR_MAX_CALLS_PER_ROUND",
     "TRACEBOUND_EXECUTOR_TOOL_TIMEOUT_S",
+    "TRACEBOUND_EXECUTOR_REPAIR_TURN",
 )
 
 
 def executor_budget(llm: LLMSettings, settings: ExecutorSettings) -> ModelBudget:
     tools_s = settings.max_calls_per_round * settings.tool_timeout_s
-    return model_budget(llm, settings.max_model_turns, tools_s, EXECUTOR_SETTINGS)
+    turns = settings.max_model_turns + (1 if settings.repair_turn else 0)
+    return model_budget(llm, turns, tools_s, EXECUTOR_SETTINGS)
 
 
 __all__ = ["executor_budget"]

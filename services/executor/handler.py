@@ -22,8 +22,10 @@ from typing import Any
 from services.executor.claims import build_evidence
 from services.executor.gate import ToolGate
 from services.executor.llm_executor import run_llm_round
+from services.executor.repair import settle
 from services.executor.settings import ExecutorSettings
 from services.executor.tools.base import EvidenceTool
+from services.gatekeeper import Ruleset
 from services.planner.planning import described_calls, execution_plan
 from services.planner.scope import read_focus
 from services.planner.skills import Skill
@@ -97,11 +99,14 @@ class ExecutorHandler:
         skills: Sequence[Skill],
         settings: ExecutorSettings | None = None,
         model: ChatModel | None = None,
+        ruleset: Ruleset | None = None,
     ) -> None:
+        """``ruleset`` is the gatekeeper's; with it, output it would reject gets a repair turn."""
         self.tools = dict(tools)
         self.skills = {s.name: s for s in skills}
         self.settings = settings or ExecutorSettings()
         self.model = model
+        self.ruleset = ruleset
 
     def __call__(self, event: Event) -> list[Event]:
         job = Job.of(event)
@@ -178,7 +183,7 @@ class ExecutorHandler:
         prompt = load_prompt("chat-executor")
         recorder = StepRecorder.for_event(self.model, prompt, event, SERVICE)
         try:
-            raw, outcome = run_llm_round(
+            first = run_llm_round(
                 prompt,
                 recorder,
                 gate,
@@ -188,6 +193,8 @@ class ExecutorHandler:
                 retry=job.retry,
                 max_turns=self.settings.max_model_turns,
             )
+            ruleset = self.ruleset if self.settings.repair_turn else None
+            settled = settle(recorder, first, gate, ruleset)
         except ModelCallFailed as exc:
             log.warning(
                 "model executor failed, using rules: %s", exc, extra={"run_id": event.run_id}
@@ -196,7 +203,8 @@ class ExecutorHandler:
             return RoundResult(
                 None, "", ParseStatus(status="valid", detail=detail), list(recorder.steps)
             )
-        return RoundResult(outcome.value, raw, outcome.as_record(), list(recorder.steps), [prompt])
+        steps: list[Event] = list(recorder.steps)
+        return RoundResult(settled.value, settled.raw, settled.status, steps, [prompt])
 
     def _rules_round(self, gate: ToolGate, job: Job, execution: ExecutionPlan) -> RoundResult:
         narrow = job.plan.narrow_scope

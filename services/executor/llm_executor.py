@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from services.executor.gate import Refusal, ToolGate
@@ -59,6 +60,19 @@ def tool_result(result: ToolInvocation | Refusal) -> str:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class ModelRound:
+    """The model's last reply of a round, parsed, and the conversation that led to it.
+
+    The conversation is kept so a repair turn can continue it: the model then
+    sees its own tool results again instead of a fresh, context-free prompt.
+    """
+
+    raw: str
+    outcome: ParseOutcome
+    messages: list[dict[str, Any]]
+
+
 def run_llm_round(
     prompt: Prompt,
     recorder: StepRecorder,
@@ -69,8 +83,8 @@ def run_llm_round(
     plan: PlanSnapshot,
     retry: RetryContext | None,
     max_turns: int,
-) -> tuple[str, ParseOutcome]:
-    """Raises ``ModelCallFailed`` on endpoint trouble; returns (raw text, parse outcome)."""
+) -> ModelRound:
+    """Raises ``ModelCallFailed`` on endpoint trouble; returns the round's final reply."""
     scope = "narrow" if plan.narrow_scope else "broad (full diagnosis of the question)"
     system = prompt.render(
         query=query,
@@ -88,7 +102,7 @@ def run_llm_round(
     for _turn in range(max_turns):
         reply, _step = recorder.complete(messages, tools=specs)
         if not reply.tool_calls:
-            return reply.text, parse_json_object(reply.text)
+            return ModelRound(reply.text, parse_json_object(reply.text), messages)
         messages.append(assistant_message(reply))
         for call in reply.tool_calls:
             if call.arguments is None:
@@ -97,4 +111,4 @@ def run_llm_round(
                 content = tool_result(gate.call(call.name, call.arguments))
             messages.append(tool_message(call, content))
     detail = f"no final answer within {max_turns} model turns"
-    return "", ParseOutcome(status="missing", detail=detail)
+    return ModelRound("", ParseOutcome(status="missing", detail=detail), messages)

@@ -20,3 +20,5 @@ class ExecutorSettings(TraceboundSettings):
     max_claims_narrow: int = Field(default=2, ge=1, le=2)
     max_claims_broad: int = Field(default=6, ge=1, le=20)
     max_model_turns: int = Field(default=6, ge=1, le=20)
+    # llm mode: one repair turn when the gatekeeper's rules would reject the model's output
+    repair_turn: bool = True

@@ -25,9 +25,18 @@ from tracebound.events import (
 )
 from tracebound.jsonio import parse_each, read_text
 
-__all__ = ["VerifierInput", "input_from_event", "parse_inputs", "read_text"]
+__all__ = [
+    "USABLE_PARSE_STATUSES",
+    "VerifierInput",
+    "input_from_event",
+    "parse_inputs",
+    "read_text",
+]
 
-PARSE_STATUSES = ("valid", "invalid", "missing")
+PARSE_STATUSES = ("valid", "repaired", "invalid", "missing")
+# statuses whose structured output the verifier judges: "repaired" is output the
+# executor's repair turn produced and its gatekeeper check accepted
+USABLE_PARSE_STATUSES = ("valid", "repaired")
 BINDING_STATUSES = ("pass", "fail", "backfilled", "skipped")
 
 

@@ -29,7 +29,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from services.verifier.claims import NOT_ENOUGH_INFO, REFUTED, SUPPORTED
-from services.verifier.input import VerifierInput
+from services.verifier.input import USABLE_PARSE_STATUSES, VerifierInput
 from services.verifier.judge import PASS, REJECT, VerifierOutcome, _verdict, verify
 from tracebound.events import AgentStep, ClaimCheck
 from tracebound.llm import ChatModel, ModelCallFailed, StepRecorder, parse_model
@@ -237,7 +237,7 @@ def combine(
 
 def _worth_asking(inp: VerifierInput, outcome: VerifierOutcome) -> bool:
     """Could a stricter model change anything? Not after REJECT, not without claims."""
-    usable = inp.executor_output_parse_status.status == "valid"
+    usable = inp.executor_output_parse_status.status in USABLE_PARSE_STATUSES
     return usable and outcome.verdict != REJECT and bool(outcome.claim_checks)
 
 

@@ -159,6 +159,21 @@ def delay(seconds: float, then: Entry | None = None) -> Entry:
     return Entry(delay_s=seconds, then=then)
 
 
+def system_prompt_has(marker: str) -> Callable[[Mapping[str, Any]], bool]:
+    """A ``script_for`` matcher: the request's system message contains ``marker``."""
+
+    def match(body: Mapping[str, Any]) -> bool:
+        messages = body.get("messages")
+        return isinstance(messages, list) and any(
+            isinstance(m, dict)
+            and m.get("role") == "system"
+            and marker in str(m.get("content", ""))
+            for m in messages
+        )
+
+    return match
+
+
 def close() -> Entry:
     """Drop the connection without sending any response."""
     return Entry(drop=True)
@@ -252,6 +267,7 @@ class FakeOpenAI:
         self.served = 0
         self.requests: list[RecordedRequest] = []
         self._queue: deque[Entry] = deque()
+        self._matched: list[tuple[Callable[[Mapping[str, Any]], bool], deque[Entry]]] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: _Server | None = None
@@ -279,8 +295,22 @@ class FakeOpenAI:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}/v1"
 
+    def script_for(self, match: Callable[[Mapping[str, Any]], bool], *entries: Entry) -> FakeOpenAI:
+        """Entries only requests whose body satisfies ``match`` take, in order, before the queue.
+
+        A process under test may send requests the script does not expect (a
+        start-up probe, another role); those then get the queue or the default,
+        and the matched conversation still sees its own replies in order.
+        """
+        with self._lock:
+            self._matched.append((match, deque(entries)))
+        return self
+
     def _next(self, request: Mapping[str, Any]) -> Entry:
         with self._lock:
+            for match, queue in self._matched:
+                if queue and match(request):
+                    return queue.popleft()
             if self._queue:
                 return self._queue.popleft()
         return self.responder(request) if self.responder is not None else self.default
@@ -332,6 +362,7 @@ __all__ = [
     "empty",
     "garbage",
     "status",
+    "system_prompt_has",
     "text",
     "tool_call",
     "tool_calls",

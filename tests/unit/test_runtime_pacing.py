@@ -64,7 +64,9 @@ def test_the_model_budget_counts_attempts_waits_turns_and_tools() -> None:
     assert call_budget_s(llm) == 2 * 2 + 8
     assert model_budget(llm).seconds == 12
     executor = executor_budget(llm, ExecutorSettings())
-    assert executor.seconds == 6 * 12 + 6 * 10.0
+    assert executor.seconds == (6 + 1) * 12 + 6 * 10.0  # the turns, the repair turn, tools
+    no_repair = executor_budget(llm, ExecutorSettings(repair_turn=False))
+    assert no_repair.seconds == 6 * 12 + 6 * 10.0
     assert "TRACEBOUND_EXECUTOR_MAX_MODEL_TURNS" in executor.settings
 
 

@@ -164,3 +164,21 @@ def test_resolved_alerts_show_on_the_page_and_in_the_text_trace() -> None:
     assert "ended 2026-07-08T23:40:00.5Z" in render_text(document)
     unresolved = trace_page.render_page(sample_trace())
     assert "Resolved alerts" not in unresolved
+
+
+def test_a_repair_step_is_marked_in_the_document_the_page_and_the_text_trace() -> None:
+    run, invocations, [step] = sample_rows()
+    first = {**step, "model_input": 'tool[call_1]: {"source_invocation_id": 11}'}
+    repair = {
+        **step,
+        "event_id": "step-2",
+        "step_index": 1,
+        "has_tool_call": False,
+        "model_input": "user: repair: the gatekeeper would reject your answer",
+    }
+    document = trace.assemble_trace(run, invocations, [first, repair]).document()
+    assert [s["repair"] for s in document["agent_steps"]] == [False, True]
+    rows = trace_page.render_page(document).split("Agent steps and tokens", 1)[1]
+    assert rows.count(">repair</span>") == 1
+    text = render_text(document)
+    assert "chat_executor#1 repair m" in text and "chat_executor#0 repair" not in text

@@ -128,7 +128,7 @@ class ToolInvocation(Record):
 
 
 class ParseStatus(Record):
-    status: str  # valid | invalid | missing
+    status: str  # valid | repaired | invalid | missing
     detail: str = ""
 
 

@@ -37,8 +37,9 @@ COMMON_PREFIXES: tuple[str, ...] = ("TRACEBOUND_KAFKA_", "TRACEBOUND_PG_")
 ROLE_PREFIXES: dict[str, tuple[str, ...]] = {
     "ingest": (),
     "planner": ("TRACEBOUND_LLM_",),
-    "executor": ("TRACEBOUND_LLM_", "TRACEBOUND_TOOLS_"),
-    "gatekeeper": (),
+    # the executor's repair check judges with the gatekeeper's rules file
+    "executor": ("TRACEBOUND_LLM_", "TRACEBOUND_TOOLS_", "TRACEBOUND_GATEKEEPER_RULES_"),
+    "gatekeeper": ("TRACEBOUND_GATEKEEPER_RULES_",),
     "verifier": ("TRACEBOUND_LLM_",),
     "composer": ("TRACEBOUND_LLM_",),
     # its deadline is checked against the llm-mode roles' model budget
