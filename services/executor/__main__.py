@@ -10,13 +10,15 @@ from services.executor.handler import SERVICE, ExecutorHandler
 from services.executor.settings import ExecutorSettings
 from services.executor.tools import build_tools
 from services.planner.skills import load_skills
+from tracebound.llm.monitor import FallbackMonitor
 from tracebound.runtime import ServiceSpec, run_service
 
 
 def main() -> int:
     settings = ExecutorSettings()
+    monitor = FallbackMonitor()
     handler = ExecutorHandler(
-        build_tools(), load_skills(), settings, model_for(SERVICE, settings.mode)
+        build_tools(), load_skills(), settings, model_for(SERVICE, settings.mode), monitor=monitor
     )
     input_topics, accepts = role_inputs(SERVICE)
     spec = ServiceSpec(
@@ -24,6 +26,7 @@ def main() -> int:
         input_topics=input_topics,
         accepts=accepts,
         handler=handler,
+        collectors=(monitor,),
     )
     return run_service(spec)
 

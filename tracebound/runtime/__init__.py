@@ -12,6 +12,8 @@ from tracebound.settings import KafkaSettings
 def run_service(spec: ServiceSpec, kafka: KafkaSettings | None = None) -> int:
     """Process entry point of a role: logging, metrics endpoint, signals, the loop."""
     process = start_process(spec.name)
+    for collector in spec.collectors:
+        process.metrics.registry.register(collector)
     loop = ServiceLoop(spec, kafka=kafka, runtime=process.runtime, metrics=process.metrics)
     loop.install_signal_handlers()
     loop.run()

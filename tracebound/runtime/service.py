@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from confluent_kafka import TopicPartition
+from prometheus_client.registry import Collector
 
 from tracebound import topics
 from tracebound.events import Event
@@ -46,3 +47,5 @@ class ServiceSpec:
     on_assign: AssignHook | None = None
     on_rewind: Callable[[], None] | None = None
     on_commit: Callable[[], None] | None = None
+    # Figures the handler keeps itself (e.g. its llm fallbacks), served on /metrics.
+    collectors: tuple[Collector, ...] = ()
