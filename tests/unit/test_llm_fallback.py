@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import pytest
 from prometheus_client import generate_latest
@@ -13,7 +14,7 @@ from services.executor.tools import ToolSettings, build_tools
 from tests.support import fake_openai as fake
 from tracebound.client import new_request
 from tracebound.events import AgentStep, ModelFallback
-from tracebound.llm import LLMSettings, ModelError, OpenAIChatModel, StepRecorder
+from tracebound.llm import LLMSettings, ModelError, ModelReply, OpenAIChatModel, StepRecorder
 from tracebound.llm.fallback import FALLBACK, LLM, RULES, ReplyRejected, decide
 from tracebound.llm.monitor import FallbackMonitor
 from tracebound.runtime.metrics import ServiceMetrics
@@ -30,7 +31,13 @@ class _Failing:
     def __init__(self, kind: str) -> None:
         self.kind = kind
 
-    def complete(self, *_args: object, **_kwargs: object) -> object:
+    def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        json_mode: bool = False,
+    ) -> ModelReply:
         raise ModelError(f"scripted {self.kind}", kind=self.kind)
 
 
