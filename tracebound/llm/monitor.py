@@ -84,22 +84,27 @@ class FallbackMonitor(Collector):
             return dict(self._decisions)
 
     def collect(self) -> Iterator[CounterMetricFamily]:
-        fallbacks = CounterMetricFamily(
+        yield _family(
             "tracebound_llm_fallbacks",
             "Runs a role answered from its rules because its model failed",
-            labels=["role", "kind"],
+            ["role", "kind"],
+            self.fallbacks(),
         )
-        for (role, kind), count in sorted(self.fallbacks().items()):
-            fallbacks.add_metric([role, kind], count)
-        decisions = CounterMetricFamily(
+        yield _family(
             "tracebound_llm_decisions",
             "Runs a role was asked to decide with its model, by outcome",
-            labels=["role", "mode"],
+            ["role", "mode"],
+            self.decisions(),
         )
-        for (role, mode), count in sorted(self.decisions().items()):
-            decisions.add_metric([role, mode], count)
-        yield fallbacks
-        yield decisions
+
+
+def _family(
+    name: str, doc: str, labels: list[str], counts: dict[tuple[str, str], int]
+) -> CounterMetricFamily:
+    family = CounterMetricFamily(name, doc, labels=labels)
+    for values, count in sorted(counts.items()):
+        family.add_metric(list(values), count)
+    return family
 
 
 __all__ = ["FallbackMonitor"]
