@@ -284,6 +284,8 @@ def _verifier_evaluation(state: State) -> dict[str, Any] | None:
         "round": v.get("round", answer["round"] if answer else state.get("max_round")),
         "traceability_version": TRACEABILITY_VERSION,
         "verifier_mode": v.get("verifier_mode"),
+        # the roles that answered from rules, and why: the answer's list, else the verdict's
+        "fallbacks": (answer or v).get("fallbacks") or [],
         "executor_output_parse_status": executed.get("executor_output_parse_status", {}),
         "executor_structured_output": executed.get("executor_structured_output"),
         "gatekeeper_result": (gate or {}).get("gatekeeper_result"),

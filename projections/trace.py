@@ -183,6 +183,7 @@ def assemble_trace(run: Row, invocations: Sequence[Row], steps: Sequence[Row]) -
         "updated_at": run.get("updated_at"),
         "resolved_at": run.get("resolved_at"),
         "resolved_alerts": run.get("resolved_alerts"),
+        "fallbacks": as_list(evaluation.get("fallbacks")),
     }
     trace = {
         "trace_version": TRACE_VERSION,

@@ -83,6 +83,11 @@ def _run(t: Trace) -> list[str]:
         f" (prompt {clean(tokens.get('prompt_tokens'))},"
         f" completion {clean(tokens.get('completion_tokens'))})",
         *resolved,
+        *(
+            f"  fallback   {clean(f.get('role'))}: rules fallback because: "
+            f"{clean(f.get('kind'))}: {clean(f.get('reason'))}"
+            for f in run.get("fallbacks") or []
+        ),
     ]
 
 

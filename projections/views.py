@@ -88,8 +88,16 @@ class RunList(View):
 # --------------------------------------------------------------------------- trace
 
 
+class TraceFallback(View):
+    """A role that answered from its rules although it was asked to use a model."""
+
+    role: str
+    kind: str
+    reason: str
+
+
 class TraceRun(View):
-    """The run row: request, plan, status, verdict, latency."""
+    """The run row: request, plan, status, verdict, latency, llm fallbacks."""
 
     run_id: str
     session_id: str | None
@@ -111,6 +119,9 @@ class TraceRun(View):
     resolved_at: Timestamp | None = Field(description=RESOLVED_AT)
     resolved_alerts: list[ResolvedAlert] | None = Field(
         description="the run's alerts reported resolved, by endsAt; null while none is"
+    )
+    fallbacks: list[TraceFallback] = Field(
+        description="roles of the answered round that fell back from the model to rules, and why"
     )
 
 

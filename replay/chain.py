@@ -26,6 +26,7 @@ from services.gatekeeper.ruleset import Ruleset, default_ruleset
 from services.planner.handler import PlannerHandler
 from services.planner.skills import load_skills
 from services.verifier.handler import VerifierHandler, VerifierSettings
+from services.verifier.rules_file import VerifierRules
 from tracebound.events import (
     Answer,
     DiagnosisRequested,
@@ -38,6 +39,8 @@ from tracebound.events import (
     Verdict,
 )
 from tracebound.llm import ChatModel
+from tracebound.llm.monitor import FallbackMonitor
+from tracebound.prompts import PromptSet
 
 MAX_STEPS = 12  # far above max_rounds; a guard against a handler loop, not a limit
 
@@ -102,18 +105,38 @@ class Chain:
         model: ChatModel | None = None,
         executor_settings: ExecutorSettings | None = None,
         verifier_settings: VerifierSettings | None = None,
+        verifier_rules: VerifierRules | None = None,
+        prompts: PromptSet | None = None,
     ) -> Chain:
-        """One chain; ``model`` None runs every role's rules implementation."""
-        skills = load_skills()
+        """One chain; ``model`` None runs every role's rules implementation.
+
+        Candidate rules and prompts are handed to the roles that use them; the
+        skills come from the same prompt folder.
+        """
+        prompts = prompts or PromptSet.active()
+        skills = load_skills(prompts.folder)
+        monitor = FallbackMonitor()
         rules = ruleset or default_ruleset()
         return cls(
-            planner=PlannerHandler(skills, model),
+            planner=PlannerHandler(skills, model, prompts=prompts, monitor=monitor),
             executor=ExecutorHandler(
-                tools, skills, executor_settings or ExecutorSettings(), model, rules
+                tools,
+                skills,
+                executor_settings or ExecutorSettings(),
+                model,
+                rules,
+                prompts=prompts,
+                monitor=monitor,
             ),
             gatekeeper=GatekeeperHandler(rules),
-            verifier=VerifierHandler(verifier_settings or VerifierSettings(), model),
-            composer=ComposerHandler(model),
+            verifier=VerifierHandler(
+                verifier_settings or VerifierSettings(),
+                model,
+                rules=verifier_rules,
+                prompts=prompts,
+                monitor=monitor,
+            ),
+            composer=ComposerHandler(model, rules=verifier_rules, prompts=prompts, monitor=monitor),
         )
 
     def with_tools(self, tools: Mapping[str, EvidenceTool]) -> Chain:
@@ -124,6 +147,8 @@ class Chain:
             self.executor.settings,
             self.executor.model,
             self.executor.ruleset,
+            prompts=self.executor.prompts,
+            monitor=self.executor.monitor,
         )
         return Chain(self.planner, executor, self.gatekeeper, self.verifier, self.composer)
 

@@ -3,9 +3,11 @@
 ``replay --stage gatekeeper|verifier|pipeline`` reads recorded events (all, a
 ``--since/--until`` window of stage inputs, or ``--run`` ids; or a ``--from-file``
 export), re-runs that stage in this process with the candidate rules
-(``--rules``), mode/model (``--mode``, ``--model``) or prompts
-(``--prompt-version DIR``: a folder of prompt files, used exactly as
-``TRACEBOUND_PROMPTS_DIR`` would be), and reports old vs new. ``--export FILE``
+(``--rules`` for the gatekeeper, ``--verifier-rules`` for the verifier and the
+composer), mode/model (``--mode``, ``--model``) or prompts (``--prompt-version
+DIR``: a folder of prompt files and skills, laid out as ``TRACEBOUND_PROMPTS_DIR``
+would be), and reports old vs new. The candidates are handed to the roles that
+use them; nothing process-wide is changed. ``--export FILE``
 writes the selected recorded events as JSON Lines instead — the recording an
 eval suite can run against with ``--frozen``. Progress goes to stderr; the
 report goes to stdout (readable, or JSON with ``--json``) and ``--out FILE``,
@@ -17,13 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from replay.chain import Chain
+from replay.chain import Chain, prompts_folder
 from replay.compare import gatekeeper_report, pipeline_report, verifier_report
 from replay.evals import load_suite, run_suite
 from replay.frozen import FrozenTools
@@ -41,10 +42,12 @@ from services.common.mode import Mode
 from services.gatekeeper.handler import GatekeeperHandler
 from services.gatekeeper.ruleset import default_ruleset, load_ruleset
 from services.verifier.handler import VerifierHandler
+from services.verifier.rules_file import VerifierRules, load_verifier_rules
 from tracebound.errors import InvalidInputError
 from tracebound.events import ToolInvoked
 from tracebound.llm import ChatModel, LLMSettings, chat_model_from_settings
-from tracebound.prompts import PROMPTS_ENV, clear_cache, load_prompts, prompts_dir
+from tracebound.llm.monitor import FallbackMonitor
+from tracebound.prompts import PromptSet
 from tracebound.settings import KafkaSettings
 from tracebound.topology import EXPORT_TOPICS, REPLAY_TOPICS
 
@@ -61,6 +64,9 @@ def _time(value: str) -> datetime:
 
 def _candidate_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rules", type=Path, help="candidate gatekeeper rules file")
+    parser.add_argument(
+        "--verifier-rules", type=Path, metavar="FILE", help="candidate verifier rules file"
+    )
     parser.add_argument(
         "--mode", choices=("rules", "llm"), default="rules", help="role implementations"
     )
@@ -111,13 +117,18 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     run.set_defaults(handler=run_eval)
 
 
-def _use_prompts(folder: str | None) -> None:
-    if folder:
-        path = Path(folder).expanduser().resolve()
-        if not path.is_dir():
-            raise InvalidInputError(f"--prompt-version {folder}: not a folder of prompts")
-        os.environ[PROMPTS_ENV] = str(path)
-        clear_cache()
+def _prompts(folder: str | None) -> PromptSet:
+    """The candidate prompt folder, or the active one."""
+    path = prompts_folder(folder)
+    if path is None:
+        return PromptSet.active()
+    if not path.is_dir():
+        raise InvalidInputError(f"--prompt-version {folder}: not a folder of prompts")
+    return PromptSet(path)
+
+
+def _verifier_rules(args: argparse.Namespace) -> VerifierRules:
+    return load_verifier_rules(args.verifier_rules)
 
 
 def _model(args: argparse.Namespace) -> ChatModel | None:
@@ -133,17 +144,21 @@ def _model(args: argparse.Namespace) -> ChatModel | None:
     return model
 
 
-def _candidate(args: argparse.Namespace) -> dict[str, Any]:
+def _candidate(
+    args: argparse.Namespace, prompts: PromptSet, verifier_rules: VerifierRules
+) -> dict[str, Any]:
     ruleset = load_ruleset(args.rules) if args.rules else default_ruleset()
     candidate: dict[str, Any] = {
         "mode": args.mode,
         "rule_set_version": ruleset.version,
         "rules": ruleset.source,
-        "prompts_dir": str(prompts_dir()),
+        "verifier_rule_set_version": verifier_rules.version,
+        "verifier_rules": verifier_rules.source,
+        "prompts_dir": str(prompts.folder),
     }
     if args.mode == "llm":
         candidate["model"] = args.model or LLMSettings().model
-        candidate["prompt_versions"] = {p.name: p.version for p in load_prompts()}
+        candidate["prompt_versions"] = {p.name: p.version for p in prompts.all()}
     return candidate
 
 
@@ -175,8 +190,8 @@ def run_replay(args: argparse.Namespace) -> int:
         return 0
     if not args.stage:
         raise InvalidInputError("replay needs --stage (or --export FILE)")
-    _use_prompts(args.prompt_version)
-    candidate = _candidate(args)
+    prompts, verifier_rules = _prompts(args.prompt_version), _verifier_rules(args)
+    candidate = _candidate(args, prompts, verifier_rules)
     candidate["selection"] = selection.describe()
     recording = _recording(args, STAGE_TOPICS[args.stage], selection)
     if args.stage == "gatekeeper":
@@ -186,11 +201,19 @@ def run_replay(args: argparse.Namespace) -> int:
         )
         report.candidate.update(candidate)
     elif args.stage == "verifier":
-        handler = VerifierHandler(model=_model(args))
+        handler = VerifierHandler(
+            model=_model(args), rules=verifier_rules, prompts=prompts, monitor=FallbackMonitor()
+        )
         report = verifier_report(recording, handler, candidate, selection, stderr_progress)
     else:
         candidate_rules = load_ruleset(args.rules) if args.rules else None
-        chain = Chain.build({}, ruleset=candidate_rules, model=_model(args))
+        chain = Chain.build(
+            {},
+            ruleset=candidate_rules,
+            model=_model(args),
+            verifier_rules=verifier_rules,
+            prompts=prompts,
+        )
         report = pipeline_report(recording, chain, candidate, selection, stderr_progress)
     return _finish(report, args)
 
@@ -203,8 +226,8 @@ def _in_window(event: Any, selection: Selection) -> bool:
 
 def run_eval(args: argparse.Namespace) -> int:
     cases = load_suite(args.dir)
-    _use_prompts(args.prompt_version)
-    candidate = _candidate(args)
+    prompts, verifier_rules = _prompts(args.prompt_version), _verifier_rules(args)
+    candidate = _candidate(args, prompts, verifier_rules)
     frozen = None
     if args.frozen:
         recording = load_jsonl(args.frozen)
@@ -220,7 +243,9 @@ def run_eval(args: argparse.Namespace) -> int:
         tools = build_tools(ToolSettings.demo())  # the cases are written for the demo data
         candidate["tools"] = "live demo environment"
     ruleset = load_ruleset(args.rules) if args.rules else None
-    chain = Chain.build(tools, ruleset=ruleset, model=_model(args))
+    chain = Chain.build(
+        tools, ruleset=ruleset, model=_model(args), verifier_rules=verifier_rules, prompts=prompts
+    )
     report = run_suite(
         cases,
         chain,

@@ -26,6 +26,8 @@ def _show(answer: Answer, as_json: bool) -> None:
         print(json.dumps(answer.to_json(), ensure_ascii=False, default=str), flush=True)
         return
     print(f"run {answer.run_id}  verdict {answer.verdict}  ({answer.final_status})")
+    for fallback in answer.fallbacks:
+        print(fallback.describe())
     print(answer.user_facing_answer, flush=True)
 
 

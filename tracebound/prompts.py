@@ -8,8 +8,9 @@ followed by a :class:`string.Template` body (``$query``; a literal dollar is
 ``$$``). The declared ``variables`` must be exactly the template's placeholders,
 so a renamed placeholder fails at load time instead of at the first model call.
 
-``TRACEBOUND_PROMPTS_DIR`` points the loaders at another folder, which is how a
-replay tries a candidate prompt set without touching the repository's files.
+``TRACEBOUND_PROMPTS_DIR`` points a service at another folder; a replay trying a
+candidate prompt set hands the roles a :class:`PromptSet` of that folder instead,
+so nothing process-wide changes under it.
 """
 
 from __future__ import annotations
@@ -163,15 +164,34 @@ def _load(path: Path) -> Prompt:
     return parse_prompt(path)
 
 
+@dataclass(frozen=True, slots=True)
+class PromptSet:
+    """The folder of prompts a role reads: the active one, or a candidate given to it."""
+
+    folder: Path
+
+    @classmethod
+    def active(cls) -> PromptSet:
+        return cls(prompts_dir())
+
+    def get(self, name: str) -> Prompt:
+        """The prompt ``name`` (``chat-executor`` or ``chat_executor``), loaded once per process."""
+        return _load(_prompt_file(name, self.folder))
+
+    def all(self) -> tuple[Prompt, ...]:
+        """Every prompt file of the folder, sorted by file name."""
+        paths = sorted(p for p in self.folder.glob("*.md") if p.stem.lower() != "readme")
+        return tuple(_load(path) for path in paths)
+
+
 def load_prompt(name: str) -> Prompt:
-    """The prompt ``name`` (``chat-executor`` or ``chat_executor``), loaded once per process."""
-    return _load(_prompt_file(name, prompts_dir()))
+    """The prompt ``name`` of the active folder."""
+    return PromptSet.active().get(name)
 
 
 def load_prompts() -> tuple[Prompt, ...]:
     """Every prompt file of the active folder, sorted by file name."""
-    paths = sorted(p for p in prompts_dir().glob("*.md") if p.stem.lower() != "readme")
-    return tuple(_load(path) for path in paths)
+    return PromptSet.active().all()
 
 
 class Referenced(Protocol):
@@ -202,6 +222,7 @@ __all__ = [
     "PROMPTS_DIR",
     "PROMPTS_ENV",
     "Prompt",
+    "PromptSet",
     "clear_cache",
     "load_prompt",
     "load_prompts",

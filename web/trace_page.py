@@ -40,6 +40,9 @@ def _header(t: Trace) -> str:
         meta.insert(1, ("session", f"<code>{esc(run.get('session_id'))}</code>"))
     if run.get("resolved_at"):
         meta.append(("resolved", esc(run.get("resolved_at"))))
+    for fallback in run.get("fallbacks") or []:
+        cause = f"{fallback.get('kind')}: {fallback.get('reason')}"
+        meta.append((f"{esc(fallback.get('role'))} rules fallback because", esc(cause)))
     return (
         '<header class="card"><div class="row">'
         f"{badge(verdict, verdict or 'no verdict', big=True)}"

@@ -9,7 +9,9 @@ from services.common.inputs import role_inputs
 from services.common.mode import model_for
 from services.composer.answered import AnsweredRuns, OncePerRun
 from services.composer.handler import SERVICE, ComposerHandler
+from services.verifier.rules_file import load_verifier_rules
 from tracebound.codec import make_codec
+from tracebound.llm.monitor import FallbackMonitor
 from tracebound.runtime import ServiceSpec, run_service
 from tracebound.settings import KafkaSettings
 
@@ -17,13 +19,17 @@ from tracebound.settings import KafkaSettings
 def main() -> int:
     kafka = KafkaSettings()
     answered = AnsweredRuns(kafka, make_codec(kafka))
+    monitor = FallbackMonitor()
     input_topics, accepts = role_inputs(SERVICE)
     model = model_for(SERVICE)
     spec = ServiceSpec(
         name=SERVICE,
         input_topics=input_topics,
         accepts=accepts,
-        handler=OncePerRun(ComposerHandler(model), answered),
+        handler=OncePerRun(
+            ComposerHandler(model, rules=load_verifier_rules(), monitor=monitor), answered
+        ),
+        collectors=(monitor,),
         on_assign=answered.restore,
         on_rewind=answered.forget,
         on_commit=answered.commit,

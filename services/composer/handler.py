@@ -14,22 +14,22 @@ same transaction.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 
-from services.composer.llm_composer import (
-    LlmComposition,
-    compose_llm,
-    compose_rules,
-    composer_prompt,
-)
+from services.composer.llm_composer import ROLE, Composition, compose_llm, composer_prompt
 from services.composer.opening import with_opening
 from services.composer.templates import phrases
 from services.verifier.handler import merged_audit
+from services.verifier.rules_file import VerifierRules, default_verifier_rules
 from tracebound.events import Answer, ComposerInput, Event, Verdict
 from tracebound.events.records import EPOCH as EPOCH_START
-from tracebound.llm import ChatModel, StepRecorder
+from tracebound.llm import ChatModel
+from tracebound.llm.fallback import LLM, Decision, gathered, recorder_for
+from tracebound.llm.monitor import FallbackMonitor
+from tracebound.prompts import PromptSet
 
-SERVICE = "composer"
+SERVICE = ROLE
 FINAL_STATUS = {"PASS": "answered", "LOW_CONFID": "degraded", "REJECT": "degraded"}
 # A deadline verdict (from the sentinel) means the run could not be completed.
 
@@ -44,27 +44,53 @@ def with_demo_note(text: str, material: ComposerInput, language: str) -> str:
     return f"{text}\n\n{phrases(language).demo_note}"
 
 
-def latency_ms(requested_at: datetime, now: datetime | None = None) -> int:
+def latency_ms(requested_at: datetime, now: datetime) -> int:
     if requested_at <= EPOCH_START:
         return 0
-    return max(int(((now or datetime.now(UTC)) - requested_at).total_seconds() * 1000), 0)
+    return max(int((now - requested_at).total_seconds() * 1000), 0)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 class ComposerHandler:
-    def __init__(self, model: ChatModel | None = None) -> None:
-        self.model = model
+    """Writes each run's answer with the model, rules, prompts and clock it is given."""
 
-    def _compose(self, event: Verdict) -> LlmComposition:
-        language = event.request.language
-        rejected = tuple(c.claim_text for c in event.claim_checks if c.status == "REFUTED")
-        if self.model is None:
-            return compose_rules(event.composer_input, language, rejected)
-        recorder = StepRecorder.for_event(self.model, composer_prompt(), event, SERVICE)
-        return compose_llm(event.composer_input, language, recorder, rejected_claims=rejected)
+    def __init__(
+        self,
+        model: ChatModel | None = None,
+        *,
+        rules: VerifierRules | None = None,
+        prompts: PromptSet | None = None,
+        monitor: FallbackMonitor | None = None,
+        clock: Callable[[], datetime] = utc_now,
+    ) -> None:
+        self.model = model
+        self.rules = rules or default_verifier_rules()
+        self.prompts = prompts or PromptSet.active()
+        self.monitor = monitor or FallbackMonitor()
+        self.clock = clock
+
+    def _compose(self, event: Verdict) -> Decision[Composition]:
+        prompt = composer_prompt(self.prompts)
+        return compose_llm(
+            event.composer_input,
+            event.request.language,
+            recorder_for(self.model, prompt, event, SERVICE),
+            prompt=prompt,
+            rules=self.rules,
+            monitor=self.monitor,
+            rejected_claims=tuple(
+                c.claim_text for c in event.claim_checks if c.status == "REFUTED"
+            ),
+        )
 
     def __call__(self, event: Event) -> list[Event]:
         assert isinstance(event, Verdict)
-        result = self._compose(event)
+        decision = self._compose(event)
+        result = decision.value
+        prompts = [composer_prompt(self.prompts)] if decision.mode == LLM else []
         composed = with_opening(result.answer, event.request)
         answer = event.reply(
             Answer,
@@ -77,11 +103,12 @@ class ComposerHandler:
             verdict=event.verdict,
             language=event.request.language,
             guard=result.guard,
-            latency_ms=latency_ms(event.request.requested_at),
+            latency_ms=latency_ms(event.request.requested_at, self.clock()),
             final_status="failed"
             if event.verifier_mode == "deadline"
             else FINAL_STATUS[event.verdict],
             round=event.round,
-            prompt_audit=merged_audit(event.prompt_audit, result.prompts),
+            prompt_audit=merged_audit(event.prompt_audit, prompts),
+            fallbacks=gathered(decision.fallback, earlier=event.fallbacks),
         )
-        return [answer, *result.steps]
+        return [answer, *decision.steps]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -30,15 +29,16 @@ from services.composer.compose import ComposedAnswer, compose
 from services.composer.guard import enforce, guard_material
 from services.composer.templates import language_of
 from services.verifier.material import is_evidence_action
-from services.verifier.rules_file import default_verifier_rules
-from tracebound.events import AgentStep, ComposerInput, GuardResult, RecommendedAction
-from tracebound.llm import ModelCallFailed, StepRecorder, parse_model
-from tracebound.prompts import Prompt, load_prompt
+from services.verifier.rules_file import VerifierRules
+from tracebound.events import ComposerInput, GuardResult, RecommendedAction
+from tracebound.llm import StepRecorder, parse_model
+from tracebound.llm.fallback import Decision, ReplyRejected, decide, rules_only
+from tracebound.llm.monitor import FallbackMonitor
+from tracebound.prompts import Prompt, PromptSet
 
+ROLE = "composer"
 PROMPT_NAME = "chat-composer"
-RULES, LLM, FALLBACK = "rules", "llm", "rules-fallback"
 STATED_VERDICTS = ("PASS", "LOW_CONFID")
-log = logging.getLogger("tracebound.composer")
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
@@ -61,29 +61,29 @@ class ComposerReply(BaseModel):
 
 
 @dataclass(frozen=True, slots=True)
-class LlmComposition:
-    """The answer to publish, its guard result, who wrote it, the steps and prompts used."""
+class Composition:
+    """The answer to publish and its guard result, whoever wrote it."""
 
     answer: ComposedAnswer
     guard: GuardResult
-    mode: str  # rules | llm | rules-fallback
-    steps: tuple[AgentStep, ...] = ()
-    prompts: tuple[Prompt, ...] = ()
 
 
-def composer_prompt() -> Prompt:
-    return load_prompt(PROMPT_NAME)
+def composer_prompt(prompts: PromptSet) -> Prompt:
+    return prompts.get(PROMPT_NAME)
 
 
 def compose_rules(
-    material: ComposerInput, language: str, rejected_claims: Sequence[str] = ()
-) -> LlmComposition:
+    material: ComposerInput,
+    language: str,
+    rules: VerifierRules,
+    rejected_claims: Sequence[str] = (),
+) -> Composition:
     """The template answer, guarded like any other (the ``rules`` composer)."""
-    composed = compose(material, language)
+    composed = compose(material, language, rules=rules)
     text, result = enforce(
         material, language, composed.user_facing_answer, rejected_claims=rejected_claims
     )
-    return LlmComposition(dataclasses.replace(composed, user_facing_answer=text), result, RULES)
+    return Composition(dataclasses.replace(composed, user_facing_answer=text), result)
 
 
 def _fenced(value: object) -> str:
@@ -92,9 +92,9 @@ def _fenced(value: object) -> str:
     return text.replace("<<<", "< < <").replace(">>>", "> > >")
 
 
-def _messages(material: ComposerInput, language: str) -> list[dict[str, Any]]:
+def _messages(material: ComposerInput, language: str, prompt: Prompt) -> list[dict[str, Any]]:
     lang = language_of(language)
-    system = composer_prompt().render(
+    system = prompt.render(
         query=_fenced(material.original_query),
         language=lang,
         composer_input=_fenced(material.model_dump(mode="json")),
@@ -107,7 +107,7 @@ def _messages(material: ComposerInput, language: str) -> list[dict[str, Any]]:
 
 
 def _screen(
-    material: ComposerInput, reply: ComposerReply, rejected: Sequence[str]
+    material: ComposerInput, reply: ComposerReply, rejected: Sequence[str], rules: VerifierRules
 ) -> tuple[str | None, list[RecommendedAction], list[str]]:
     """The summary (None if it violates), the clean actions, and every violation found."""
     violations: list[str] = []
@@ -116,7 +116,6 @@ def _screen(
     if not summary_check.ok:
         violations += [f"answer_summary: {v}" for v in summary_check.violations]
         summary = None
-    rules = default_verifier_rules()
     actions: list[RecommendedAction] = []
     for index, action in enumerate(reply.recommended_actions):
         reason = action.reason.strip()
@@ -135,49 +134,50 @@ def _screen(
 
 
 def guarded(
-    material: ComposerInput, language: str, reply: ComposerReply, rejected: Sequence[str]
-) -> tuple[ComposedAnswer, GuardResult]:
+    material: ComposerInput,
+    language: str,
+    reply: ComposerReply,
+    rejected: Sequence[str],
+    rules: VerifierRules,
+) -> Composition:
     """The model's answer after the guard: as written, partly templated, or the safe answer."""
-    template = compose(material, language)
+    template = compose(material, language, rules=rules)
     text, result = enforce(material, language, reply.user_facing_answer, rejected_claims=rejected)
     if result.replaced:
-        return dataclasses.replace(template, user_facing_answer=text), result
-    summary, actions, violations = _screen(material, reply, rejected)
+        return Composition(dataclasses.replace(template, user_facing_answer=text), result)
+    summary, actions, violations = _screen(material, reply, rejected, rules)
     answer = ComposedAnswer(
         answer_summary=summary if summary is not None else template.answer_summary,
         recommended_actions=tuple(actions),
         user_facing_answer=text,
     )
     record = GuardResult(ok=not violations, violations=tuple(violations), replaced=bool(violations))
-    return answer, record
+    return Composition(answer, record)
 
 
 def compose_llm(
     material: ComposerInput,
     language: str,
-    recorder: StepRecorder,
+    recorder: StepRecorder | None,
     *,
+    prompt: Prompt,
+    rules: VerifierRules,
+    monitor: FallbackMonitor,
     rejected_claims: Sequence[str] = (),
-) -> LlmComposition:
-    """Compose one answer with the model; never raises on model trouble."""
+) -> Decision[Composition]:
+    """Compose one answer, with the model when it may state anything; never raises on it."""
+
+    def template() -> Composition:
+        return compose_rules(material, language, rules, rejected_claims)
+
     if material.verdict not in STATED_VERDICTS:
-        return compose_rules(material, language, rejected_claims)
-    try:
-        reply, _step = recorder.complete(_messages(material, language), json_mode=True)
-    except ModelCallFailed as exc:
-        log.warning(
-            "model composer failed, using rules: %s", exc, extra={"run_id": recorder.run_id}
-        )
-        fallback = compose_rules(material, language, rejected_claims)
-        return dataclasses.replace(fallback, mode=FALLBACK, steps=tuple(recorder.steps))
-    outcome, parsed = parse_model(reply.text, ComposerReply)
-    if parsed is None:
-        log.warning(
-            "model composer reply unusable, using rules: %s",
-            outcome.detail,
-            extra={"run_id": recorder.run_id},
-        )
-        fallback = compose_rules(material, language, rejected_claims)
-        return dataclasses.replace(fallback, mode=FALLBACK, steps=tuple(recorder.steps))
-    answer, result = guarded(material, language, parsed, rejected_claims)
-    return LlmComposition(answer, result, LLM, tuple(recorder.steps), (composer_prompt(),))
+        return rules_only(template)
+
+    def written(rec: StepRecorder) -> Composition:
+        reply, _step = rec.complete(_messages(material, language, prompt), json_mode=True)
+        outcome, parsed = parse_model(reply.text, ComposerReply)
+        if parsed is None:
+            raise ReplyRejected(outcome.detail)
+        return guarded(material, language, parsed, rejected_claims, rules)
+
+    return decide(ROLE, recorder, written, template, monitor)

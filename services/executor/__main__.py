@@ -13,15 +13,19 @@ from services.executor.tools import build_tools
 from services.gatekeeper.settings import configured_ruleset
 from services.planner.skills import load_skills
 from tracebound.llm import LLMSettings
+from tracebound.llm.monitor import FallbackMonitor
 from tracebound.runtime import ServiceSpec, run_service
 
 
 def main() -> int:
     settings = ExecutorSettings()
     model = model_for(SERVICE, settings.mode)
+    monitor = FallbackMonitor()
     # the gatekeeper's own rules, so the repair turn checks what the gatekeeper will
     ruleset = configured_ruleset() if model is not None else None
-    handler = ExecutorHandler(build_tools(), load_skills(), settings, model, ruleset)
+    handler = ExecutorHandler(
+        build_tools(), load_skills(), settings, model, ruleset, monitor=monitor
+    )
     input_topics, accepts = role_inputs(SERVICE)
     spec = ServiceSpec(
         name=SERVICE,
@@ -29,6 +33,7 @@ def main() -> int:
         accepts=accepts,
         handler=handler,
         model_budget=executor_budget(LLMSettings(), settings) if model else None,
+        collectors=(monitor,),
     )
     return run_service(spec)
 

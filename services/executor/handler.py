@@ -14,7 +14,6 @@ model-written one is derived again from today's skill catalogue.
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,12 +41,13 @@ from tracebound.events import (
     RetryRequested,
     ToolInvoked,
 )
-from tracebound.llm import ChatModel, ModelCallFailed, StepRecorder
-from tracebound.prompts import Prompt, load_prompt, prompt_audit
+from tracebound.llm import ChatModel, StepRecorder
+from tracebound.llm.fallback import decide, recorder_for
+from tracebound.llm.monitor import FallbackMonitor
+from tracebound.prompts import Prompt, PromptSet, prompt_audit
 
 SERVICE = "executor"
 NARROW_TYPES = ("observation", "negative_observation")
-log = logging.getLogger("tracebound.executor")
 
 
 def enforce_scope(
@@ -100,6 +100,9 @@ class ExecutorHandler:
         settings: ExecutorSettings | None = None,
         model: ChatModel | None = None,
         ruleset: Ruleset | None = None,
+        *,
+        prompts: PromptSet | None = None,
+        monitor: FallbackMonitor | None = None,
     ) -> None:
         """``ruleset`` is the gatekeeper's; with it, output it would reject gets a repair turn."""
         self.tools = dict(tools)
@@ -107,6 +110,8 @@ class ExecutorHandler:
         self.settings = settings or ExecutorSettings()
         self.model = model
         self.ruleset = ruleset
+        self.prompts = prompts or PromptSet.active()
+        self.monitor = monitor or FallbackMonitor()
 
     def __call__(self, event: Event) -> list[Event]:
         job = Job.of(event)
@@ -119,19 +124,26 @@ class ExecutorHandler:
             job.plan.narrow_scope,
             job.request,
         )
-        result = self._llm_round(event, job, gate) if self.model is not None else None
-        if result is None or (result.structured is None and result.status.status == "valid"):
-            fallback = self._rules_round(gate, job, execution)
-            if result is not None:  # the model failed: keep its steps and say why
-                fallback.steps, fallback.status = result.steps, result.status
-            result = fallback
+        prompt = self.prompts.get("chat-executor")
+        decision = decide(
+            SERVICE,
+            recorder_for(self.model, prompt, event, SERVICE),
+            lambda rec: self._llm_round(rec, prompt, job, gate),
+            lambda: self._rules_round(gate, job, execution),
+            self.monitor,
+        )
+        result = decision.value
+        result.steps = list(decision.steps)
+        if decision.fallback is not None:  # the model failed: say why on the parse status
+            detail = f"rules executor output (model failed: {decision.fallback.reason})"
+            result.status = ParseStatus(status="valid", detail=detail, fallback=decision.fallback)
         if result.structured is not None:
             result.structured, note = enforce_scope(
                 result.structured, job.plan.narrow_scope, self.settings.max_claims_narrow
             )
             if note:
-                result.status = ParseStatus(
-                    status=result.status.status, detail=result.status.detail + note
+                result.status = result.status.model_copy(
+                    update={"detail": result.status.detail + note}
                 )
         invoked = [event.reply(ToolInvoked, SERVICE, tool_invocation=i) for i in gate.invocations]
         evidence = event.reply(
@@ -178,33 +190,24 @@ class ExecutorHandler:
         derived = execution_plan(focus, skill, job.request, plan.narrow_scope)
         return derived, (skill.ref(),) if skill else ()
 
-    def _llm_round(self, event: Event, job: Job, gate: ToolGate) -> RoundResult:
-        assert self.model is not None
-        prompt = load_prompt("chat-executor")
-        recorder = StepRecorder.for_event(self.model, prompt, event, SERVICE)
-        try:
-            first = run_llm_round(
-                prompt,
-                recorder,
-                gate,
-                query=job.request.query,
-                language=job.request.language,
-                plan=job.plan,
-                retry=job.retry,
-                max_turns=self.settings.max_model_turns,
-            )
-            ruleset = self.ruleset if self.settings.repair_turn else None
-            settled = settle(recorder, first, gate, ruleset)
-        except ModelCallFailed as exc:
-            log.warning(
-                "model executor failed, using rules: %s", exc, extra={"run_id": event.run_id}
-            )
-            detail = f"rules executor output (model failed: {exc.reason})"
-            return RoundResult(
-                None, "", ParseStatus(status="valid", detail=detail), list(recorder.steps)
-            )
-        steps: list[Event] = list(recorder.steps)
-        return RoundResult(settled.value, settled.raw, settled.status, steps, [prompt])
+    def _llm_round(
+        self, recorder: StepRecorder, prompt: Prompt, job: Job, gate: ToolGate
+    ) -> RoundResult:
+        """Raises ``ModelCallFailed`` on endpoint trouble, a failing repair call included;
+        an unusable reply is still a round (after its repair turn, when that is on)."""
+        first = run_llm_round(
+            prompt,
+            recorder,
+            gate,
+            query=job.request.query,
+            language=job.request.language,
+            plan=job.plan,
+            retry=job.retry,
+            max_turns=self.settings.max_model_turns,
+        )
+        ruleset = self.ruleset if self.settings.repair_turn else None
+        settled = settle(recorder, first, gate, ruleset)
+        return RoundResult(settled.value, settled.raw, settled.status, prompts=[prompt])
 
     def _rules_round(self, gate: ToolGate, job: Job, execution: ExecutionPlan) -> RoundResult:
         narrow = job.plan.narrow_scope

@@ -9,18 +9,21 @@ from services.common.inputs import role_inputs
 from services.common.mode import model_for
 from services.planner.handler import SERVICE, PlannerHandler
 from services.planner.skills import load_skills
+from tracebound.llm.monitor import FallbackMonitor
 from tracebound.runtime import ServiceSpec, run_service
 
 
 def main() -> int:
+    monitor = FallbackMonitor()
     input_topics, accepts = role_inputs(SERVICE)
     model = model_for(SERVICE)
     spec = ServiceSpec(
         name=SERVICE,
         input_topics=input_topics,
         accepts=accepts,
-        handler=PlannerHandler(load_skills(), model),
+        handler=PlannerHandler(load_skills(), model, monitor=monitor),
         model_budget=single_call_budget(model),
+        collectors=(monitor,),
     )
     return run_service(spec)
 

@@ -1,49 +1,58 @@
-"""The planner role: ``DiagnosisRequested`` in, ``PlanProduced`` (+ ``AgentStep``s) out."""
+"""The planner role: ``DiagnosisRequested`` in, ``PlanProduced`` (+ ``AgentStep``s) out.
+
+With a model the plan is model-written (``llm_planner``); without one, or when
+the model fails, the rules planner writes it and the plan records why
+(``planner_mode`` ``rules-fallback`` and its ``fallback``).
+"""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 
-from services.planner.llm_planner import PlanRejected, plan_llm, planner_prompt
+from services.planner.llm_planner import plan_llm, planner_prompt
 from services.planner.rules_planner import plan_rules
 from services.planner.skills import Skill
 from tracebound.events import DiagnosisRequested, Event, PlanProduced
-from tracebound.llm import ChatModel, ModelCallFailed, StepRecorder
-from tracebound.prompts import prompt_audit
+from tracebound.llm import ChatModel
+from tracebound.llm.fallback import FALLBACK, LLM, decide, recorder_for
+from tracebound.llm.monitor import FallbackMonitor
+from tracebound.prompts import PromptSet, prompt_audit
 
 SERVICE = "planner"
-log = logging.getLogger("tracebound.planner")
 
 
 class PlannerHandler:
-    def __init__(self, skills: Sequence[Skill], model: ChatModel | None = None) -> None:
+    def __init__(
+        self,
+        skills: Sequence[Skill],
+        model: ChatModel | None = None,
+        *,
+        prompts: PromptSet | None = None,
+        monitor: FallbackMonitor | None = None,
+    ) -> None:
         self.skills = tuple(skills)
         self.model = model
+        self.prompts = prompts or PromptSet.active()
+        self.monitor = monitor or FallbackMonitor()
 
     def __call__(self, event: Event) -> list[Event]:
         assert isinstance(event, DiagnosisRequested)
         request = event.request
-        steps: list[Event] = []
-        if self.model is not None:
-            prompt = planner_prompt(request)
-            recorder = StepRecorder.for_event(self.model, prompt, event, SERVICE)
-            try:
-                snapshot, skill = plan_llm(request, self.skills, recorder)
-                audit = prompt_audit([prompt], [skill] if skill else [])
-                steps = list(recorder.steps)
-            except (ModelCallFailed, PlanRejected) as exc:
-                log.warning(
-                    "model planner failed, using rules: %s", exc, extra={"run_id": event.run_id}
-                )
-                snapshot, skill = plan_rules(request, self.skills)
-                snapshot = snapshot.model_copy(update={"planner_mode": "rules-fallback"})
-                audit = prompt_audit([], [skill] if skill else [])
-                steps = list(recorder.steps)
-        else:
-            snapshot, skill = plan_rules(request, self.skills)
-            audit = prompt_audit([], [skill] if skill else [])
+        prompt = planner_prompt(request, self.prompts)
+        decision = decide(
+            SERVICE,
+            recorder_for(self.model, prompt, event, SERVICE),
+            lambda rec: plan_llm(request, self.skills, prompt, rec),
+            lambda: plan_rules(request, self.skills),
+            self.monitor,
+        )
+        snapshot, skill = decision.value
+        if decision.mode == FALLBACK:
+            snapshot = snapshot.model_copy(
+                update={"planner_mode": FALLBACK, "fallback": decision.fallback}
+            )
+        audit = prompt_audit([prompt] if decision.mode == LLM else [], [skill] if skill else [])
         plan = event.reply(
             PlanProduced, SERVICE, plan=snapshot, request=request, prompt_audit=audit
         )
-        return [plan, *steps]
+        return [plan, *decision.steps]

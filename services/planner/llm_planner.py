@@ -23,7 +23,8 @@ from services.planner.scope import read_focus
 from services.planner.skills import Skill, catalogue_text
 from tracebound.events import DiagnosisRequest, PlannerPlan, PlanSnapshot
 from tracebound.llm import StepRecorder, parse_model
-from tracebound.prompts import Prompt, load_prompt
+from tracebound.llm.fallback import ReplyRejected
+from tracebound.prompts import Prompt, PromptSet
 
 
 class PlannerReply(BaseModel):
@@ -37,19 +38,14 @@ class PlannerReply(BaseModel):
     reasoning: str = ""
 
 
-class PlanRejected(Exception):
-    """The model's reply is not a usable plan; the caller falls back to rules."""
-
-
-def planner_prompt(request: DiagnosisRequest) -> Prompt:
-    return load_prompt("aiops-planner" if request.mode == "AIOPS" else "chat-planner")
+def planner_prompt(request: DiagnosisRequest, prompts: PromptSet) -> Prompt:
+    return prompts.get("aiops-planner" if request.mode == "AIOPS" else "chat-planner")
 
 
 def plan_llm(
-    request: DiagnosisRequest, skills: Sequence[Skill], recorder: StepRecorder
+    request: DiagnosisRequest, skills: Sequence[Skill], prompt: Prompt, recorder: StepRecorder
 ) -> tuple[PlanSnapshot, Skill | None]:
-    """Raises ``ModelCallFailed`` (endpoint trouble) or :class:`PlanRejected` (bad reply)."""
-    prompt = planner_prompt(request)
+    """Raises ``ModelCallFailed`` (endpoint trouble) or ``ReplyRejected`` (bad reply)."""
     focus = read_focus(request)
     routed = select(skills, request, focus.alert_names)
     values: dict[str, object] = {
@@ -67,7 +63,7 @@ def plan_llm(
     reply, _step = recorder.complete(messages, json_mode=True)
     outcome, parsed = parse_model(reply.text, PlannerReply)
     if parsed is None:
-        raise PlanRejected(outcome.detail)
+        raise ReplyRejected(outcome.detail)
     skill, reason = _chosen(parsed, skills, routed)
     plan = PlannerPlan(
         selected_skill=skill.name if skill else None,

@@ -37,8 +37,9 @@ from tracebound.events import (
     PlanSnapshot,
 )
 from tracebound.events.records import EPOCH
+from tracebound.llm.fallback import FALLBACK, RULES
 
-RULES_MODES = frozenset({"rules", "rules-fallback"})
+RULES_MODES = frozenset({RULES, FALLBACK})
 # How far before the alert's startsAt an ``{alert_window}`` log search reaches.
 WINDOW_LEAD = timedelta(minutes=15)
 MAX_WINDOW_MINUTES = 1440

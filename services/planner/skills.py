@@ -228,9 +228,9 @@ def _load(folder: Path) -> tuple[Skill, ...]:
     return skills
 
 
-def load_skills() -> tuple[Skill, ...]:
-    """The skill catalogue of the active prompt folder, loaded once per process."""
-    return _load(prompts_dir() / "skills")
+def load_skills(prompts_folder: Path | None = None) -> tuple[Skill, ...]:
+    """The skill catalogue of a prompt folder (the active one by default), loaded once."""
+    return _load((prompts_folder or prompts_dir()) / "skills")
 
 
 def catalogue_text(skills: Iterable[Skill]) -> str:

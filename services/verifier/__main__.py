@@ -8,18 +8,22 @@ from services.common.budget import single_call_budget
 from services.common.inputs import role_inputs
 from services.common.mode import model_for
 from services.verifier.handler import SERVICE, VerifierHandler
+from services.verifier.rules_file import load_verifier_rules
+from tracebound.llm.monitor import FallbackMonitor
 from tracebound.runtime import ServiceSpec, run_service
 
 
 def main() -> int:
+    monitor = FallbackMonitor()
     input_topics, accepts = role_inputs(SERVICE)
     model = model_for(SERVICE)
     spec = ServiceSpec(
         name=SERVICE,
         input_topics=input_topics,
         accepts=accepts,
-        handler=VerifierHandler(model=model),
+        handler=VerifierHandler(model=model, rules=load_verifier_rules(), monitor=monitor),
         model_budget=single_call_budget(model),
+        collectors=(monitor,),
     )
     return run_service(spec)
 

@@ -11,7 +11,8 @@ validated before anything is printed.
 ``--mode llm`` runs the model verifier against the endpoint of
 ``TRACEBOUND_LLM_*`` (rules first, the model may only be stricter); each output
 says in ``verifier_mode`` whether the model's reply was used (``llm``), was not
-needed (``rules``) or failed (``rules-fallback``). Without a base URL it exits 2.
+needed (``rules``) or failed (``rules-fallback``, with ``fallback`` saying why).
+Without a base URL it exits 2.
 """
 
 from __future__ import annotations
@@ -24,9 +25,12 @@ from pydantic import ValidationError
 
 from services.verifier.input import VerifierInput, parse_inputs
 from services.verifier.judge import verify
-from services.verifier.llm_verifier import new_recorder, verify_llm
+from services.verifier.llm_verifier import new_recorder, verifier_prompt, verify_llm
+from services.verifier.rules_file import VerifierRules, load_verifier_rules
 from tracebound.jsonio import add_check_command, one_line, print_json_line, read_text
 from tracebound.llm import ChatModel, LLMSettings, OpenAIChatModel
+from tracebound.llm.monitor import FallbackMonitor
+from tracebound.prompts import PromptSet
 
 LLM_URL_SETTING = "TRACEBOUND_LLM_BASE_URL"
 
@@ -56,13 +60,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
 
 
-def _judge(item: VerifierInput, model: ChatModel | None) -> dict[str, Any]:
+def _judge(
+    item: VerifierInput, model: ChatModel | None, rules: VerifierRules, monitor: FallbackMonitor
+) -> dict[str, Any]:
     if model is None:
-        return verify(item).to_json()
-    recorder = new_recorder(model, service="verifier", run_id="cli")
+        return verify(item, rules).to_json()
+    prompt = verifier_prompt(PromptSet.active())
+    recorder = new_recorder(model, prompt, service="verifier", run_id="cli")
     language = (item.model_extra or {}).get("language")
-    result = verify_llm(item, recorder, language=language if isinstance(language, str) else "en")
-    return {**result.outcome.to_json(), "verifier_mode": result.mode}
+    result = verify_llm(
+        item,
+        recorder,
+        language=language if isinstance(language, str) else "en",
+        prompt=prompt,
+        rules=rules,
+        monitor=monitor,
+    )
+    return {
+        **result.value.to_json(),
+        "verifier_mode": result.mode,
+        "fallback": result.fallback.model_dump() if result.fallback else None,
+    }
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -78,9 +96,10 @@ def run_check(args: argparse.Namespace) -> int:
             print(f"tracebound: llm mode needs {LLM_URL_SETTING}", file=sys.stderr)
             return 2
         model = OpenAIChatModel(settings)
+    rules, monitor = load_verifier_rules(), FallbackMonitor()
     try:
         for item in parse_inputs(read_text(args.file)):
-            print_json_line(_judge(item, model))
+            print_json_line(_judge(item, model, rules, monitor))
     finally:
         if model is not None:
             model.close()

@@ -9,6 +9,8 @@ With a model the deterministic check still runs first and the model may only
 make it stricter (``llm_verifier``); its ``AgentStep`` events are returned with
 the role's output so they commit in the same transaction. Without one, or when
 the model fails, the rules outcome is published (``verifier_mode`` says which).
+The verdict carries every fallback of its round so far — the plan's, the
+executor's and its own — so the composer can state them on the answer.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from services.verifier.input import input_from_event
-from services.verifier.judge import LOW_CONFID, verify
-from services.verifier.llm_verifier import RULES, LlmVerification, verifier_prompt, verify_llm
+from services.verifier.judge import LOW_CONFID, VerifierOutcome
+from services.verifier.llm_verifier import ROLE, verifier_prompt, verify_llm
+from services.verifier.rules_file import VerifierRules, default_verifier_rules
 from tracebound.events import (
     Event,
     GatekeeperResult,
@@ -29,11 +32,13 @@ from tracebound.events import (
     RetryRequested,
     Verdict,
 )
-from tracebound.llm import ChatModel, StepRecorder
-from tracebound.prompts import Prompt
+from tracebound.llm import ChatModel
+from tracebound.llm.fallback import LLM, Decision, gathered, recorder_for
+from tracebound.llm.monitor import FallbackMonitor
+from tracebound.prompts import Prompt, PromptSet
 from tracebound.settings import TraceboundSettings
 
-SERVICE = "verifier"
+SERVICE = ROLE
 
 
 class VerifierSettings(TraceboundSettings):
@@ -50,23 +55,43 @@ def merged_audit(audit: PromptAudit, prompts: Iterable[Prompt]) -> PromptAudit:
 
 
 class VerifierHandler:
+    """Judges each round with the rules (and model, prompts) it is given.
+
+    ``rules`` are the verifier rules to judge by; a replay passes candidate
+    rules here, a service the repository's.
+    """
+
     def __init__(
-        self, settings: VerifierSettings | None = None, model: ChatModel | None = None
+        self,
+        settings: VerifierSettings | None = None,
+        model: ChatModel | None = None,
+        *,
+        rules: VerifierRules | None = None,
+        prompts: PromptSet | None = None,
+        monitor: FallbackMonitor | None = None,
     ) -> None:
         self.settings = settings or VerifierSettings()
         self.model = model
+        self.rules = rules or default_verifier_rules()
+        self.prompts = prompts or PromptSet.active()
+        self.monitor = monitor or FallbackMonitor()
 
-    def _judge(self, event: GatekeeperResult) -> LlmVerification:
-        inp = input_from_event(event)
-        if self.model is None:
-            return LlmVerification(verify(inp), RULES)
-        recorder = StepRecorder.for_event(self.model, verifier_prompt(), event, SERVICE)
-        return verify_llm(inp, recorder, language=event.request.language)
+    def _judge(self, event: GatekeeperResult) -> Decision[VerifierOutcome]:
+        prompt = verifier_prompt(self.prompts)
+        return verify_llm(
+            input_from_event(event),
+            recorder_for(self.model, prompt, event, ROLE),
+            language=event.request.language,
+            prompt=prompt,
+            rules=self.rules,
+            monitor=self.monitor,
+        )
 
     def __call__(self, event: Event) -> list[Event]:
         assert isinstance(event, GatekeeperResult)
         judged = self._judge(event)
-        outcome = judged.outcome
+        outcome = judged.value
+        prompts = [verifier_prompt(self.prompts)] if judged.mode == LLM else []
         if outcome.verdict == LOW_CONFID and event.round < self.settings.max_rounds:
             context = RetryContext(
                 round=event.round + 1,
@@ -92,10 +117,15 @@ class VerifierHandler:
             facts_checked=outcome.facts_checked,
             rationale=outcome.rationale,
             composer_input=outcome.composer_input,
-            prompt_audit=merged_audit(event.prompt_audit, judged.prompts),
+            prompt_audit=merged_audit(event.prompt_audit, prompts),
             round=event.round,
             verifier_mode=judged.mode,
             request=event.request,
             aiops_rule_evaluation=outcome.aiops_rule_evaluation,
+            fallbacks=gathered(
+                event.plan.fallback,
+                event.executor_output_parse_status.fallback,
+                judged.fallback,
+            ),
         )
         return [verdict, *judged.steps]

@@ -67,6 +67,7 @@ class VerifierOutcome:
             "rationale": self.rationale,
             "round": self.round,
             "verifier_mode": "rules",
+            "fallback": None,  # why the model verifier fell back, in llm mode
             "rule_set_version": self.rule_set_version,
             "retry": {
                 "reasons": list(self.retry_reasons),

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -31,18 +29,20 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from services.verifier.claims import NOT_ENOUGH_INFO, REFUTED, SUPPORTED
 from services.verifier.input import USABLE_PARSE_STATUSES, VerifierInput
 from services.verifier.judge import PASS, REJECT, VerifierOutcome, _verdict, verify
-from tracebound.events import AgentStep, ClaimCheck
-from tracebound.llm import ChatModel, ModelCallFailed, StepRecorder, parse_model
+from services.verifier.rules_file import VerifierRules
+from tracebound.events import ClaimCheck
+from tracebound.llm import ChatModel, StepRecorder, parse_model
+from tracebound.llm.fallback import Decision, ReplyRejected, decide, rules_only
+from tracebound.llm.monitor import FallbackMonitor
 from tracebound.llm.steps import clip
-from tracebound.prompts import Prompt, load_prompt
+from tracebound.prompts import Prompt, PromptSet
 
+ROLE = "verifier"
 PROMPT_NAME = "chat-verifier"
-RULES, LLM, FALLBACK = "rules", "llm", "rules-fallback"
 WITHHELD = "(withheld: the structured output is valid and is the only source of facts)"
 REASON_LIMIT = 200
 RATIONALE_LIMIT = 300
 _SEVERITY = {SUPPORTED: 0, NOT_ENOUGH_INFO: 1, REFUTED: 2}
-log = logging.getLogger("tracebound.verifier")
 
 ClaimStatus = Literal["SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"]
 
@@ -78,23 +78,12 @@ class VerifierReply(BaseModel):
     rationale: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class LlmVerification:
-    """The outcome, who decided it, the model steps to publish and the prompts used."""
-
-    outcome: VerifierOutcome
-    mode: str  # rules | llm | rules-fallback
-    steps: tuple[AgentStep, ...] = ()
-    prompts: tuple[Prompt, ...] = ()
+def verifier_prompt(prompts: PromptSet) -> Prompt:
+    return prompts.get(PROMPT_NAME)
 
 
-def verifier_prompt() -> Prompt:
-    return load_prompt(PROMPT_NAME)
-
-
-def new_recorder(model: ChatModel, *, service: str, run_id: str) -> StepRecorder:
+def new_recorder(model: ChatModel, prompt: Prompt, *, service: str, run_id: str) -> StepRecorder:
     """A step recorder for one call outside the pipeline (the CLI), named after the prompt."""
-    prompt = verifier_prompt()
     return StepRecorder(
         model,
         run_id=run_id,
@@ -142,8 +131,9 @@ def _checks(outcome: VerifierOutcome) -> list[dict[str, Any]]:
     ]
 
 
-def _messages(inp: VerifierInput, outcome: VerifierOutcome, language: str) -> list[dict[str, Any]]:
-    prompt = verifier_prompt()
+def _messages(
+    inp: VerifierInput, outcome: VerifierOutcome, language: str, prompt: Prompt
+) -> list[dict[str, Any]]:
     system = prompt.render(
         query=_fenced(inp.original_query),
         verifier_input=_fenced(_model_input(inp)),
@@ -241,25 +231,29 @@ def _worth_asking(inp: VerifierInput, outcome: VerifierOutcome) -> bool:
     return usable and outcome.verdict != REJECT and bool(outcome.claim_checks)
 
 
-def verify_llm(inp: VerifierInput, recorder: StepRecorder, *, language: str) -> LlmVerification:
-    """Judge one round: rules first, then the model; never raises on model trouble."""
-    deterministic = verify(inp)
+def verify_llm(
+    inp: VerifierInput,
+    recorder: StepRecorder | None,
+    *,
+    language: str,
+    prompt: Prompt,
+    rules: VerifierRules,
+    monitor: FallbackMonitor,
+) -> Decision[VerifierOutcome]:
+    """Judge one round: rules first, then the model when it could change anything.
+
+    Endpoint trouble or an unusable reply leaves the deterministic outcome
+    (``rules-fallback``); the model is never asked without a recorder.
+    """
+    deterministic = verify(inp, rules)
     if not _worth_asking(inp, deterministic):
-        return LlmVerification(deterministic, RULES)
-    try:
-        reply, _step = recorder.complete(_messages(inp, deterministic, language), json_mode=True)
-    except ModelCallFailed as exc:
-        log.warning(
-            "model verifier failed, using rules: %s", exc, extra={"run_id": recorder.run_id}
-        )
-        return LlmVerification(deterministic, FALLBACK, tuple(recorder.steps))
-    parsed_outcome, parsed = parse_model(reply.text, VerifierReply)
-    if parsed is None:
-        log.warning(
-            "model verifier reply unusable, using rules: %s",
-            parsed_outcome.detail,
-            extra={"run_id": recorder.run_id},
-        )
-        return LlmVerification(deterministic, FALLBACK, tuple(recorder.steps))
-    combined = combine(inp, deterministic, parsed, reply.model or recorder.model.name)
-    return LlmVerification(combined, LLM, tuple(recorder.steps), (verifier_prompt(),))
+        return rules_only(lambda: deterministic)
+
+    def judged(rec: StepRecorder) -> VerifierOutcome:
+        reply, _step = rec.complete(_messages(inp, deterministic, language, prompt), json_mode=True)
+        outcome, parsed = parse_model(reply.text, VerifierReply)
+        if parsed is None:
+            raise ReplyRejected(outcome.detail)
+        return combine(inp, deterministic, parsed, reply.model or rec.model.name)
+
+    return decide(ROLE, recorder, judged, lambda: deterministic, monitor)

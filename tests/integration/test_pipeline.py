@@ -8,9 +8,12 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import httpx
+
 from tests.support.evidence_events import evidence_event
 from tests.support.kafka_io import Collector
 from tests.support.pipeline import running_pipeline
+from tests.support.prometheus import free_port
 from tests.support.stack import StackHandle
 from tracebound import topics
 from tracebound.client import AnswerReader, new_request, publish
@@ -161,14 +164,14 @@ def test_low_confidence_round_gets_a_second_round_then_one_answer(
     assert "RedisCommandTimeoutException" not in answer.user_facing_answer
 
 
-def test_llm_mode_with_the_model_endpoint_down_still_answers(
+def test_llm_mode_with_the_model_endpoint_down_still_answers_and_says_so(
     stack: StackHandle, tmp_path: Path
 ) -> None:
-    env = {
-        "TRACEBOUND_PLANNER_MODE": "llm",
-        "TRACEBOUND_EXECUTOR_MODE": "llm",
-        "TRACEBOUND_VERIFIER_MODE": "llm",
-        "TRACEBOUND_COMPOSER_MODE": "llm",
+    model_roles = ("planner", "executor", "verifier", "composer")
+    ports = {role: free_port() for role in model_roles}
+    env = {f"TRACEBOUND_{role.upper()}_MODE": "llm" for role in model_roles}
+    env |= {f"TRACEBOUND_{role.upper()}_METRICS_PORT": str(ports[role]) for role in model_roles}
+    env |= {
         "TRACEBOUND_LLM_BASE_URL": "http://127.0.0.1:9/v1",
         "TRACEBOUND_LLM_MAX_RETRIES": "0",
         "TRACEBOUND_LLM_TIMEOUT_S": "2",
@@ -178,6 +181,21 @@ def test_llm_mode_with_the_model_endpoint_down_still_answers(
     with running_pipeline(stack, tmp_path, env):
         publish(stack.kafka, asked)
         answers = reader.wait_for({e.run_id for e in asked}, timeout_s=180)
+        scraped = {
+            role: httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5).text
+            for role, port in ports.items()
+        }
     reader.close()
     assert set(answers) == {e.run_id for e in asked}
     assert all(a.verdict == "PASS" for a in answers.values())
+    # Answered from rules, and impossible to miss: on the answer, in /metrics, in the log.
+    for answer in answers.values():
+        assert [(f.role, f.kind) for f in answer.fallbacks] == [
+            (role, "connection") for role in model_roles
+        ]
+    for role, text in scraped.items():
+        counted = f'tracebound_llm_fallbacks_total{{kind="connection",role="{role}"}} '
+        [line] = [x for x in text.splitlines() if x.startswith(counted)]
+        assert float(line.removeprefix(counted)) >= len(asked)  # a rewound batch counts again
+        log = (tmp_path / "services" / f"{role}.log").read_text(encoding="utf-8")
+        assert log.count(f"{role}: rules fallback because: connection") == 1, log

@@ -32,7 +32,7 @@ from tests.support.stack import StackHandle
 from tracebound.cli import main
 from tracebound.client import AnswerReader, new_request, publish
 from tracebound.events import EvidenceProduced, PlanProduced
-from tracebound.prompts import PROMPTS_DIR, PROMPTS_ENV
+from tracebound.prompts import PROMPTS_DIR, PromptSet
 
 QUESTIONS = (
     ("payment-service 当前是否有 HighCPUUsage 告警？", "zh"),
@@ -158,14 +158,13 @@ def _edited_prompts(tmp_path: Path) -> Path:
 
 @pytest.mark.usefixtures("env")
 def test_pipeline_replay_runs_the_recorded_plan_after_a_skill_file_changed(
-    recorded: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    recorded: dict[str, Any], tmp_path: Path
 ) -> None:
-    monkeypatch.delenv(PROMPTS_ENV, raising=False)  # the replay sets it; restored afterwards
     memory_q = next(q for q, _lang in QUESTIONS if "memory" in q)
-    live = PlannerHandler(load_skills())(new_request(memory_q))[0]
+    live = PlannerHandler(load_skills(PROMPTS_DIR))(new_request(memory_q))[0]
     edited = _edited_prompts(tmp_path)
-    monkeypatch.setenv(PROMPTS_ENV, str(edited))
-    replanned = PlannerHandler(load_skills())(new_request(memory_q))[0]
+    replanner = PlannerHandler(load_skills(edited), prompts=PromptSet(edited))
+    replanned = replanner(new_request(memory_q))[0]
     assert isinstance(live, PlanProduced) and isinstance(replanned, PlanProduced)
     assert live.plan.execution and replanned.plan.execution
     assert replanned.plan.skill_version == f"{MEMORY_SKILL}-edited"

@@ -17,7 +17,7 @@ from services.verifier.handler import VerifierHandler, VerifierSettings
 from tests.support import demo_evidence as demo
 from tests.support import fake_openai as fake
 from tests.support.evidence_events import evidence_event
-from tracebound.events import AgentStep, Answer, ClaimCheck, Verdict
+from tracebound.events import AgentStep, Answer, ClaimCheck, ModelFallback, Verdict
 from tracebound.llm import LLMSettings, OpenAIChatModel
 
 CPU_ANSWER = "payment-service 当前存在 HighCPUUsage 告警，CPU 使用率为 92%。"
@@ -169,25 +169,47 @@ def test_reject_never_calls_the_model(server: fake.FakeOpenAI) -> None:
 
 
 @pytest.mark.parametrize(
-    "entry",
+    ("entry", "kind"),
     [
-        fake.status(500),
-        fake.garbage(),
-        fake.delay(3.0, fake.text("{}")),
-        fake.text("Here is my answer: payment-service is fine."),
-        fake.text(json.dumps({"answer_summary": "x", "user_facing_answer": "  "})),
+        pytest.param(fake.status(500), "server_error", id="5xx"),
+        pytest.param(fake.garbage(), "empty_reply", id="garbage"),
+        pytest.param(fake.delay(3.0, fake.text("{}")), "timeout", id="timeout"),
+        pytest.param(
+            fake.text("Here is my answer: payment-service is fine."), "invalid_output", id="prose"
+        ),
+        pytest.param(
+            fake.text(json.dumps({"answer_summary": "x", "user_facing_answer": "  "})),
+            "invalid_output",
+            id="empty-answer",
+        ),
     ],
-    ids=["5xx", "garbage", "timeout", "prose", "empty-answer"],
 )
 @pytest.mark.parametrize("name", ["narrow-highcpu", "narrow-hikari-negative"])
-def test_model_down_gives_the_rules_answer(
-    server: fake.FakeOpenAI, entry: fake.Entry, name: str
+def test_model_down_gives_the_rules_answer_and_says_why(
+    server: fake.FakeOpenAI, entry: fake.Entry, kind: str, name: str
 ) -> None:
     verdict = verdict_for(name)
     answer, [step] = run(verdict, server, entry)
     rules, _ = run(verdict)
-    assert answer.model_dump(exclude=ENVELOPE) == rules.model_dump(exclude=ENVELOPE)
+    same = {*ENVELOPE, "fallbacks"}
+    assert answer.model_dump(exclude=same) == rules.model_dump(exclude=same)
+    [fallback] = answer.fallbacks
+    assert (fallback.role, fallback.kind) == ("composer", kind) and fallback.reason
+    assert fallback.describe().startswith("composer: rules fallback because: ")
+    assert rules.fallbacks == ()
     assert step.agent_name == "chat_composer"
+
+
+def test_the_answer_carries_the_fallbacks_of_the_roles_before_it(server: fake.FakeOpenAI) -> None:
+    earlier = ModelFallback(role="verifier", kind="timeout", reason="timed out after 5s")
+    verdict = verdict_for("narrow-highcpu").model_copy(update={"fallbacks": (earlier,)})
+    answer, _ = run(verdict, server, reply(CPU_ANSWER))
+    assert answer.fallbacks == (earlier,)
+    answer, _ = run(verdict, server, fake.status(503))
+    assert [(f.role, f.kind) for f in answer.fallbacks] == [
+        ("verifier", "timeout"),
+        ("composer", "server_error"),
+    ]
 
 
 def test_an_answer_built_on_demo_data_says_so_whoever_wrote_it(server: fake.FakeOpenAI) -> None:

@@ -79,13 +79,20 @@ def test_llm_planner_plan_and_agent_step(server: fake.FakeOpenAI) -> None:
 
 
 @pytest.mark.parametrize(
-    "reply",
-    [fake.text("not json at all"), fake.status(500), fake.garbage()],
-    ids=["malformed", "5xx", "garbage"],
+    ("reply", "kind"),
+    [
+        pytest.param(fake.text("not json at all"), "invalid_output", id="malformed"),
+        pytest.param(fake.status(500), "server_error", id="5xx"),
+        pytest.param(fake.garbage(), "empty_reply", id="garbage"),
+    ],
 )
-def test_llm_planner_falls_back_to_rules(server: fake.FakeOpenAI, reply: fake.Entry) -> None:
+def test_llm_planner_falls_back_to_rules(
+    server: fake.FakeOpenAI, reply: fake.Entry, kind: str
+) -> None:
     plan, steps = _plan(server, reply)
     assert plan.plan.planner_mode == "rules-fallback"
+    assert plan.plan.fallback is not None
+    assert (plan.plan.fallback.role, plan.plan.fallback.kind) == ("planner", kind)
     assert plan.plan.execution is not None and plan.plan.execution.calls
     assert plan.plan.planner_plan.selected_skill == "diagnose-high-cpu"
     assert len(steps) == 1
@@ -172,16 +179,25 @@ def test_llm_executor_unparseable_final_answer_is_recorded_not_crashed(
 
 
 @pytest.mark.parametrize(
-    "entry", [fake.status(503), fake.delay(3.0, fake.text("{}"))], ids=["5xx", "timeout"]
+    ("entry", "kind"),
+    [
+        pytest.param(fake.status(503), "server_error", id="5xx"),
+        pytest.param(fake.delay(3.0, fake.text("{}")), "timeout", id="timeout"),
+    ],
 )
 def test_llm_executor_falls_back_to_rules_when_the_model_fails(
-    server: fake.FakeOpenAI, entry: fake.Entry
+    server: fake.FakeOpenAI, entry: fake.Entry, kind: str
 ) -> None:
     out = _run_executor(server, entry, timeout_s=1.0)
     [ev] = [e for e in out if isinstance(e, EvidenceProduced)]
     [step] = [e for e in out if isinstance(e, AgentStep)]
     assert not step.success and step.error_message
-    assert "model failed" in ev.executor_output_parse_status.detail
+    status = ev.executor_output_parse_status
+    assert "model failed" in status.detail
+    assert status.fallback is not None and (status.fallback.role, status.fallback.kind) == (
+        "executor",
+        kind,
+    )
     [claim] = ev.executor_structured_output["claims"]
     assert "92%" in claim["evidence_bindings"][0]["evidence_excerpt"]
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -23,8 +24,10 @@ from services.executor.tools import ToolSettings, build_tools
 from services.planner.handler import PlannerHandler
 from services.planner.skills import load_skills
 from services.verifier.handler import VerifierHandler, VerifierSettings
+from services.verifier.rules_file import VERIFIER_RULES_PATH
 from tests.support import fake_openai
 from tests.support.plans import edited_skills
+from tracebound.cli import main
 from tracebound.client import new_request
 from tracebound.events import Event, PlanProduced, ToolInvoked
 from tracebound.llm import LLMSettings, OpenAIChatModel
@@ -211,3 +214,26 @@ def test_a_broken_case_file_names_itself(tmp_path: Path) -> None:
     (tmp_path / "bad.json").write_text('{"id": "x", "request": {}}', encoding="utf-8")
     with pytest.raises(Exception, match=r"bad\.json"):
         load_suite(tmp_path)
+
+
+def test_verifier_replay_takes_candidate_verifier_rules(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A candidate that verifies no binding status: every recorded PASS must change,
+    # and the candidate reaches the verifier without touching the process environment.
+    recording, _ = _record(CPU_ZH, SLOW_EN)
+    exported = tmp_path / "recording.jsonl"
+    export_jsonl(recording.events, exported)
+    rules = json.loads(VERIFIER_RULES_PATH.read_text(encoding="utf-8"))
+    rules.update(version="verifier-rules-candidate", verified_binding_statuses=["none"])
+    candidate = tmp_path / "verifier-rules.json"
+    candidate.write_text(json.dumps(rules), encoding="utf-8")
+    environ = dict(os.environ)
+    argv = ["replay", "--stage", "verifier", "--from-file", str(exported), "--no-store", "--json"]
+    assert main([*argv, "--verifier-rules", str(candidate)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert os.environ == environ
+    assert report["candidate"]["verifier_rule_set_version"] == "verifier-rules-candidate"
+    assert report["summary"]["inputs"] == 2 and report["summary"]["changed"] == 2
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["summary"]["changed"] == 0

@@ -10,6 +10,7 @@ from projections import trace, trace_cli
 from projections.views import Trace
 from tests.unit.test_trace_assemble import HOSTILE, sample_rows, sample_trace
 from tracebound.cli import build_parser
+from web.trace_page import render_page
 
 
 def test_sections_in_reading_order() -> None:
@@ -67,3 +68,21 @@ def test_unknown_run_is_one_line_and_exit_1(
     assert _run(monkeypatch, ["trace", "run-404"], None) == 1
     out = capsys.readouterr()
     assert out.out == "" and out.err == "tracebound: no run run-404 in the read model\n"
+
+
+def test_a_run_answered_from_rules_says_which_role_fell_back_and_why() -> None:
+    run, invocations, steps = sample_rows()
+    evaluation = run["self_evaluation"]["verifier_evaluation"]
+    evaluation["verifier_mode"] = "rules-fallback"
+    evaluation["fallbacks"] = [
+        {"role": "planner", "kind": "invalid_output", "reason": "plan: field required"},
+        {"role": "verifier", "kind": "http_status", "reason": "HTTP 400 (temperature)"},
+    ]
+    t = trace.assemble_trace(run, invocations, steps).document()
+    assert [f["role"] for f in t["run"]["fallbacks"]] == ["planner", "verifier"]
+    text = trace_cli.render_text(t)
+    assert "fallback   planner: rules fallback because: invalid_output: plan: field" in text
+    assert "fallback   verifier: rules fallback because: http_status: HTTP 400" in text
+    page = render_page(t)
+    assert "verifier rules fallback because <b>http_status: HTTP 400 (temperature)</b>" in page
+    assert sample_trace()["run"]["fallbacks"] == []  # a run recorded without any

@@ -201,27 +201,36 @@ def test_untrusted_text_cannot_close_the_data_fences(server: fake.FakeOpenAI) ->
 
 
 @pytest.mark.parametrize(
-    "entry",
+    ("entry", "kind"),
     [
-        fake.garbage(),
-        fake.status(500),
-        fake.delay(3.0, fake.text("{}")),
-        fake.text("the claims look fine to me"),
-        fake.text(json.dumps({"verdict": "PASS"})),
-        fake.text(json.dumps({"verdict": "MAYBE", "claim_checks": []})),
+        pytest.param(fake.garbage(), "empty_reply", id="garbage"),
+        pytest.param(fake.status(500), "server_error", id="5xx"),
+        pytest.param(fake.delay(3.0, fake.text("{}")), "timeout", id="timeout"),
+        pytest.param(fake.text("the claims look fine to me"), "invalid_output", id="prose"),
+        pytest.param(
+            fake.text(json.dumps({"verdict": "PASS"})), "invalid_output", id="no-claim-checks"
+        ),
+        pytest.param(
+            fake.text(json.dumps({"verdict": "MAYBE", "claim_checks": []})),
+            "invalid_output",
+            id="bad-verdict",
+        ),
     ],
-    ids=["garbage", "5xx", "timeout", "prose", "no-claim-checks", "bad-verdict"],
 )
 @pytest.mark.parametrize("name", ["narrow-highcpu", "order-service-pool"])
 def test_model_trouble_keeps_the_rules_outcome(
-    server: fake.FakeOpenAI, entry: fake.Entry, name: str
+    server: fake.FakeOpenAI, entry: fake.Entry, kind: str, name: str
 ) -> None:
     event = gate_event(scenario(name).structured_output)
     rules = verdict_of(run(event)[0])
     result, [step] = run(event, server, entry, timeout_s=0.5)
     verdict = verdict_of(result)
     assert verdict.verifier_mode == "rules-fallback"
-    assert verdict.model_dump(exclude=ENVELOPE) == rules.model_dump(exclude=ENVELOPE)
+    [fallback] = verdict.fallbacks
+    assert fallback.role == "verifier" and fallback.kind == kind and fallback.reason
+    assert verdict.model_dump(exclude={*ENVELOPE, "fallbacks"}) == rules.model_dump(
+        exclude={*ENVELOPE, "fallbacks"}
+    )
     assert step.agent_name == "chat_verifier"
 
 
@@ -246,8 +255,11 @@ def cli_input(name: str) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    ("entry", "mode"),
-    [(reply("PASS", ("claim-1", "SUPPORTED")), "llm"), (fake.status(500), "rules-fallback")],
+    ("entry", "mode", "entry_fails"),
+    [
+        (reply("PASS", ("claim-1", "SUPPORTED")), "llm", False),
+        (fake.status(500), "rules-fallback", True),
+    ],
 )
 def test_cli_llm_mode(
     server: fake.FakeOpenAI,
@@ -256,6 +268,7 @@ def test_cli_llm_mode(
     capsys: pytest.CaptureFixture[str],
     entry: fake.Entry,
     mode: str,
+    entry_fails: bool,
 ) -> None:
     path = tmp_path / "in.json"
     path.write_text(json.dumps(cli_input("narrow-highcpu")), encoding="utf-8")
@@ -268,5 +281,6 @@ def test_cli_llm_mode(
     [line] = capsys.readouterr().out.splitlines()
     output = json.loads(line)
     assert output["verifier_mode"] == mode and output["verdict"] == "PASS"
+    assert (output["fallback"] or {}).get("kind") == ("server_error" if entry_fails else None)
     assert list(output) == list(rules), "same fields as rules mode"
     assert len(server.requests) == 1

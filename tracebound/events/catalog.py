@@ -16,6 +16,7 @@ from tracebound.events.records import (
     FactCheck,
     GatekeeperOutcome,
     GuardResult,
+    ModelFallback,
     ParseStatus,
     PlanSnapshot,
     PromptAudit,
@@ -97,6 +98,7 @@ class Verdict(Event):
     verifier_mode: str = "rules"
     request: DiagnosisRequest
     aiops_rule_evaluation: JsonValue = None
+    fallbacks: tuple[ModelFallback, ...] = ()  # of the planner, executor and verifier
 
 
 class Answer(Event):
@@ -112,6 +114,7 @@ class Answer(Event):
     final_status: str  # answered | degraded | failed
     round: int = 1
     prompt_audit: PromptAudit
+    fallbacks: tuple[ModelFallback, ...] = ()  # every role of the run that fell back to rules
 
 
 class AgentStep(Event):

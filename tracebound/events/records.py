@@ -71,12 +71,31 @@ class ExecutionPlan(Record):
     alert_names: tuple[str, ...] = ()
 
 
+class ModelFallback(Record):
+    """Why a role answered from its rules although it was asked to use a model.
+
+    ``kind`` is a stable token to count on (the model port's error kinds, or
+    ``invalid_output`` when the reply did not have the role's shape); ``reason``
+    is short and secret-free.
+    """
+
+    role: str
+    kind: str
+    reason: str = ""
+
+    def describe(self) -> str:
+        """``planner: rules fallback because: timeout: request timed out``."""
+        cause = f"{self.kind}: {self.reason}" if self.reason else self.kind
+        return f"{self.role}: rules fallback because: {cause}"
+
+
 class PlanSnapshot(Record):
     planner_plan: PlannerPlan
     narrow_scope: bool
     skill_version: str | None = None
     planner_mode: str = "rules"
     execution: ExecutionPlan | None = None  # None: recorded before plans carried their calls
+    fallback: ModelFallback | None = None  # set when planner_mode is rules-fallback
 
 
 class RetryContext(Record):
@@ -130,6 +149,7 @@ class ToolInvocation(Record):
 class ParseStatus(Record):
     status: str  # valid | repaired | invalid | missing
     detail: str = ""
+    fallback: ModelFallback | None = None  # set when the rules executor stood in for the model
 
 
 class RuleMeta(Record):
@@ -243,6 +263,7 @@ __all__ = [
     "GatekeeperOutcome",
     "GuardResult",
     "JsonValue",
+    "ModelFallback",
     "ParseStatus",
     "PlanSnapshot",
     "PlannedCall",

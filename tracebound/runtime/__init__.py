@@ -27,6 +27,8 @@ def run_service(spec: ServiceSpec, kafka: KafkaSettings | None = None) -> int:
     before it joins its group.
     """
     process = start_process(spec.name)
+    for collector in spec.collectors:
+        process.metrics.registry.register(collector)
     try:
         loop = ServiceLoop(spec, kafka=kafka, runtime=process.runtime, metrics=process.metrics)
     except ConfigError as exc:

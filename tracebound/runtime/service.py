@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from confluent_kafka import TopicPartition
+from prometheus_client.registry import Collector
 
 from tracebound import topics
 from tracebound.events import Event
@@ -51,3 +52,5 @@ class ServiceSpec:
     # It sets how many calls run at once, the batch size and the poll interval
     # (:mod:`tracebound.runtime.pacing`).
     model_budget: ModelBudget | None = None
+    # Figures the handler keeps itself (e.g. its llm fallbacks), served on /metrics.
+    collectors: tuple[Collector, ...] = ()
