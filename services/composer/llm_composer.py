@@ -163,7 +163,9 @@ def compose_llm(
     if material.verdict not in STATED_VERDICTS:
         return compose_rules(material, language, rejected_claims)
     try:
-        reply, _step = recorder.complete(_messages(material, language), json_mode=True)
+        reply, _step = recorder.complete(
+            _messages(material, language), json_mode=True, schema=ComposerReply
+        )
     except ModelCallFailed as exc:
         log.warning(
             "model composer failed, using rules: %s", exc, extra={"run_id": recorder.run_id}

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tracebound.events import (
+    PARSE_STATES,
     Alert,
     GatekeeperOutcome,
     GatekeeperResult,
@@ -27,7 +28,6 @@ from tracebound.jsonio import parse_each, read_text
 
 __all__ = ["VerifierInput", "input_from_event", "parse_inputs", "read_text"]
 
-PARSE_STATUSES = ("valid", "invalid", "missing")
 BINDING_STATUSES = ("pass", "fail", "backfilled", "skipped")
 
 
@@ -78,8 +78,8 @@ class VerifierInput(BaseModel):
     @field_validator("executor_output_parse_status")
     @classmethod
     def _known_parse_status(cls, value: ParseStatus) -> ParseStatus:
-        if value.status not in PARSE_STATUSES:
-            raise ValueError(f"status must be one of {', '.join(PARSE_STATUSES)}")
+        if value.status not in PARSE_STATES:
+            raise ValueError(f"status must be one of {', '.join(PARSE_STATES)}")
         return value
 
     @field_validator("gatekeeper_result")

@@ -142,7 +142,7 @@ def verify(
     rules = rules if rules is not None else default_verifier_rules()
     phrases = phrases if phrases is not None else default_overclaim_phrases()
     so = inp.executor_structured_output
-    usable = inp.executor_output_parse_status.status == "valid" and isinstance(so, dict)
+    usable = inp.executor_output_parse_status.usable and isinstance(so, dict)
     judgements = _judgements(so, inp, rules, phrases) if usable and so is not None else []
     statuses = [j.check.status for j in judgements]
     verdict, decided_by = _verdict(inp, usable, statuses)

@@ -237,7 +237,7 @@ def combine(
 
 def _worth_asking(inp: VerifierInput, outcome: VerifierOutcome) -> bool:
     """Could a stricter model change anything? Not after REJECT, not without claims."""
-    usable = inp.executor_output_parse_status.status == "valid"
+    usable = inp.executor_output_parse_status.usable
     return usable and outcome.verdict != REJECT and bool(outcome.claim_checks)
 
 
@@ -247,7 +247,9 @@ def verify_llm(inp: VerifierInput, recorder: StepRecorder, *, language: str) -> 
     if not _worth_asking(inp, deterministic):
         return LlmVerification(deterministic, RULES)
     try:
-        reply, _step = recorder.complete(_messages(inp, deterministic, language), json_mode=True)
+        reply, _step = recorder.complete(
+            _messages(inp, deterministic, language), json_mode=True, schema=VerifierReply
+        )
     except ModelCallFailed as exc:
         log.warning(
             "model verifier failed, using rules: %s", exc, extra={"run_id": recorder.run_id}

@@ -127,9 +127,24 @@ class ToolInvocation(Record):
     backend: ToolBackend | None = None  # None: recorded before invocations named their backend
 
 
+PARSE_STATES = ("valid", "repaired", "invalid", "missing")
+USABLE_PARSE_STATES = ("valid", "repaired")
+
+
 class ParseStatus(Record):
-    status: str  # valid | invalid | missing
+    """``executor_output_parse_status``: whether the structured output can be used.
+
+    ``repaired`` is usable: the shape is right, but something was recovered or
+    normalised on the way (a fenced block, surrounding prose, a tool call the
+    server left in the text) and ``detail`` says what.
+    """
+
+    status: str  # valid | repaired | invalid | missing
     detail: str = ""
+
+    @property
+    def usable(self) -> bool:
+        return self.status in USABLE_PARSE_STATES
 
 
 class RuleMeta(Record):
