@@ -301,6 +301,7 @@ class TraceStep(View):
     completion_tokens: int | None
     success: bool | None
     error_message: str | None
+    finish_reason: str | None = None
     created_at: Timestamp | None
     event_id: str | None
 
