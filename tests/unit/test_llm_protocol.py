@@ -21,11 +21,11 @@ from tests.support.fake_openai import (
     tool_calls_in_content,
     truncated,
 )
+from tests.unit.test_llm_openai import model_for
 from tracebound.llm import (
     LLMSettings,
     ModelCallFailed,
     ModelError,
-    OpenAIChatModel,
     StepRecorder,
     assistant_message,
     parse_json_object,
@@ -50,17 +50,6 @@ class Shape(BaseModel):
 def server() -> Iterator[FakeOpenAI]:
     with FakeOpenAI() as fake:
         yield fake
-
-
-def model_for(server: FakeOpenAI, **overrides: object) -> OpenAIChatModel:
-    values: dict[str, object] = {
-        "base_url": server.base_url,
-        "model": "m",
-        "timeout_s": 5,
-        "max_retries": 0,
-    }
-    values.update(overrides)
-    return OpenAIChatModel(LLMSettings.model_validate(values))
 
 
 def test_arguments_as_an_object_are_read_and_echoed_as_a_string(server: FakeOpenAI) -> None:

@@ -89,18 +89,20 @@ def _of(out: list[Any], kind: type) -> list[Any]:
     return [e for e in out if isinstance(e, kind)]
 
 
+def _then_evidence(server: fake.FakeOpenAI, first: fake.Entry) -> tuple[list[Any], Any]:
+    """The executor's events after ``first`` and a final reply of valid evidence."""
+    plan = _plan()
+    final = json.dumps(_evidence(plan), ensure_ascii=False)
+    out = _execute(server, plan, first, fake.text(final))
+    [ev] = _of(out, EvidenceProduced)
+    return out, ev
+
+
 def test_calls_left_in_the_text_are_run_and_the_status_says_repaired(
     server: fake.FakeOpenAI,
 ) -> None:
-    plan = _plan()
-    final = json.dumps(_evidence(plan), ensure_ascii=False)
-    out = _execute(
-        server,
-        plan,
-        fake.tool_calls_in_content(("query_metrics", PARAMS), tags=True),
-        fake.text(final),
-    )
-    [ev] = _of(out, EvidenceProduced)
+    first = fake.tool_calls_in_content(("query_metrics", PARAMS), tags=True)
+    out, ev = _then_evidence(server, first)
     assert len(_of(out, ToolInvoked)) == 1
     status = ev.executor_output_parse_status
     assert status.status == "repaired" and "recovered from the reply text" in status.detail
@@ -110,12 +112,7 @@ def test_calls_left_in_the_text_are_run_and_the_status_says_repaired(
 
 
 def test_arguments_as_an_object_run_the_call(server: fake.FakeOpenAI) -> None:
-    plan = _plan()
-    final = json.dumps(_evidence(plan), ensure_ascii=False)
-    out = _execute(
-        server, plan, fake.tool_calls_as_objects(("query_metrics", PARAMS)), fake.text(final)
-    )
-    [ev] = _of(out, EvidenceProduced)
+    out, ev = _then_evidence(server, fake.tool_calls_as_objects(("query_metrics", PARAMS)))
     assert len(_of(out, ToolInvoked)) == 1
     assert ev.executor_output_parse_status.status == "valid"
 
@@ -123,25 +120,18 @@ def test_arguments_as_an_object_run_the_call(server: fake.FakeOpenAI) -> None:
 def test_unknown_tool_bad_arguments_and_a_repeated_call_are_refused_visibly(
     server: fake.FakeOpenAI,
 ) -> None:
-    plan = _plan()
-    final = json.dumps(_evidence(plan), ensure_ascii=False)
-    out = _execute(
-        server,
-        plan,
-        fake.tool_calls(
-            ("query_metrics", PARAMS),
-            ("drop_database", {}),
-            ("query_logs", '{"query": '),
-            ("query_metrics", PARAMS),
-        ),
-        fake.text(final),
+    first = fake.tool_calls(
+        ("query_metrics", PARAMS),
+        ("drop_database", {}),
+        ("query_logs", '{"query": '),
+        ("query_metrics", PARAMS),
     )
+    out, ev = _then_evidence(server, first)
     results = [m for m in server.requests[1].messages if m["role"] == "tool"]
     refused = [json.loads(m["content"]) for m in results[1:]]
     assert all(r.get("refused") for r in refused), refused
     assert "not valid JSON" in refused[1]["reason"]
     assert len(_of(out, ToolInvoked)) == 1, "only the first, well-formed call ran"
-    [ev] = _of(out, EvidenceProduced)
     assert ev.executor_output_parse_status.status == "valid"
 
 
