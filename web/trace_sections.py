@@ -55,7 +55,7 @@ def stages(t: Trace) -> str:
     )
     executor_card = (
         f"<div class='card none'><div class='row'><h3>Executor</h3>"
-        f"{badge('pass' if parse.get('status') == 'valid' else 'fail', parse.get('status'))}"
+        f"{badge(parse.get('status'))}"
         f"</div><div class='meta'><span>answer version <b>{esc(executor.get('answer_version'))}"
         f"</b></span><span>round <b>{esc(executor.get('round'))}</b></span>"
         f"<span>{esc(parse.get('detail'))}</span></div>"
