@@ -188,8 +188,8 @@ def test_only_configured_parameters_are_sent(server: FakeOpenAI) -> None:
 
 
 def test_extra_body_from_the_environment_and_its_limits(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TRACEBOUND_LLM_EXTRA_BODY", '{"num_ctx": 16384}')
-    assert LLMSettings().extra_body == {"num_ctx": 16384}
+    monkeypatch.setenv("TRACEBOUND_LLM_EXTRA_BODY", '{"top_k": 20}')
+    assert LLMSettings().extra_body == {"top_k": 20}
     with pytest.raises(ValidationError, match="may not set messages"):
         LLMSettings(extra_body={"messages": []})
 
