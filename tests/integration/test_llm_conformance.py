@@ -17,6 +17,7 @@ from typing import Any
 from tests.support import fake_openai as fake
 from tests.support.kafka_io import Collector
 from tests.support.pipeline import running_pipeline
+from tests.support.routed_openai import RoutedFakeOpenAI
 from tests.support.stack import StackHandle
 from tracebound import topics
 from tracebound.client import AnswerReader, new_request, publish
@@ -125,7 +126,7 @@ def test_each_server_behaviour_ends_in_the_models_intent_or_a_visible_fallback(
         for t in (topics.EVIDENCE, topics.AGENT_STEPS, topics.TOOL_INVOCATIONS)
     }
     reader = AnswerReader(stack.kafka)
-    server = fake.RoutedFakeOpenAI(respond).start()
+    server = RoutedFakeOpenAI(respond).start()
     env = {f"TRACEBOUND_{r.upper()}_MODE": "llm" for r in ROLES}
     env.update(
         TRACEBOUND_LLM_BASE_URL=server.base_url,

@@ -19,7 +19,7 @@ import itertools
 import json
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -346,40 +346,10 @@ class FakeOpenAI:
         self.stop()
 
 
-Responder = Callable[[RecordedRequest], Entry]
-
-
-class RoutedFakeOpenAI(FakeOpenAI):
-    """The scripted server answering each request with ``respond(request)``.
-
-    For a whole pipeline in ``llm`` mode, where several roles and runs share one
-    endpoint and their requests interleave: the responder picks the entry from
-    what was asked (the role's prompt, a marker in the question, the tool
-    results so far). Scripted entries, if any, still go first.
-    """
-
-    def __init__(self, respond: Responder) -> None:
-        super().__init__()
-        self.respond = respond
-        self._asked = threading.local()
-
-    def _record(self, request: RecordedRequest) -> None:
-        super()._record(request)
-        self._asked.request = request  # the handler thread records, then asks _next
-
-    def _next(self) -> Entry:
-        with self._lock:
-            if self._queue:
-                return self._queue.popleft()
-        return self.respond(self._asked.request)
-
-
 __all__ = [
     "Entry",
     "FakeOpenAI",
     "RecordedRequest",
-    "Responder",
-    "RoutedFakeOpenAI",
     "close",
     "delay",
     "empty",
