@@ -67,6 +67,7 @@ def step_row(event: AgentStep) -> dict[str, Any]:
         "prompt_version": event.prompt_version,
         "success": event.success,
         "error_message": event.error_message,
+        "finish_reason": event.finish_reason,
         "created_at": event.occurred_at,
     }
 

@@ -151,6 +151,7 @@ def _step(step: Row) -> dict[str, Any]:
         "completion_tokens",
         "success",
         "error_message",
+        "finish_reason",
         "created_at",
         "event_id",
     )

@@ -312,6 +312,7 @@ class TraceStep(View):
     completion_tokens: int | None
     success: bool | None
     error_message: str | None
+    finish_reason: str | None = None
     created_at: Timestamp | None
     event_id: str | None
     repair: bool = False  # the executor's repair turn (errors of the gatekeeper check sent back)

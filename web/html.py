@@ -42,6 +42,10 @@ TONE = {
     "low_confid": "warn",
     "replaced": "warn",
     "skipped": "warn",
+    "valid": "good",
+    "repaired": "warn",
+    "invalid": "bad",
+    "missing": "bad",
 }
 
 CSS = """

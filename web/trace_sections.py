@@ -19,7 +19,6 @@ def stages(t: Trace) -> str:
     verifier = t.get("verifier") or {}
     executor = t.get("executor") or {}
     parse = executor.get("parse_status") or {}
-    parsed = "pass" if parse.get("status") in ("valid", "repaired") else "fail"
     warnings = join(
         f"<li>{esc(n.get('rule'))} ({esc(n.get('claim_id'))}): {esc(n.get('message'))}</li>"
         for n in gate.get("warnings") or []
@@ -56,7 +55,7 @@ def stages(t: Trace) -> str:
     )
     executor_card = (
         f"<div class='card none'><div class='row'><h3>Executor</h3>"
-        f"{badge(parsed, parse.get('status'))}"
+        f"{badge(parse.get('status'))}"
         f"</div><div class='meta'><span>answer version <b>{esc(executor.get('answer_version'))}"
         f"</b></span><span>round <b>{esc(executor.get('round'))}</b></span>"
         f"<span>{esc(parse.get('detail'))}</span></div>"

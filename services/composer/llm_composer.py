@@ -174,7 +174,9 @@ def compose_llm(
         return rules_only(template)
 
     def written(rec: StepRecorder) -> Composition:
-        reply, _step = rec.complete(_messages(material, language, prompt), json_mode=True)
+        reply, _step = rec.complete(
+            _messages(material, language, prompt), json_mode=True, schema=ComposerReply
+        )
         outcome, parsed = parse_model(reply.text, ComposerReply)
         if parsed is None:
             raise ReplyRejected(outcome.detail)

@@ -5,6 +5,12 @@ duplicates, failures, timeouts, parameter schemas, no widening), and the model
 only ever sees the evidence refs that code built from the tool output — the text
 it must copy verbatim into its excerpts. Tool text is sent as data inside a tool
 message, never as instructions.
+
+The final reply counts only when its shape is ``executor_evidence_v2``
+(:class:`ExecutorEvidenceShape`); a round whose calls the server left in the
+reply text is ``repaired`` at best, so the parse status says the tool protocol
+needed help. No ``response_format`` is sent here: the tool turns must stay free
+to call tools, and a server decoding to a schema would forbid that.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from services.executor.evidence_shape import ExecutorEvidenceShape
 from services.executor.gate import Refusal, ToolGate
 from services.executor.tools.base import EvidenceTool
 from tracebound.events import PlanSnapshot, RetryContext, ToolInvocation
@@ -21,7 +28,7 @@ from tracebound.llm import (
     ParseOutcome,
     StepRecorder,
     assistant_message,
-    parse_json_object,
+    parse_model,
     tool_message,
 )
 from tracebound.prompts import Prompt
@@ -99,10 +106,16 @@ def run_llm_round(
         {"role": "user", "content": query},
     ]
     specs = tool_specs(gate.tools)
+    recovered = 0
     for _turn in range(max_turns):
         reply, _step = recorder.complete(messages, tools=specs)
         if not reply.tool_calls:
-            return ModelRound(reply.text, parse_json_object(reply.text), messages)
+            outcome, _shape = parse_model(reply.text, ExecutorEvidenceShape)
+            if recovered:
+                note = f"{recovered} tool call(s) recovered from the reply text"
+                outcome = outcome.noting(note)
+            return ModelRound(reply.text, outcome, messages)
+        recovered += sum(1 for call in reply.tool_calls if call.recovered)
         messages.append(assistant_message(reply))
         for call in reply.tool_calls:
             if call.arguments is None:

@@ -25,12 +25,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from services.executor.evidence_shape import ExecutorEvidenceShape
 from services.executor.gate import ToolGate
 from services.executor.llm_executor import ModelRound, tool_specs
 from services.gatekeeper import Ruleset, check
 from tracebound.events import GateNote, ParseStatus, ToolInvocation
 from tracebound.events.step_kinds import REPAIR_PREFIX
-from tracebound.llm import ParseOutcome, StepRecorder, parse_json_object
+from tracebound.llm import ParseOutcome, StepRecorder, parse_model
 from tracebound.llm.steps import clip
 
 PARSE_RULE = "executor_output_parse_status"
@@ -181,7 +182,7 @@ def settle(
     rules = _rules_of(problems)
     if reply.tool_calls:
         return _with_note(kept, f"a repair turn for {rules} called tools instead of answering")
-    second = parse_json_object(reply.text)
+    second, _shape = parse_model(reply.text, ExecutorEvidenceShape)
     if second.value is None:
         return _with_note(kept, f"a repair turn for {rules} gave {second.status} output")
     remaining = objections(second, invocations, ruleset)

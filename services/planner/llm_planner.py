@@ -60,7 +60,7 @@ def plan_llm(
         {"role": "system", "content": prompt.render(**values)},
         {"role": "user", "content": request.query},
     ]
-    reply, _step = recorder.complete(messages, json_mode=True)
+    reply, _step = recorder.complete(messages, json_mode=True, schema=PlannerReply)
     outcome, parsed = parse_model(reply.text, PlannerReply)
     if parsed is None:
         raise ReplyRejected(outcome.detail)

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tracebound.events import (
+    PARSE_STATES,
     Alert,
     GatekeeperOutcome,
     GatekeeperResult,
@@ -26,17 +27,12 @@ from tracebound.events import (
 from tracebound.jsonio import parse_each, read_text
 
 __all__ = [
-    "USABLE_PARSE_STATUSES",
     "VerifierInput",
     "input_from_event",
     "parse_inputs",
     "read_text",
 ]
 
-PARSE_STATUSES = ("valid", "repaired", "invalid", "missing")
-# statuses whose structured output the verifier judges: "repaired" is output the
-# executor's repair turn produced and its gatekeeper check accepted
-USABLE_PARSE_STATUSES = ("valid", "repaired")
 BINDING_STATUSES = ("pass", "fail", "backfilled", "skipped")
 
 
@@ -87,8 +83,8 @@ class VerifierInput(BaseModel):
     @field_validator("executor_output_parse_status")
     @classmethod
     def _known_parse_status(cls, value: ParseStatus) -> ParseStatus:
-        if value.status not in PARSE_STATUSES:
-            raise ValueError(f"status must be one of {', '.join(PARSE_STATUSES)}")
+        if value.status not in PARSE_STATES:
+            raise ValueError(f"status must be one of {', '.join(PARSE_STATES)}")
         return value
 
     @field_validator("gatekeeper_result")

@@ -24,7 +24,7 @@ from services.verifier.claims import (
     Judgement,
     judge_claim,
 )
-from services.verifier.input import USABLE_PARSE_STATUSES, VerifierInput
+from services.verifier.input import VerifierInput
 from services.verifier.material import evidence_actions, texts
 from services.verifier.rules_file import (
     OverclaimPhrases,
@@ -143,9 +143,7 @@ def verify(
     rules = rules if rules is not None else default_verifier_rules()
     phrases = phrases if phrases is not None else default_overclaim_phrases()
     so = inp.executor_structured_output
-    usable = inp.executor_output_parse_status.status in USABLE_PARSE_STATUSES and isinstance(
-        so, dict
-    )
+    usable = inp.executor_output_parse_status.usable and isinstance(so, dict)
     judgements = _judgements(so, inp, rules, phrases) if usable and so is not None else []
     statuses = [j.check.status for j in judgements]
     verdict, decided_by = _verdict(inp, usable, statuses)

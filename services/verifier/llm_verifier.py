@@ -27,7 +27,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from services.verifier.claims import NOT_ENOUGH_INFO, REFUTED, SUPPORTED
-from services.verifier.input import USABLE_PARSE_STATUSES, VerifierInput
+from services.verifier.input import VerifierInput
 from services.verifier.judge import PASS, REJECT, VerifierOutcome, _verdict, verify
 from services.verifier.rules_file import VerifierRules
 from tracebound.events import ClaimCheck
@@ -227,7 +227,7 @@ def combine(
 
 def _worth_asking(inp: VerifierInput, outcome: VerifierOutcome) -> bool:
     """Could a stricter model change anything? Not after REJECT, not without claims."""
-    usable = inp.executor_output_parse_status.status in USABLE_PARSE_STATUSES
+    usable = inp.executor_output_parse_status.usable
     return usable and outcome.verdict != REJECT and bool(outcome.claim_checks)
 
 
@@ -250,7 +250,9 @@ def verify_llm(
         return rules_only(lambda: deterministic)
 
     def judged(rec: StepRecorder) -> VerifierOutcome:
-        reply, _step = rec.complete(_messages(inp, deterministic, language, prompt), json_mode=True)
+        reply, _step = rec.complete(
+            _messages(inp, deterministic, language, prompt), json_mode=True, schema=VerifierReply
+        )
         outcome, parsed = parse_model(reply.text, VerifierReply)
         if parsed is None:
             raise ReplyRejected(outcome.detail)

@@ -105,6 +105,7 @@ def test_projected_runs_carry_the_whole_trace(
         completion_tokens=12,
         model="test-model",
         prompt_version="chat-executor-v2",
+        finish_reason="tool_calls",
     )
     publish(stack.kafka, [step])
     model.wait_caught_up()
@@ -149,6 +150,7 @@ def test_projected_runs_carry_the_whole_trace(
     [step_row] = steps
     assert step_row["event_id"] == step.event_id and step_row["token_count"] == 42
     assert step_row["agent_name"] == "chat_executor" and step_row["has_tool_call"] is True
+    assert step_row["finish_reason"] == "tool_calls"
     first = rows[run_ids[0]]
     assert (first["token_count"], first["prompt_tokens"], first["completion_tokens"]) == (
         42,

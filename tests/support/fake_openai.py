@@ -189,6 +189,52 @@ def empty() -> Entry:
     return Entry(body=_envelope([]))
 
 
+def tool_calls_as_objects(*calls: tuple[str, Mapping[str, Any]]) -> Entry:
+    """Tool calls whose ``arguments`` are JSON objects, not strings (Ollama, some proxies)."""
+    wire = [
+        {"id": f"call_{next(_ids)}", "type": "function", "function": {"name": n, "arguments": a}}
+        for n, a in calls
+    ]
+    message = {"role": "assistant", "content": None, "tool_calls": wire}
+    body = _completion(
+        message, finish_reason="tool_calls", prompt_tokens=20, completion_tokens=8, model=None
+    )
+    return Entry(body=body)
+
+
+def tool_calls_in_content(
+    *calls: tuple[str, Mapping[str, Any]], tags: bool = False, prose: str = ""
+) -> Entry:
+    """Tool calls left in ``content`` with no ``tool_calls`` (a tool parser that did not fire).
+
+    As one JSON object (one call) or a JSON list (several), or with ``tags`` as
+    ``<tool_call>…</tool_call>`` blocks (Hermes-style templates, llama.cpp without
+    ``--jinja``), after an optional line of ``prose``.
+    """
+    items = [{"name": name, "arguments": dict(arguments)} for name, arguments in calls]
+    if tags:
+        body = "\n".join(f"<tool_call>\n{json.dumps(i)}\n</tool_call>" for i in items)
+    else:
+        body = json.dumps(items[0] if len(items) == 1 else items)
+    return text(f"{prose}\n{body}".strip() if prose else body)
+
+
+def thinking(answer: str, draft: str, *, as_field: bool = False) -> Entry:
+    """A reasoning model's reply: a ``draft`` (e.g. JSON) thought first, then the ``answer``.
+
+    Inline as a ``<think>`` block before the answer, or ``as_field`` in
+    ``reasoning_content`` (vLLM/DeepSeek reasoning parsers).
+    """
+    if as_field:
+        return text(answer, reasoning=draft)
+    return text(f"<think>\n{draft}\n</think>\n\n{answer}")
+
+
+def truncated(content: str) -> Entry:
+    """A reply cut off at the token limit: ``finish_reason`` ``length`` and partial text."""
+    return text(content, finish_reason="length")
+
+
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
@@ -364,6 +410,10 @@ __all__ = [
     "status",
     "system_prompt_has",
     "text",
+    "thinking",
     "tool_call",
     "tool_calls",
+    "tool_calls_as_objects",
+    "tool_calls_in_content",
+    "truncated",
 ]

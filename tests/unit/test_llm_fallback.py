@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 from prometheus_client import generate_latest
+from pydantic import BaseModel
 
 from replay.chain import Chain
 from services.executor.tools import ToolSettings, build_tools
@@ -37,6 +38,7 @@ class _Failing:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         json_mode: bool = False,
+        schema: type[BaseModel] | None = None,
     ) -> ModelReply:
         raise ModelError(f"scripted {self.kind}", kind=self.kind)
 

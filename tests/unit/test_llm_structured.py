@@ -15,10 +15,14 @@ class VerdictOut(BaseModel):
     groundedness_score: float
 
 
+def test_exact_object_is_valid() -> None:
+    outcome = parse_json_object(' {"verdict": "PASS", "groundedness_score": 1.0}\n')
+    assert (outcome.status, outcome.ok) == ("valid", True)
+
+
 @pytest.mark.parametrize(
     "text",
     [
-        '{"verdict": "PASS", "groundedness_score": 1.0}',
         '```json\n{"verdict": "PASS", "groundedness_score": 1.0}\n```',
         '```\n{"verdict": "PASS", "groundedness_score": 1.0}\n```',
         'Here is the result:\n{"verdict": "PASS", "groundedness_score": 1.0}\nDone.',
@@ -26,9 +30,10 @@ class VerdictOut(BaseModel):
         'I think {not json} but then {"verdict": "PASS", "groundedness_score": 1.0}',
     ],
 )
-def test_valid_variants(text: str) -> None:
+def test_wrapped_variants_are_repaired_not_valid(text: str) -> None:
     outcome = parse_json_object(text)
-    assert outcome.status == "valid", outcome.detail
+    assert outcome.status == "repaired", outcome.detail
+    assert outcome.ok
     assert outcome.value == {"verdict": "PASS", "groundedness_score": 1.0}
 
 
@@ -68,7 +73,10 @@ def test_parse_model_valid() -> None:
     outcome, value = parse_model(fenced, VerdictOut)
     assert outcome.ok
     assert value == VerdictOut(verdict="PASS", groundedness_score=0.5)
-    assert outcome.as_record().status == "valid"
+    assert outcome.as_record().status == "repaired"
+    assert "fenced" in outcome.detail and outcome.as_record().usable
+    exact, _ = parse_model('{"verdict": "PASS", "groundedness_score": 0.5}', VerdictOut)
+    assert exact.as_record().status == "valid"
 
 
 def test_parse_model_schema_mismatch_is_invalid_with_detail() -> None:
@@ -82,3 +90,28 @@ def test_parse_model_schema_mismatch_is_invalid_with_detail() -> None:
 def test_parse_model_passes_through_missing() -> None:
     outcome, value = parse_model("no json", VerdictOut)
     assert (outcome.status, value) == ("missing", None)
+
+
+CUT = (
+    '{"answer_version": "executor_evidence_v2", "claims": [{"claim_id": "claim-1", '
+    '"claim_text": "CPU 92%"}, {"claim_id": "claim-2", "claim_text": "memory at'
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [CUT, CUT[:-10], "Here it is: " + CUT, '{"outer": {"inner": 1}, "cut": [1, 2'],
+    ids=["string", "earlier", "after-prose", "nested"],
+)
+def test_inner_object_of_a_cut_off_reply_is_never_taken(text: str) -> None:
+    outcome = parse_json_object(text)
+    assert outcome.status == "invalid", outcome
+    assert outcome.value is None and not outcome.ok
+
+
+def test_noting_turns_valid_into_repaired_and_keeps_invalid() -> None:
+    valid = parse_json_object('{"a": 1}').noting("1 tool call(s) recovered")
+    assert (valid.status, valid.value) == ("repaired", {"a": 1})
+    assert "recovered" in valid.detail
+    invalid = parse_json_object("{broken").noting("x")
+    assert invalid.status == "invalid"

@@ -17,6 +17,8 @@ from tracebound.events.catalog import (
     Verdict,
 )
 from tracebound.events.records import (
+    PARSE_STATES,
+    USABLE_PARSE_STATES,
     Alert,
     AllowedClaim,
     CheckedBinding,
@@ -48,6 +50,8 @@ from tracebound.events.records import (
 __all__ = [
     "AVRO_CONTEXT",
     "EVENT_TYPES",
+    "PARSE_STATES",
+    "USABLE_PARSE_STATES",
     "AgentStep",
     "Alert",
     "AlertsResolved",

@@ -134,6 +134,7 @@ class AgentStep(Event):
     prompt_version: str | None = None
     success: bool = True
     error_message: str | None = None
+    finish_reason: str | None = None
 
 
 class DeadLetter(Event):

@@ -146,10 +146,25 @@ class ToolInvocation(Record):
     backend: ToolBackend | None = None  # None: recorded before invocations named their backend
 
 
+PARSE_STATES = ("valid", "repaired", "invalid", "missing")
+USABLE_PARSE_STATES = ("valid", "repaired")
+
+
 class ParseStatus(Record):
+    """``executor_output_parse_status``: whether the structured output can be used.
+
+    ``repaired`` is usable: the shape is right, but something was recovered or
+    normalised on the way (a fenced block, surrounding prose, a tool call the
+    server left in the text) and ``detail`` says what.
+    """
+
     status: str  # valid | repaired | invalid | missing
     detail: str = ""
     fallback: ModelFallback | None = None  # set when the rules executor stood in for the model
+
+    @property
+    def usable(self) -> bool:
+        return self.status in USABLE_PARSE_STATES
 
 
 class RuleMeta(Record):

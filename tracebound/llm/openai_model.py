@@ -6,21 +6,25 @@ client's own. Our job is the edges: translate the request, normalise the reply,
 and turn every failure into one :class:`ModelError` whose message is safe to log
 and to put on an event — it names the failure class and HTTP status only, never
 the key, the endpoint URL, the prompt or the server's error body (which may echo
-the prompt back).
+the prompt back). What servers do differently inside a 200 (arguments as
+objects, calls left in the text, think blocks) is read by
+:mod:`tracebound.llm.recovery`; a reply cut off at the token limit is a failed
+call, because whatever JSON it holds is a fragment.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import openai
 from openai.types.chat import ChatCompletion, ChatCompletionMessage
+from pydantic import BaseModel
 
 from tracebound.errors import ConfigError
 from tracebound.llm.port import ChatModel, ModelError, ModelReply, ToolCall
+from tracebound.llm.recovery import arguments_of, join_thoughts, recover_tool_calls, split_thought
 from tracebound.llm.settings import LLMSettings
 
 
@@ -31,14 +35,6 @@ def _function_tool(spec: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "function", "function": dict(spec)}
 
 
-def _parse_arguments(raw: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(raw) if raw.strip() else {}
-    except (json.JSONDecodeError, TypeError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def _reasoning(message: ChatCompletionMessage) -> str | None:
     """Separate reasoning text, which vLLM/Ollama/DeepSeek-style servers add as extras."""
     extra = message.model_extra or {}
@@ -47,6 +43,33 @@ def _reasoning(message: ChatCompletionMessage) -> str | None:
         if isinstance(value, str) and value.strip():
             return value
     return None
+
+
+def _native_calls(message: ChatCompletionMessage) -> list[ToolCall]:
+    """The reply's ``tool_calls``, arguments read whether a string or an object."""
+    calls: list[ToolCall] = []
+    for index, call in enumerate(message.tool_calls or ()):
+        function = getattr(call, "function", None)
+        if function is None:  # a non-function (custom) tool call: not ours to run
+            continue
+        arguments, raw = arguments_of(function.arguments)
+        calls.append(
+            ToolCall(
+                id=call.id or f"call_{index}",
+                name=function.name or "",
+                arguments=arguments,
+                raw_arguments=raw,
+            )
+        )
+    return calls
+
+
+def _truncated() -> ModelError:
+    return ModelError(
+        "model reply was cut off at the token limit (finish_reason length)",
+        kind="truncated",
+        finish_reason="length",
+    )
 
 
 def _malformed() -> ModelError:
@@ -105,18 +128,26 @@ class OpenAIChatModel:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         json_mode: bool = False,
+        schema: type[BaseModel] | None = None,
     ) -> ModelReply:
         wire_messages = cast(Any, [dict(m) for m in messages])
-        wire_tools: Any = [_function_tool(t) for t in tools] if tools else openai.omit
-        response_format: Any = {"type": "json_object"} if json_mode else openai.omit
+        wire_tools = [_function_tool(t) for t in tools] if tools else []
+        offered = frozenset(str(t["function"].get("name", "")) for t in wire_tools)
+        settings = self.settings
+        limit_field = settings.max_tokens_field
         started = time.monotonic()
         try:
             completion = self._client.chat.completions.create(
-                model=self.settings.model,
+                model=settings.model,
                 messages=wire_messages,
-                tools=wire_tools,
-                response_format=response_format,
-                temperature=self.settings.temperature,
+                tools=cast(Any, wire_tools) if wire_tools else openai.omit,
+                response_format=self._response_format(json_mode, schema),
+                temperature=openai.omit if settings.temperature is None else settings.temperature,
+                max_tokens=settings.max_tokens if limit_field == "max_tokens" else openai.omit,
+                max_completion_tokens=settings.max_tokens
+                if limit_field == "max_completion_tokens"
+                else openai.omit,
+                extra_body=dict(settings.extra_body) or None,
             )
         except openai.OpenAIError as exc:
             raise to_model_error(exc, self.settings.timeout_s) from None
@@ -124,34 +155,42 @@ class OpenAIChatModel:
             raise _malformed() from None
         duration_ms = int((time.monotonic() - started) * 1000)
         try:
-            return self._reply(completion, duration_ms)
+            return self._reply(completion, duration_ms, offered)
         except (AttributeError, TypeError, IndexError, KeyError, ValueError):
             raise _malformed() from None
 
-    def _reply(self, completion: ChatCompletion, duration_ms: int) -> ModelReply:
+    def _response_format(self, json_mode: bool, schema: type[BaseModel] | None) -> Any:
+        """What the configuration says to send for a JSON reply, if anything."""
+        mode = self.settings.response_format
+        if mode == "none" or not (json_mode or schema is not None):
+            return openai.omit
+        if mode == "json_schema" and schema is not None:
+            return {
+                "type": "json_schema",
+                "json_schema": {"name": schema.__name__, "schema": schema.model_json_schema()},
+            }
+        return {"type": "json_object"}
+
+    def _reply(
+        self, completion: ChatCompletion, duration_ms: int, offered: frozenset[str]
+    ) -> ModelReply:
         if not getattr(completion, "choices", None):
             raise ModelError("model endpoint returned no choices", kind="empty_reply")
         choice = completion.choices[0]
         message = choice.message
         if message is None:
             raise ModelError("model endpoint returned no message", kind="empty_reply")
-        calls: list[ToolCall] = []
-        for index, call in enumerate(message.tool_calls or ()):
-            function = getattr(call, "function", None)
-            if function is None:  # a non-function (custom) tool call: not ours to run
-                continue
-            raw = function.arguments or ""
-            calls.append(
-                ToolCall(
-                    id=call.id or f"call_{index}",
-                    name=function.name or "",
-                    arguments=_parse_arguments(raw),
-                    raw_arguments=raw,
-                )
-            )
+        if choice.finish_reason == "length":
+            raise _truncated()
+        content = message.content if isinstance(message.content, str) else ""
+        text, think = split_thought(content)
+        calls = _native_calls(message)
+        if not calls:
+            recovered, text = recover_tool_calls(text, offered)
+            calls = list(recovered)
         usage = completion.usage
         return ModelReply(
-            text=message.content if isinstance(message.content, str) else "",
+            text=text,
             tool_calls=tuple(calls),
             model=completion.model or self.settings.model,
             prompt_tokens=usage.prompt_tokens if usage else None,
@@ -159,7 +198,7 @@ class OpenAIChatModel:
             total_tokens=usage.total_tokens if usage else None,
             duration_ms=duration_ms,
             finish_reason=choice.finish_reason,
-            reasoning=_reasoning(message),
+            reasoning=join_thoughts(_reasoning(message), think),
         )
 
     def close(self) -> None:

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from pydantic import BaseModel
+
 from tracebound.errors import TraceboundError
 
 
@@ -23,14 +25,24 @@ class ModelError(TraceboundError):
     key, never the endpoint URL); ``status_code`` is the HTTP status when there
     was one, and ``kind`` a stable token (``timeout``, ``connection``,
     ``rate_limited``, ``server_error``, ``http_status``, ``empty_reply``,
-    ``bad_reply``, ``client_error``) that metrics and events can count on.
+    ``bad_reply``, ``truncated``, ``client_error``) that metrics and events can
+    count on. ``finish_reason`` is the server's when a reply came but is not
+    usable (``length``: cut off at the token limit, so any JSON in it is a fragment).
     """
 
-    def __init__(self, reason: str, *, kind: str = "client_error", status_code: int | None = None):
+    def __init__(
+        self,
+        reason: str,
+        *,
+        kind: str = "client_error",
+        status_code: int | None = None,
+        finish_reason: str | None = None,
+    ):
         super().__init__(reason)
         self.reason = reason
         self.kind = kind
         self.status_code = status_code
+        self.finish_reason = finish_reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,20 +51,24 @@ class ToolCall:
 
     ``arguments`` is ``None`` when the model sent text that is not a JSON object;
     ``raw_arguments`` keeps that text so the executor can report the refusal.
+    ``recovered`` marks a call the server left in the reply's text instead of
+    ``tool_calls`` (its tool parser did not fire), so the trace can say so.
     """
 
     id: str
     name: str
     arguments: dict[str, Any] | None
     raw_arguments: str
+    recovered: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class ModelReply:
     """A normalised completion: text, tool calls, token usage and timing.
 
-    ``reasoning`` carries the separate reasoning text some servers return
-    (``reasoning_content`` / ``reasoning``); it feeds ``AgentStep.thought``.
+    ``reasoning`` carries the model's thinking, never part of ``text``: the
+    separate field some servers return (``reasoning_content`` / ``reasoning``)
+    and any ``<think>`` block taken out of the content; it feeds ``AgentStep.thought``.
     """
 
     text: str
@@ -69,6 +85,11 @@ class ModelReply:
     def has_tool_call(self) -> bool:
         return bool(self.tool_calls)
 
+    @property
+    def recovered(self) -> bool:
+        """True when a tool call was read from the text rather than ``tool_calls``."""
+        return any(call.recovered for call in self.tool_calls)
+
 
 @runtime_checkable
 class ChatModel(Protocol):
@@ -82,8 +103,13 @@ class ChatModel(Protocol):
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         json_mode: bool = False,
+        schema: type[BaseModel] | None = None,
     ) -> ModelReply:
-        """Return one reply, or raise :class:`ModelError` for any endpoint trouble."""
+        """Return one reply, or raise :class:`ModelError` for any endpoint trouble.
+
+        ``json_mode`` asks for a JSON object; ``schema`` names the shape the reply
+        must have, which an endpoint configured for it enforces while decoding.
+        """
         ...
 
 

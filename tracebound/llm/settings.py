@@ -5,14 +5,24 @@ deterministic ``rules`` implementation, which is the offline default. Any
 OpenAI-compatible endpoint works by pointing ``base_url`` at it (OpenAI
 ``https://api.openai.com/v1``, Azure OpenAI ``https://<resource>.openai.azure.com/openai/v1``,
 vLLM, Ollama ``http://127.0.0.1:11434/v1``, llama.cpp server).
+
+Only what is configured is sent: servers disagree on parameters (OpenAI's
+o-series and gpt-5 reject ``temperature`` and want ``max_completion_tokens``;
+a strict proxy refuses a field it does not know), so ``temperature`` is unset by
+default, the token limit's field name is a setting, and whatever one server
+needs besides goes into ``extra_body``.
 """
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from tracebound.settings import TraceboundSettings
+
+_CORE_FIELDS = frozenset({"model", "messages", "tools", "response_format", "stream"})
 
 
 class LLMSettings(TraceboundSettings):
@@ -25,7 +35,28 @@ class LLMSettings(TraceboundSettings):
     model: str = "gpt-4o-mini"
     timeout_s: float = Field(default=30, gt=0, description="per attempt, not per call")
     max_retries: int = Field(default=2, ge=0, le=10)
-    temperature: float = Field(default=0, ge=0, le=2)
+    temperature: float | None = Field(default=None, ge=0, le=2, description="unset: not sent")
+    max_tokens: int = Field(default=4096, gt=0, le=1_000_000, description="reply token limit")
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = Field(
+        default="max_tokens", description="max_completion_tokens for o-series / gpt-5 endpoints"
+    )
+    response_format: Literal["json_object", "json_schema", "none"] = Field(
+        default="json_object",
+        description="how JSON replies are asked for: json_schema sends the role's reply "
+        "schema (servers with structured outputs), none sends no response_format",
+    )
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict, description="extra request fields for this server (JSON object)"
+    )
+
+    @field_validator("extra_body")
+    @classmethod
+    def _no_core_fields(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """Extra fields add to a request; they may not replace what the roles send."""
+        clash = sorted(set(value) & _CORE_FIELDS)
+        if clash:
+            raise ValueError(f"extra_body may not set {', '.join(clash)}")
+        return value
 
     @property
     def configured(self) -> bool:

@@ -6,6 +6,9 @@ the agent-steps topic into a copy of every prompt: prompts are versioned files
 records only a short summary of the *latest* user or tool message — never the
 system prompt — and a short summary of the reply. Failed calls are steps too:
 the trace must show that the model was tried and why the role fell back.
+Every step records the server's ``finish_reason`` (``length`` on a failed step:
+the reply was cut off), and calls read from the reply's text are labelled as
+recovered, so a server whose tool parser does not fire is visible in the trace.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel
 
 from tracebound.events import AgentStep, Event, Producer
 from tracebound.llm.port import ChatModel, ModelError, ModelReply
@@ -30,7 +35,12 @@ class ModelCallFailed(ModelError):
     """A :class:`ModelError` that also carries the failed ``AgentStep`` to publish."""
 
     def __init__(self, cause: ModelError, step: AgentStep) -> None:
-        super().__init__(cause.reason, kind=cause.kind, status_code=cause.status_code)
+        super().__init__(
+            cause.reason,
+            kind=cause.kind,
+            status_code=cause.status_code,
+            finish_reason=cause.finish_reason,
+        )
         self.step = step
 
 
@@ -71,7 +81,8 @@ def summarize_output(reply: ModelReply, limit: int = OUTPUT_LIMIT) -> str:
     """Tool-call names and arguments when the model called tools, else the reply text."""
     if reply.tool_calls:
         calls = "; ".join(f"{call.name}({call.raw_arguments})" for call in reply.tool_calls)
-        text = f"tool_calls: {calls}"
+        label = "tool_calls (recovered from the reply text)" if reply.recovered else "tool_calls"
+        text = f"{label}: {calls}"
         if reply.text.strip():
             text = f"{text} | text: {reply.text.strip()}"
         return clip(text, limit)
@@ -143,12 +154,13 @@ class StepRecorder:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         json_mode: bool = False,
+        schema: type[BaseModel] | None = None,
     ) -> tuple[ModelReply, AgentStep]:
         """Call the model and record the step; raise :class:`ModelCallFailed` on failure."""
         model_input = summarize_input(messages)
         started = time.monotonic()
         try:
-            reply = self.model.complete(messages, tools=tools, json_mode=json_mode)
+            reply = self.model.complete(messages, tools=tools, json_mode=json_mode, schema=schema)
         except ModelError as exc:
             step = self._step(
                 model_input=model_input,
@@ -158,6 +170,7 @@ class StepRecorder:
                 model=self.model.name,
                 success=False,
                 error_message=exc.reason,
+                finish_reason=exc.finish_reason,
             )
             raise ModelCallFailed(exc, step) from exc
         step = self._step(
@@ -170,6 +183,7 @@ class StepRecorder:
             prompt_tokens=reply.prompt_tokens,
             completion_tokens=reply.completion_tokens,
             model=reply.model,
+            finish_reason=reply.finish_reason,
         )
         return reply, step
 
