@@ -3,25 +3,26 @@
 The model chooses the calls, but every call passes the :class:`ToolGate` (budget,
 duplicates, failures, timeouts, parameter schemas, no widening), and the model
 only ever sees the evidence refs that code built from the tool output — the text
-it must copy verbatim into its excerpts. Tool text is sent as data inside a tool
+it must copy verbatim into its excerpts, capped to the context budget
+(:mod:`services.executor.tool_view`). Tool text is sent as data inside a tool
 message, never as instructions.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from services.executor.gate import Refusal, ToolGate
+from services.executor.tool_view import ToolView, invalid_arguments
 from services.executor.tools.base import EvidenceTool
 from tracebound.events import PlanSnapshot, RetryContext, ToolInvocation
 from tracebound.llm import (
     ParseOutcome,
     StepRecorder,
+    ToolCall,
     assistant_message,
     parse_json_object,
-    tool_message,
 )
 from tracebound.prompts import Prompt
 
@@ -37,26 +38,11 @@ def tool_specs(tools: Mapping[str, EvidenceTool]) -> list[dict[str, Any]]:
     ]
 
 
-def tool_result(result: ToolInvocation | Refusal) -> str:
-    """What the model is shown of one call: ids and refs only, never the raw output."""
-    if isinstance(result, Refusal):
-        return json.dumps({"refused": True, "reason": result.reason}, ensure_ascii=False)
-    details = result.retrieval_details
-    return json.dumps(
-        {
-            "source_invocation_id": result.source_invocation_id,
-            "tool_name": result.tool_name,
-            "success": result.success,
-            "error_message": result.error_message,
-            "retrieval_details": None
-            if details is None
-            else {
-                "evidence_status": details.evidence_status,
-                "evidence_refs": [r.model_dump() for r in details.evidence_refs],
-            },
-        },
-        ensure_ascii=False,
-    )
+def _run(gate: ToolGate, call: ToolCall) -> ToolInvocation | Refusal:
+    """The gate's answer to one call; arguments that are not a JSON object are refused."""
+    if call.arguments is None:
+        return invalid_arguments(call)
+    return gate.call(call.name, call.arguments)
 
 
 def run_llm_round(
@@ -85,16 +71,12 @@ def run_llm_round(
         {"role": "user", "content": query},
     ]
     specs = tool_specs(gate.tools)
+    view = ToolView(recorder.budget)
     for _turn in range(max_turns):
-        reply, _step = recorder.complete(messages, tools=specs)
+        reply, _step = recorder.complete(messages, tools=specs, trims=view.trims(messages))
         if not reply.tool_calls:
             return reply.text, parse_json_object(reply.text)
         messages.append(assistant_message(reply))
-        for call in reply.tool_calls:
-            if call.arguments is None:
-                content = json.dumps({"refused": True, "reason": "arguments are not valid JSON"})
-            else:
-                content = tool_result(gate.call(call.name, call.arguments))
-            messages.append(tool_message(call, content))
+        messages += view.answer([(call, _run(gate, call)) for call in reply.tool_calls])
     detail = f"no final answer within {max_turns} model turns"
     return "", ParseOutcome(status="missing", detail=detail)

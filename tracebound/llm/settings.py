@@ -9,7 +9,9 @@ vLLM, Ollama ``http://127.0.0.1:11434/v1``, llama.cpp server).
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr
+from typing import Self
+
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from tracebound.settings import TraceboundSettings
@@ -26,6 +28,28 @@ class LLMSettings(TraceboundSettings):
     timeout_s: float = Field(default=30, gt=0, description="per attempt, not per call")
     max_retries: int = Field(default=2, ge=0, le=10)
     temperature: float = Field(default=0, ge=0, le=2)
+    context_window: int = Field(
+        default=8192, ge=1024, le=2_000_000, description="tokens the served model accepts"
+    )
+    max_tokens: int = Field(
+        default=1024, ge=16, description="reply tokens, reserved out of the context window"
+    )
+    tool_result_tokens: int = Field(
+        default=1200, ge=64, description="what one tool call may show the executor model"
+    )
+    tool_round_tokens: int = Field(
+        default=2400, ge=64, description="what the tool calls of one model turn may show"
+    )
+
+    @model_validator(mode="after")
+    def _reply_fits(self) -> Self:
+        """A reply reserve that leaves no room for a prompt is a configuration error."""
+        if self.max_tokens > self.context_window // 2:
+            raise ValueError(
+                f"max_tokens ({self.max_tokens}) must be at most half of "
+                f"context_window ({self.context_window})"
+            )
+        return self
 
     @property
     def configured(self) -> bool:

@@ -6,15 +6,21 @@ the agent-steps topic into a copy of every prompt: prompts are versioned files
 records only a short summary of the *latest* user or tool message — never the
 system prompt — and a short summary of the reply. Failed calls are steps too:
 the trace must show that the model was tried and why the role fell back.
+
+Every prompt passes the role's :class:`~tracebound.llm.budget.PromptBudget` here,
+the one boundary all roles share: a prompt over the window is sent trimmed (the
+step's ``model_input`` then opens with ``[budget …]`` naming the cuts) or not at
+all (a failed step, kind ``over_budget``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tracebound.events import AgentStep, Event, Producer
+from tracebound.llm.budget import Fitted, PromptBudget, Trim, budget_for, cut_note
 from tracebound.llm.port import ChatModel, ModelError, ModelReply
 
 if TYPE_CHECKING:
@@ -78,6 +84,15 @@ def summarize_output(reply: ModelReply, limit: int = OUTPUT_LIMIT) -> str:
     return clip(reply.text, limit)
 
 
+def budget_input(fitted: Fitted) -> str:
+    """The step's input summary, opened by the cuts when the prompt had to be trimmed."""
+    summary = summarize_input(fitted.messages)
+    if not fitted.cuts:
+        return summary
+    head = f"[budget {fitted.tokens}/{fitted.limit} tokens, cut: {cut_note(fitted.cuts)}] "
+    return head + clip(summary, max(INPUT_LIMIT - len(head), 40))
+
+
 class StepRecorder:
     """Wraps a :class:`ChatModel` for one run and one agent; each call yields one step.
 
@@ -96,8 +111,10 @@ class StepRecorder:
         causation_id: str | None = None,
         prompt_version: str | None = None,
         first_index: int = 0,
+        budget: PromptBudget | None = None,
     ) -> None:
         self.model = model
+        self.budget = budget or budget_for(model)
         self.run_id = run_id
         self.session_id = session_id
         self.causation_id = causation_id
@@ -143,12 +160,18 @@ class StepRecorder:
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
         json_mode: bool = False,
+        trims: Iterable[Trim] = (),
     ) -> tuple[ModelReply, AgentStep]:
-        """Call the model and record the step; raise :class:`ModelCallFailed` on failure."""
+        """Fit the prompt to the budget (``trims`` in order), call the model, record the step.
+
+        Raises :class:`ModelCallFailed` on endpoint trouble and when no trim fits.
+        """
         model_input = summarize_input(messages)
         started = time.monotonic()
         try:
-            reply = self.model.complete(messages, tools=tools, json_mode=json_mode)
+            fitted = self.budget.fit(messages, tools, trims)
+            model_input = budget_input(fitted)
+            reply = self.model.complete(fitted.messages, tools=tools, json_mode=json_mode)
         except ModelError as exc:
             step = self._step(
                 model_input=model_input,
@@ -179,6 +202,7 @@ __all__ = [
     "OUTPUT_LIMIT",
     "ModelCallFailed",
     "StepRecorder",
+    "budget_input",
     "clip",
     "summarize_input",
     "summarize_output",
