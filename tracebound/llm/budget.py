@@ -43,6 +43,7 @@ from tracebound.llm.settings import LLMSettings
 FAMILIES_PATH = resources.path("rules", "token-families.json")
 MESSAGE_OVERHEAD = 6  # role markers and separators of the chat template, per message
 REPLY_PRIMING = 3  # the template's opening of the assistant turn
+TOOL_OVERHEAD = 12  # the wire wrapper ({"type": "function", "function": …}) per tool spec
 MAX_FAMILIES = 64
 
 Messages = list[dict[str, Any]]
@@ -144,6 +145,7 @@ def estimate_messages(
     for message in messages:
         total += MESSAGE_OVERHEAD + estimate_text(_message_text(message), family)
     if tools:
+        total += TOOL_OVERHEAD * len(tools)
         total += estimate_text(json.dumps(list(tools), ensure_ascii=False), family)
     return total
 
