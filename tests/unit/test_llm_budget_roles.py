@@ -28,6 +28,7 @@ from services.gatekeeper.handler import GatekeeperHandler
 from services.planner.handler import PlannerHandler
 from services.planner.skills import load_skills
 from services.verifier.handler import VerifierHandler, VerifierSettings
+from tests.support import demo_evidence as demo
 from tests.support import fake_openai as fake
 from tracebound.client import new_request
 from tracebound.events import (
@@ -153,13 +154,7 @@ def run_executor(server: fake.FakeOpenAI) -> tuple[EvidenceProduced, list[AgentS
         claim(n, inv, f"$.logs[{i}]", text[:560])
         for n, ((inv, i), text) in enumerate(zip(cited, texts, strict=True), 1)
     ]
-    final = {
-        "answer_version": "executor_evidence_v2",
-        "claims": claims,
-        "hypotheses": [],
-        "recommended_actions": [],
-        "missing_info": [],
-    }
+    final = demo.output(*claims)
     server.script(
         fake.tool_calls(*[("query_logs", search) for search in SEARCHES[:2]]),
         fake.tool_calls(*[("query_logs", search) for search in SEARCHES[2:]]),
@@ -172,6 +167,14 @@ def run_executor(server: fake.FakeOpenAI) -> tuple[EvidenceProduced, list[AgentS
     out = handler(plan)
     [evidence] = [e for e in out if isinstance(e, EvidenceProduced)]
     return evidence, [e for e in out if isinstance(e, AgentStep)], model
+
+
+def passed_gate(evidence: EvidenceProduced) -> GatekeeperResult:
+    """The gatekeeper's result on the executor's evidence, which must pass."""
+    [result] = GatekeeperHandler(default_ruleset())(evidence)
+    assert isinstance(result, GatekeeperResult)
+    assert result.gatekeeper_result.status == "pass", result.gatekeeper_result.errors
+    return result
 
 
 def test_executor_with_200_line_logs_stays_in_the_window_and_cites_shown_refs(
@@ -205,17 +208,14 @@ def test_executor_with_200_line_logs_stays_in_the_window_and_cites_shown_refs(
         [binding] = item["evidence_bindings"]
         key = (binding["source_invocation_id"], binding["raw_path"])
         assert key in seen and binding["evidence_excerpt"] in seen[key]
-    [result] = GatekeeperHandler(default_ruleset())(evidence)
-    assert isinstance(result, GatekeeperResult)
-    assert result.gatekeeper_result.status == "pass", result.gatekeeper_result.errors
+    assert passed_gate(evidence).gatekeeper_result.status == "pass"
 
 
 def test_verifier_and_composer_fit_the_window_with_the_cut_in_the_trace(
     server: fake.FakeOpenAI,
 ) -> None:
     evidence, _steps, model = run_executor(server)
-    [gated] = GatekeeperHandler(default_ruleset())(evidence)
-    assert isinstance(gated, GatekeeperResult)
+    gated = passed_gate(evidence)
     checks = [
         {"claim_id": c["claim_id"], "status": "SUPPORTED", "reason": "excerpt shows it"}
         for c in gated.executor_structured_output["claims"]
