@@ -5,6 +5,10 @@ deterministic ``rules`` implementation, which is the offline default. Any
 OpenAI-compatible endpoint works by pointing ``base_url`` at it (OpenAI
 ``https://api.openai.com/v1``, Azure OpenAI ``https://<resource>.openai.azure.com/openai/v1``,
 vLLM, Ollama ``http://127.0.0.1:11434/v1``, llama.cpp server).
+
+``context_window`` must be the served model's real window (Ollama ``num_ctx``,
+vLLM ``--max-model-len``, llama.cpp ``--ctx-size``): every prompt is fitted to it,
+minus the ``max_tokens`` reply reserve, before it is sent (:mod:`tracebound.llm.budget`).
 """
 
 from __future__ import annotations
