@@ -27,6 +27,7 @@ from projections.row_values import as_dict, as_list, epoch_ms, jsonable
 from projections.trace_claims import claims, gate_notes, note
 from projections.views import TRACE_VERSION, Trace
 from tracebound.events import ToolBackend
+from tracebound.llm.steps import budget_of
 
 Connection = psycopg.Connection[Any]
 Row = Mapping[str, Any]
@@ -154,6 +155,7 @@ def _step(step: Row) -> dict[str, Any]:
         "event_id",
     )
     row: dict[str, Any] = jsonable({k: step.get(k) for k in keep})
+    row["budget"] = budget_of(step.get("model_input"))  # what was cut to fit the window
     return row
 
 

@@ -198,6 +198,7 @@ def _timings(t: Trace) -> list[str]:
                 f"  {clean(s.get('agent_name'))}#{clean(s.get('step_index'))}"
                 f" {clean(s.get('model'))} {_ms(s.get('duration_ms'))}"
                 f" tokens {clean(s.get('token_count'))}"
+                + (f" [{clean(s['budget'])}]" if s.get("budget") else "")
             )
     return lines
 

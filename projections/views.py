@@ -303,6 +303,7 @@ class TraceStep(View):
     error_message: str | None
     created_at: Timestamp | None
     event_id: str | None
+    budget: str | None = None  # the cuts that fitted the prompt to the context window
 
 
 class Trace(View):

@@ -3,9 +3,10 @@
 Why: a server that receives more tokens than its context window either refuses the
 request or cuts the prompt — Ollama keeps a handful of its first tokens and the
 last ones that fit ``num_ctx``, which drops most of the system instructions — and
-the reply is then an answer to a prompt nobody wrote. So the prompt is sized on our side, against the configured window
-minus the reply reserve (``TRACEBOUND_LLM_CONTEXT_WINDOW`` − ``TRACEBOUND_LLM_MAX_TOKENS``),
-and a prompt over that limit is made smaller in a defined order, or not sent at all
+the reply is then an answer to a prompt nobody wrote. So the prompt is sized on
+our side, against the configured window minus the reply reserve
+(``TRACEBOUND_LLM_CONTEXT_WINDOW`` − ``TRACEBOUND_LLM_MAX_TOKENS``), and a prompt
+over that limit is made smaller in a defined order, or not sent at all
 (:class:`PromptOverBudget`, a :class:`ModelError`: the role falls back to its rules).
 
 Why an estimate and not the model's tokenizer: the served model is any model behind

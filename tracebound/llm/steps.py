@@ -30,6 +30,7 @@ INPUT_LIMIT = 300
 OUTPUT_LIMIT = 500
 THOUGHT_LIMIT = 500
 _SUMMARY_ROLES = ("user", "tool")
+BUDGET_MARK = "[budget "
 
 
 class ModelCallFailed(ModelError):
@@ -89,8 +90,17 @@ def budget_input(fitted: Fitted) -> str:
     summary = summarize_input(fitted.messages)
     if not fitted.cuts:
         return summary
-    head = f"[budget {fitted.tokens}/{fitted.limit} tokens, cut: {cut_note(fitted.cuts)}] "
+    note = f"budget {fitted.tokens}/{fitted.limit} tokens, cut: {cut_note(fitted.cuts)}"
+    head = f"[{note}] "
     return head + clip(summary, max(INPUT_LIMIT - len(head), 40))
+
+
+def budget_of(model_input: str | None) -> str | None:
+    """The budget note a trimmed step's input opens with (for the trace), or None."""
+    if not model_input or not model_input.startswith(BUDGET_MARK):
+        return None
+    end = model_input.find("] ")
+    return model_input[1:end] if end > 0 else None
 
 
 class StepRecorder:
@@ -203,6 +213,7 @@ __all__ = [
     "ModelCallFailed",
     "StepRecorder",
     "budget_input",
+    "budget_of",
     "clip",
     "summarize_input",
     "summarize_output",
