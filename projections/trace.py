@@ -26,8 +26,8 @@ from psycopg.rows import dict_row
 from projections.row_values import as_dict, as_list, epoch_ms, jsonable
 from projections.trace_claims import claims, gate_notes, note
 from projections.views import TRACE_VERSION, Trace
+from tracebound.budget_note import budget_of
 from tracebound.events import ToolBackend
-from tracebound.llm.steps import budget_of
 
 Connection = psycopg.Connection[Any]
 Row = Mapping[str, Any]

@@ -284,14 +284,6 @@ def budget_for(model: ChatModel) -> PromptBudget:
     return PromptBudget.from_settings(settings, model.name)
 
 
-def cut_note(cuts: Sequence[str], limit: int = 160) -> str:
-    """The cuts as one short line for the trace: the first ones and how many in all."""
-    text = "; ".join(cuts)
-    if len(text) > limit:
-        text = text[:limit].rstrip() + f"… ({len(cuts)} cuts)"
-    return text
-
-
 __all__ = [
     "FAMILIES_PATH",
     "Fitted",
@@ -301,7 +293,6 @@ __all__ = [
     "Trim",
     "budget_for",
     "clip_fields",
-    "cut_note",
     "estimate_messages",
     "estimate_text",
     "family_for",

@@ -19,8 +19,9 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tracebound.budget_note import budget_note
 from tracebound.events import AgentStep, Event, Producer
-from tracebound.llm.budget import Fitted, PromptBudget, Trim, budget_for, cut_note
+from tracebound.llm.budget import Fitted, PromptBudget, Trim, budget_for
 from tracebound.llm.port import ChatModel, ModelError, ModelReply
 
 if TYPE_CHECKING:
@@ -30,7 +31,6 @@ INPUT_LIMIT = 300
 OUTPUT_LIMIT = 500
 THOUGHT_LIMIT = 500
 _SUMMARY_ROLES = ("user", "tool")
-BUDGET_MARK = "[budget "
 
 
 class ModelCallFailed(ModelError):
@@ -90,17 +90,8 @@ def budget_input(fitted: Fitted) -> str:
     summary = summarize_input(fitted.messages)
     if not fitted.cuts:
         return summary
-    note = f"budget {fitted.tokens}/{fitted.limit} tokens, cut: {cut_note(fitted.cuts)}"
-    head = f"[{note}] "
+    head = f"[{budget_note(fitted.tokens, fitted.limit, fitted.cuts)}] "
     return head + clip(summary, max(INPUT_LIMIT - len(head), 40))
-
-
-def budget_of(model_input: str | None) -> str | None:
-    """The budget note a trimmed step's input opens with (for the trace), or None."""
-    if not model_input or not model_input.startswith(BUDGET_MARK):
-        return None
-    end = model_input.find("] ")
-    return model_input[1:end] if end > 0 else None
 
 
 class StepRecorder:
@@ -213,7 +204,6 @@ __all__ = [
     "ModelCallFailed",
     "StepRecorder",
     "budget_input",
-    "budget_of",
     "clip",
     "summarize_input",
     "summarize_output",
