@@ -14,10 +14,11 @@ REJECT or there is no claim to judge, no reply could change the outcome.
 Endpoint trouble or a reply that does not parse leaves the deterministic
 outcome in place (``rules-fallback``), and so does a prompt over the context
 budget even after its trims (tool trace paths, gatekeeper bindings, then ever
-shorter excerpts; never the instructions or the question). ``executor_final_answer`` is never sent:
-the model is only asked when the structured output is valid, and then that
-text must not be a source of facts. Question, claims, excerpts and tool output
-all reach the prompt as fenced, untrusted data.
+shorter excerpts; never the instructions or the question).
+``executor_final_answer`` is never sent: the model is only asked when the
+structured output is valid, and then that text must not be a source of facts.
+Question, claims, excerpts and tool output all reach the prompt as fenced,
+untrusted data.
 """
 
 from __future__ import annotations
