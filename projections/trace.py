@@ -26,6 +26,7 @@ from psycopg.rows import dict_row
 from projections.row_values import as_dict, as_list, epoch_ms, jsonable
 from projections.trace_claims import claims, gate_notes, note
 from projections.views import TRACE_VERSION, Trace
+from tracebound.budget_note import budget_of
 from tracebound.events import ToolBackend
 from tracebound.events.step_kinds import is_repair_input
 
@@ -157,6 +158,7 @@ def _step(step: Row) -> dict[str, Any]:
     )
     row: dict[str, Any] = jsonable({k: step.get(k) for k in keep})
     row["repair"] = is_repair_input(step.get("model_input"))
+    row["budget"] = budget_of(step.get("model_input"))  # what was cut to fit the window
     return row
 
 

@@ -204,6 +204,7 @@ def _timings(t: Trace) -> list[str]:
                 f"{' repair' if s.get('repair') else ''}"
                 f" {clean(s.get('model'))} {_ms(s.get('duration_ms'))}"
                 f" tokens {clean(s.get('token_count'))}"
+                + (f" [{clean(s['budget'])}]" if s.get("budget") else "")
             )
     return lines
 

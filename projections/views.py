@@ -316,6 +316,7 @@ class TraceStep(View):
     created_at: Timestamp | None
     event_id: str | None
     repair: bool = False  # the executor's repair turn (errors of the gatekeeper check sent back)
+    budget: str | None = None  # the cuts that fitted the prompt to the context window
 
 
 class Trace(View):

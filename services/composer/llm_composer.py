@@ -10,6 +10,10 @@ since the reply as a whole is no longer trusted); otherwise a violating
 ``answer_summary`` becomes the template summary and a violating or remedial
 action is dropped. Every violation is recorded in the ``GuardResult``.
 
+Why a prompt over the context budget loses raw paths, then excerpt length, then
+later claims (never the instructions or the question): the answer is checked
+against the full material anyway, so a shorter prompt can only make it say less.
+
 Why REJECT never reaches the model: there is nothing it may state, and the
 degraded template answer says exactly that. Endpoint trouble or an unparseable
 reply gives the rules composer's answer (``rules-fallback``).
@@ -19,8 +23,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
@@ -31,7 +36,8 @@ from services.composer.templates import language_of
 from services.verifier.material import is_evidence_action
 from services.verifier.rules_file import VerifierRules
 from tracebound.events import ComposerInput, GuardResult, RecommendedAction
-from tracebound.llm import StepRecorder, parse_model
+from tracebound.llm import StepRecorder, Trim, parse_model
+from tracebound.llm.budget import clip_fields, staged_trims
 from tracebound.llm.fallback import Decision, ReplyRejected, decide, rules_only
 from tracebound.llm.monitor import FallbackMonitor
 from tracebound.prompts import Prompt, PromptSet
@@ -39,6 +45,9 @@ from tracebound.prompts import Prompt, PromptSet
 ROLE = "composer"
 PROMPT_NAME = "chat-composer"
 STATED_VERDICTS = ("PASS", "LOW_CONFID")
+# Prompt trimming (see _trims): what an over-budget prompt keeps.
+TEXT_CHARS, SHORT_TEXT_CHARS, CLAIMS_KEPT = 300, 100, 8
+TEXT_KEYS = frozenset({"evidence_excerpts", "rationale", "missing_info", "allowed_hypotheses"})
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
@@ -92,18 +101,50 @@ def _fenced(value: object) -> str:
     return text.replace("<<<", "< < <").replace(">>>", "> > >")
 
 
-def _messages(material: ComposerInput, language: str, prompt: Prompt) -> list[dict[str, Any]]:
+def _messages(
+    material: ComposerInput, language: str, prompt: Prompt, data: dict[str, Any] | None = None
+) -> list[dict[str, Any]]:
     lang = language_of(language)
     system = prompt.render(
         query=_fenced(material.original_query),
         language=lang,
-        composer_input=_fenced(material.model_dump(mode="json")),
+        composer_input=_fenced(data if data is not None else material.model_dump(mode="json")),
     )
     ask = (
         f"Write the {lang} answer for verdict {material.verdict} from the "
         f"{len(material.allowed_claims)} allowed claim(s); reply with the JSON object only."
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": ask}]
+
+
+def _paths_dropped(data: dict[str, Any]) -> dict[str, Any]:
+    claims = [{k: v for k, v in c.items() if k != "raw_paths"} for c in data["allowed_claims"]]
+    return {**data, "allowed_claims": claims}
+
+
+def _claims_kept(data: dict[str, Any]) -> dict[str, Any]:
+    """The first claims only: the last resort, named in the trace like every cut."""
+    claims = data["allowed_claims"]
+    return {**data, "allowed_claims": claims[:CLAIMS_KEPT]}
+
+
+def _trims(material: ComposerInput, language: str, prompt: Prompt) -> Iterator[Trim]:
+    """Smaller prompts, in order: raw paths, excerpts and notes, then later claims."""
+    stages: list[tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = [
+        ("raw paths dropped", _paths_dropped),
+        (
+            f"excerpts and notes cut to {TEXT_CHARS} characters",
+            partial(clip_fields, keys=TEXT_KEYS, limit=TEXT_CHARS),
+        ),
+        (
+            f"excerpts and notes cut to {SHORT_TEXT_CHARS} characters",
+            partial(clip_fields, keys=TEXT_KEYS, limit=SHORT_TEXT_CHARS),
+        ),
+        (f"allowed claims after the first {CLAIMS_KEPT} left out", _claims_kept),
+    ]
+    return staged_trims(
+        material.model_dump(mode="json"), stages, partial(_messages, material, language, prompt)
+    )
 
 
 def _screen(
@@ -175,7 +216,10 @@ def compose_llm(
 
     def written(rec: StepRecorder) -> Composition:
         reply, _step = rec.complete(
-            _messages(material, language, prompt), json_mode=True, schema=ComposerReply
+            _messages(material, language, prompt),
+            json_mode=True,
+            schema=ComposerReply,
+            trims=_trims(material, language, prompt),
         )
         outcome, parsed = parse_model(reply.text, ComposerReply)
         if parsed is None:

@@ -3,7 +3,8 @@
 The model chooses the calls, but every call passes the :class:`ToolGate` (budget,
 duplicates, failures, timeouts, parameter schemas, no widening), and the model
 only ever sees the evidence refs that code built from the tool output — the text
-it must copy verbatim into its excerpts. Tool text is sent as data inside a tool
+it must copy verbatim into its excerpts, capped to the context budget
+(:mod:`services.executor.tool_view`). Tool text is sent as data inside a tool
 message, never as instructions.
 
 The final reply counts only when its shape is ``executor_evidence_v2``
@@ -15,21 +16,21 @@ to call tools, and a server decoding to a schema would forbid that.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from services.executor.evidence_shape import ExecutorEvidenceShape
 from services.executor.gate import Refusal, ToolGate
+from services.executor.tool_view import ToolView, invalid_arguments
 from services.executor.tools.base import EvidenceTool
 from tracebound.events import PlanSnapshot, RetryContext, ToolInvocation
 from tracebound.llm import (
     ParseOutcome,
     StepRecorder,
+    ToolCall,
     assistant_message,
     parse_model,
-    tool_message,
 )
 from tracebound.prompts import Prompt
 
@@ -45,26 +46,11 @@ def tool_specs(tools: Mapping[str, EvidenceTool]) -> list[dict[str, Any]]:
     ]
 
 
-def tool_result(result: ToolInvocation | Refusal) -> str:
-    """What the model is shown of one call: ids and refs only, never the raw output."""
-    if isinstance(result, Refusal):
-        return json.dumps({"refused": True, "reason": result.reason}, ensure_ascii=False)
-    details = result.retrieval_details
-    return json.dumps(
-        {
-            "source_invocation_id": result.source_invocation_id,
-            "tool_name": result.tool_name,
-            "success": result.success,
-            "error_message": result.error_message,
-            "retrieval_details": None
-            if details is None
-            else {
-                "evidence_status": details.evidence_status,
-                "evidence_refs": [r.model_dump() for r in details.evidence_refs],
-            },
-        },
-        ensure_ascii=False,
-    )
+def _run(gate: ToolGate, call: ToolCall) -> ToolInvocation | Refusal:
+    """The gate's answer to one call; arguments that are not a JSON object are refused."""
+    if call.arguments is None:
+        return invalid_arguments(call)
+    return gate.call(call.name, call.arguments)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,12 +58,14 @@ class ModelRound:
     """The model's last reply of a round, parsed, and the conversation that led to it.
 
     The conversation is kept so a repair turn can continue it: the model then
-    sees its own tool results again instead of a fresh, context-free prompt.
+    sees its own tool results again instead of a fresh, context-free prompt, and
+    ``view`` so the repair prompt is fitted to the budget the same way.
     """
 
     raw: str
     outcome: ParseOutcome
     messages: list[dict[str, Any]]
+    view: ToolView | None = None
 
 
 def run_llm_round(
@@ -107,21 +95,17 @@ def run_llm_round(
     ]
     specs = tool_specs(gate.tools)
     recovered = 0
+    view = ToolView(recorder.budget)
     for _turn in range(max_turns):
-        reply, _step = recorder.complete(messages, tools=specs)
+        reply, _step = recorder.complete(messages, tools=specs, trims=view.trims(messages))
         if not reply.tool_calls:
             outcome, _shape = parse_model(reply.text, ExecutorEvidenceShape)
             if recovered:
                 note = f"{recovered} tool call(s) recovered from the reply text"
                 outcome = outcome.noting(note)
-            return ModelRound(reply.text, outcome, messages)
+            return ModelRound(reply.text, outcome, messages, view)
         recovered += sum(1 for call in reply.tool_calls if call.recovered)
         messages.append(assistant_message(reply))
-        for call in reply.tool_calls:
-            if call.arguments is None:
-                content = json.dumps({"refused": True, "reason": "arguments are not valid JSON"})
-            else:
-                content = tool_result(gate.call(call.name, call.arguments))
-            messages.append(tool_message(call, content))
+        messages += view.answer([(call, _run(gate, call)) for call in reply.tool_calls])
     detail = f"no final answer within {max_turns} model turns"
-    return ModelRound("", ParseOutcome(status="missing", detail=detail), messages)
+    return ModelRound("", ParseOutcome(status="missing", detail=detail), messages, view)

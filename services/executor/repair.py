@@ -178,7 +178,8 @@ def settle(
     if first.raw:
         messages.append({"role": "assistant", "content": first.raw})
     messages.append(repair_message(problems, invocations))
-    reply, _step = recorder.complete(messages, tools=tool_specs(gate.tools))
+    trims = first.view.trims(messages) if first.view is not None else ()
+    reply, _step = recorder.complete(messages, tools=tool_specs(gate.tools), trims=trims)
     rules = _rules_of(problems)
     if reply.tool_calls:
         return _with_note(kept, f"a repair turn for {rules} called tools instead of answering")

@@ -7,13 +7,17 @@ steps nobody reviewed. The model is told the deterministic routing choice
 generic investigation of an unknown alert) the model cannot overrule it, so
 both planners keep one routing precedence. The model writes the plan's text;
 the calls the plan records for the executor come from the chosen skill, as in
-the rules planner.
+the rules planner. An alert storm that does not fit the context budget is shown
+with shorter annotations, then only its first alerts (the routing above already
+saw them all).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,9 +26,14 @@ from services.planner.routing import Selection, deterministic_choice, select
 from services.planner.scope import read_focus
 from services.planner.skills import Skill, catalogue_text
 from tracebound.events import DiagnosisRequest, PlannerPlan, PlanSnapshot
-from tracebound.llm import StepRecorder, parse_model
+from tracebound.llm import StepRecorder, Trim, parse_model
+from tracebound.llm.budget import clip_fields, staged_trims
 from tracebound.llm.fallback import ReplyRejected
 from tracebound.prompts import Prompt, PromptSet
+
+# Prompt trimming (see _trims): what an over-budget prompt keeps of the input alerts.
+ANNOTATION_CHARS, SHORT_ANNOTATION_CHARS, ALERTS_KEPT = 300, 80, 20
+ALERT_TEXT_KEYS = frozenset({"annotations", "generatorURL"})
 
 
 class PlannerReply(BaseModel):
@@ -54,13 +63,14 @@ def plan_llm(
         "skills": catalogue_text(skills),
         "routing": deterministic_choice(routed),
     }
-    if request.mode == "AIOPS":
-        values["alerts"] = json.dumps([a.model_dump() for a in request.alerts], ensure_ascii=False)
-    messages = [
-        {"role": "system", "content": prompt.render(**values)},
-        {"role": "user", "content": request.query},
-    ]
-    reply, _step = recorder.complete(messages, json_mode=True, schema=PlannerReply)
+    alerts = [a.model_dump() for a in request.alerts]
+    render = partial(_messages, prompt, values, request)
+    reply, _step = recorder.complete(
+        render(alerts),
+        json_mode=True,
+        schema=PlannerReply,
+        trims=_trims(alerts, render, request.mode),
+    )
     outcome, parsed = parse_model(reply.text, PlannerReply)
     if parsed is None:
         raise ReplyRejected(outcome.detail)
@@ -79,6 +89,49 @@ def plan_llm(
         execution=execution_plan(focus, skill, request, focus.narrow),
     )
     return snapshot, skill
+
+
+def _messages(
+    prompt: Prompt,
+    values: dict[str, object],
+    request: DiagnosisRequest,
+    alerts: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
+    if request.mode == "AIOPS":
+        values = {**values, "alerts": json.dumps(alerts, ensure_ascii=False)}
+    return [
+        {"role": "system", "content": prompt.render(**values)},
+        {"role": "user", "content": request.query},
+    ]
+
+
+def _alerts_kept(alerts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first alerts, and a marker saying how many more the request holds."""
+    if len(alerts) <= ALERTS_KEPT:
+        return alerts
+    return [*alerts[:ALERTS_KEPT], {"alerts_not_shown": len(alerts) - ALERTS_KEPT}]
+
+
+def _trims(
+    alerts: list[dict[str, Any]],
+    render: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+    mode: str,
+) -> Iterator[Trim]:
+    """Smaller prompts, in order: shorter annotations, then fewer alerts (AIOPS only)."""
+    if mode != "AIOPS":
+        return iter(())
+    stages: list[tuple[str, Callable[[list[dict[str, Any]]], list[dict[str, Any]]]]] = [
+        (
+            f"alert annotations cut to {ANNOTATION_CHARS} characters",
+            partial(clip_fields, keys=ALERT_TEXT_KEYS, limit=ANNOTATION_CHARS),
+        ),
+        (f"alerts after the first {ALERTS_KEPT} left out", _alerts_kept),
+        (
+            f"alert annotations cut to {SHORT_ANNOTATION_CHARS} characters",
+            partial(clip_fields, keys=ALERT_TEXT_KEYS, limit=SHORT_ANNOTATION_CHARS),
+        ),
+    ]
+    return staged_trims(alerts, stages, render)
 
 
 def _chosen(

@@ -12,16 +12,21 @@ Why the model is sometimes not asked: when the deterministic verdict is already
 REJECT or there is no claim to judge, no reply could change the outcome.
 
 Endpoint trouble or a reply that does not parse leaves the deterministic
-outcome in place (``rules-fallback``). ``executor_final_answer`` is never sent:
-the model is only asked when the structured output is valid, and then that
-text must not be a source of facts. Question, claims, excerpts and tool output
-all reach the prompt as fenced, untrusted data.
+outcome in place (``rules-fallback``), and so does a prompt over the context
+budget even after its trims (tool trace paths, gatekeeper bindings, then ever
+shorter excerpts; never the instructions or the question).
+``executor_final_answer`` is never sent: the model is only asked when the
+structured output is valid, and then that text must not be a source of facts.
+Question, claims, excerpts and tool output all reach the prompt as fenced,
+untrusted data.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -31,7 +36,8 @@ from services.verifier.input import VerifierInput
 from services.verifier.judge import PASS, REJECT, VerifierOutcome, _verdict, verify
 from services.verifier.rules_file import VerifierRules
 from tracebound.events import ClaimCheck
-from tracebound.llm import ChatModel, StepRecorder, parse_model
+from tracebound.llm import ChatModel, StepRecorder, Trim, parse_model
+from tracebound.llm.budget import clip_fields, staged_trims
 from tracebound.llm.fallback import Decision, ReplyRejected, decide, rules_only
 from tracebound.llm.monitor import FallbackMonitor
 from tracebound.llm.steps import clip
@@ -43,6 +49,13 @@ WITHHELD = "(withheld: the structured output is valid and is the only source of 
 REASON_LIMIT = 200
 RATIONALE_LIMIT = 300
 _SEVERITY = {SUPPORTED: 0, NOT_ENOUGH_INFO: 1, REFUTED: 2}
+# Prompt trimming (see _trims): what an over-budget prompt keeps.
+PATHS_KEPT = 3
+EXCERPT_CHARS = 300
+SHORT_EXCERPT_CHARS = 100
+EXCERPT_KEYS = frozenset(
+    {"evidence_excerpt", "evidence_excerpts", "verified_excerpts", "matched_text", "fact"}
+)
 
 ClaimStatus = Literal["SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"]
 
@@ -132,19 +145,54 @@ def _checks(outcome: VerifierOutcome) -> list[dict[str, Any]]:
 
 
 def _messages(
-    inp: VerifierInput, outcome: VerifierOutcome, language: str, prompt: Prompt
+    inp: VerifierInput, data: dict[str, Any], claims: int, language: str, prompt: Prompt
 ) -> list[dict[str, Any]]:
     system = prompt.render(
         query=_fenced(inp.original_query),
-        verifier_input=_fenced(_model_input(inp)),
-        deterministic_checks=_fenced(_checks(outcome)),
+        verifier_input=_fenced(data["verifier_input"]),
+        deterministic_checks=_fenced(data["deterministic_checks"]),
         language=language,
     )
     ask = (
-        f"Judge the {len(outcome.claim_checks)} claim(s) of the verifier input against their "
+        f"Judge the {claims} claim(s) of the verifier input against their "
         "verified excerpts and reply with the JSON object only."
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": ask}]
+
+
+def _excerpts_cut(limit: int) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    return partial(clip_fields, keys=EXCERPT_KEYS, limit=limit)
+
+
+def _paths_summarised(data: dict[str, Any]) -> dict[str, Any]:
+    """Each tool trace entry keeps its first raw paths and the count of the rest."""
+    entries = []
+    for entry in data["verifier_input"]["tool_trace_summary"]:
+        paths = list(entry.get("raw_paths", ()))
+        if len(paths) > PATHS_KEPT:
+            paths = [*paths[:PATHS_KEPT], f"… {len(paths) - PATHS_KEPT} more"]
+        entries.append({**entry, "raw_paths": paths})
+    return {**data, "verifier_input": {**data["verifier_input"], "tool_trace_summary": entries}}
+
+
+def _bindings_dropped(data: dict[str, Any]) -> dict[str, Any]:
+    """The gatekeeper's per-binding list goes; its status, rules and notes stay."""
+    gate = {**data["verifier_input"]["gatekeeper_result"]}
+    gate["checked_bindings"] = f"{len(gate.get('checked_bindings') or ())} checked (not shown)"
+    return {**data, "verifier_input": {**data["verifier_input"], "gatekeeper_result": gate}}
+
+
+def _trims(
+    inp: VerifierInput, data: dict[str, Any], claims: int, language: str, prompt: Prompt
+) -> Iterator[Trim]:
+    """Smaller prompts, in order: paths, gatekeeper bindings, then ever shorter excerpts."""
+    stages = [
+        (f"tool trace raw paths cut to the first {PATHS_KEPT}", _paths_summarised),
+        ("gatekeeper checked bindings summarised", _bindings_dropped),
+        (f"excerpts cut to {EXCERPT_CHARS} characters", _excerpts_cut(EXCERPT_CHARS)),
+        (f"excerpts cut to {SHORT_EXCERPT_CHARS} characters", _excerpts_cut(SHORT_EXCERPT_CHARS)),
+    ]
+    return staged_trims(data, stages, lambda d: _messages(inp, d, claims, language, prompt))
 
 
 def combine(
@@ -250,8 +298,13 @@ def verify_llm(
         return rules_only(lambda: deterministic)
 
     def judged(rec: StepRecorder) -> VerifierOutcome:
+        data = {"verifier_input": _model_input(inp), "deterministic_checks": _checks(deterministic)}
+        claims = len(deterministic.claim_checks)
         reply, _step = rec.complete(
-            _messages(inp, deterministic, language, prompt), json_mode=True, schema=VerifierReply
+            _messages(inp, data, claims, language, prompt),
+            json_mode=True,
+            schema=VerifierReply,
+            trims=_trims(inp, data, claims, language, prompt),
         )
         outcome, parsed = parse_model(reply.text, VerifierReply)
         if parsed is None:

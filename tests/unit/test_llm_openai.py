@@ -87,7 +87,7 @@ def test_text_reply_with_token_counts(server: FakeOpenAI) -> None:
     assert sent.body["model"] == "test-model"
     assert sent.body["messages"] == USER
     assert "temperature" not in sent.body, "not configured, so not sent"
-    assert sent.body["max_tokens"] == 4096
+    assert sent.body["max_tokens"] == 1024
     assert "tools" not in sent.body and "response_format" not in sent.body
     assert sent.headers["authorization"] == f"Bearer {SECRET}"
 

@@ -180,7 +180,7 @@ def test_only_configured_parameters_are_sent(server: FakeOpenAI) -> None:
         extra_body={"chat_template_kwargs": {"enable_thinking": False}, "top_k": 20},
     ).complete(USER)
     plain, tuned = (r.body for r in server.requests)
-    assert "temperature" not in plain and plain["max_tokens"] == 4096
+    assert "temperature" not in plain and plain["max_tokens"] == 1024
     assert "max_completion_tokens" not in plain and "top_k" not in plain
     assert tuned["temperature"] == 0.2 and tuned["max_completion_tokens"] == 512
     assert "max_tokens" not in tuned

@@ -242,6 +242,7 @@ def sample_rows() -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, 
             "success": True,
             "error_message": None,
             "created_at": datetime.fromisoformat(_iso(200)),
+            "model_input": "[budget 7100/7168 tokens, cut: tool result c1 cut] tool[c2]: {}",
         }
     ]
     return run, invocations, steps
@@ -285,6 +286,9 @@ def test_trace_is_json_native_and_answers_the_replay_questions() -> None:
         "replaced": True,
     }
     assert t["tokens"]["total"] == {"token_count": 42, "prompt_tokens": 30, "completion_tokens": 12}
+    [step] = t["agent_steps"]
+    assert step["budget"] == "budget 7100/7168 tokens, cut: tool result c1 cut"
+    assert "model_input" not in step, "the trace names the cut, not the prompt's data"
     assert [s["stage"] for s in t["timeline"]] == [
         "request",
         "plan",

@@ -26,6 +26,7 @@ def test_sections_in_reading_order() -> None:
     assert "HikariPool-1 - pool exhausted" in text
     assert "guard VIOLATED   (answer replaced)" in text
     assert "tokens     42 (prompt 30, completion 12)" in text
+    assert "tokens 42 [budget 7100/7168 tokens, cut: tool result c1 cut]" in text
     assert " ok supported via prometheus (http://prom.test:9090) " in text
     assert " ok supported via - " in text  # recorded before backends were
     assert "chosen     matched" in text

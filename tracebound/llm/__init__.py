@@ -1,10 +1,12 @@
 """The LLM port and its OpenAI-compatible adapter.
 
 Role handlers import from here: :class:`ChatModel` to depend on, :class:`ModelError`
-to fall back on, :class:`StepRecorder` to trace each call, and the structured
-parsers to read JSON replies without ever crashing on them.
+to fall back on, :class:`StepRecorder` to trace each call (and fit its prompt to
+the :class:`PromptBudget`), and the structured parsers to read JSON replies
+without ever crashing on them.
 """
 
+from tracebound.llm.budget import PromptBudget, PromptOverBudget, Trim, budget_for
 from tracebound.llm.openai_model import OpenAIChatModel, chat_model_from_settings
 from tracebound.llm.port import (
     ChatModel,
@@ -26,9 +28,13 @@ __all__ = [
     "ModelReply",
     "OpenAIChatModel",
     "ParseOutcome",
+    "PromptBudget",
+    "PromptOverBudget",
     "StepRecorder",
     "ToolCall",
+    "Trim",
     "assistant_message",
+    "budget_for",
     "chat_model_from_settings",
     "parse_json_object",
     "parse_model",

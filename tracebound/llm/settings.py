@@ -11,13 +11,17 @@ o-series and gpt-5 reject ``temperature`` and want ``max_completion_tokens``;
 a strict proxy refuses a field it does not know), so ``temperature`` is unset by
 default, the token limit's field name is a setting, and whatever one server
 needs besides goes into ``extra_body``.
+
+``context_window`` must be the served model's real window (Ollama ``num_ctx``,
+vLLM ``--max-model-len``, llama.cpp ``--ctx-size``): every prompt is fitted to it,
+minus the ``max_tokens`` reply reserve, before it is sent (:mod:`tracebound.llm.budget`).
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from tracebound.settings import TraceboundSettings
@@ -36,7 +40,6 @@ class LLMSettings(TraceboundSettings):
     timeout_s: float = Field(default=30, gt=0, description="per attempt, not per call")
     max_retries: int = Field(default=2, ge=0, le=10)
     temperature: float | None = Field(default=None, ge=0, le=2, description="unset: not sent")
-    max_tokens: int = Field(default=4096, gt=0, le=1_000_000, description="reply token limit")
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = Field(
         default="max_tokens", description="max_completion_tokens for o-series / gpt-5 endpoints"
     )
@@ -57,6 +60,32 @@ class LLMSettings(TraceboundSettings):
         if clash:
             raise ValueError(f"extra_body may not set {', '.join(clash)}")
         return value
+
+    context_window: int = Field(
+        default=8192, ge=1024, le=2_000_000, description="tokens the served model accepts"
+    )
+    max_tokens: int = Field(
+        default=1024,
+        ge=16,
+        le=1_000_000,
+        description="reply token limit sent to the server, reserved out of the context window",
+    )
+    tool_result_tokens: int = Field(
+        default=1200, ge=64, description="what one tool call may show the executor model"
+    )
+    tool_round_tokens: int = Field(
+        default=2400, ge=64, description="what the tool calls of one model turn may show"
+    )
+
+    @model_validator(mode="after")
+    def _reply_fits(self) -> Self:
+        """A reply reserve that leaves no room for a prompt is a configuration error."""
+        if self.max_tokens > self.context_window // 2:
+            raise ValueError(
+                f"max_tokens ({self.max_tokens}) must be at most half of "
+                f"context_window ({self.context_window})"
+            )
+        return self
 
     @property
     def configured(self) -> bool:

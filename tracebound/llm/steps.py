@@ -9,17 +9,24 @@ the trace must show that the model was tried and why the role fell back.
 Every step records the server's ``finish_reason`` (``length`` on a failed step:
 the reply was cut off), and calls read from the reply's text are labelled as
 recovered, so a server whose tool parser does not fire is visible in the trace.
+
+Every prompt passes the role's :class:`~tracebound.llm.budget.PromptBudget` here,
+the one boundary all roles share: a prompt over the window is sent trimmed (the
+step's ``model_input`` then opens with ``[budget …]`` naming the cuts) or not at
+all (a failed step, kind ``over_budget``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from tracebound.budget_note import budget_note
 from tracebound.events import AgentStep, Event, Producer
+from tracebound.llm.budget import Fitted, PromptBudget, Trim, budget_for
 from tracebound.llm.port import ChatModel, ModelError, ModelReply
 
 if TYPE_CHECKING:
@@ -89,6 +96,15 @@ def summarize_output(reply: ModelReply, limit: int = OUTPUT_LIMIT) -> str:
     return clip(reply.text, limit)
 
 
+def budget_input(fitted: Fitted) -> str:
+    """The step's input summary, opened by the cuts when the prompt had to be trimmed."""
+    summary = summarize_input(fitted.messages)
+    if not fitted.cuts:
+        return summary
+    head = f"[{budget_note(fitted.tokens, fitted.limit, fitted.cuts)}] "
+    return head + clip(summary, max(INPUT_LIMIT - len(head), 40))
+
+
 class StepRecorder:
     """Wraps a :class:`ChatModel` for one run and one agent; each call yields one step.
 
@@ -107,8 +123,10 @@ class StepRecorder:
         causation_id: str | None = None,
         prompt_version: str | None = None,
         first_index: int = 0,
+        budget: PromptBudget | None = None,
     ) -> None:
         self.model = model
+        self.budget = budget or budget_for(model)
         self.run_id = run_id
         self.session_id = session_id
         self.causation_id = causation_id
@@ -155,12 +173,20 @@ class StepRecorder:
         tools: Sequence[Mapping[str, Any]] | None = None,
         json_mode: bool = False,
         schema: type[BaseModel] | None = None,
+        trims: Iterable[Trim] = (),
     ) -> tuple[ModelReply, AgentStep]:
-        """Call the model and record the step; raise :class:`ModelCallFailed` on failure."""
+        """Fit the prompt to the budget (``trims`` in order), call the model, record the step.
+
+        Raises :class:`ModelCallFailed` on endpoint trouble and when no trim fits.
+        """
         model_input = summarize_input(messages)
         started = time.monotonic()
         try:
-            reply = self.model.complete(messages, tools=tools, json_mode=json_mode, schema=schema)
+            fitted = self.budget.fit(messages, tools, trims)
+            model_input = budget_input(fitted)
+            reply = self.model.complete(
+                fitted.messages, tools=tools, json_mode=json_mode, schema=schema
+            )
         except ModelError as exc:
             step = self._step(
                 model_input=model_input,
@@ -193,6 +219,7 @@ __all__ = [
     "OUTPUT_LIMIT",
     "ModelCallFailed",
     "StepRecorder",
+    "budget_input",
     "clip",
     "summarize_input",
     "summarize_output",
