@@ -24,6 +24,7 @@ from tests.support.adversarial import answers
 from tests.support.adversarial.edits import BENIGN, FALSIFYING
 from tests.support.adversarial.judge import judge, judge_output
 from tests.support.adversarial.shapes import Shape, invocations, shapes
+from tracebound.events import ComposerInput
 
 SEED = 20260708
 PARAPHRASE = "paraphrase"
@@ -79,7 +80,7 @@ def _claim_outcomes(rng: random.Random) -> Iterator[Outcome]:
 
 
 def _answer_outcomes(
-    rng: random.Random, name: str, material: answers.ComposerInput, langs: tuple[str, ...]
+    rng: random.Random, name: str, material: ComposerInput, langs: tuple[str, ...]
 ) -> Iterator[Outcome]:
     for lang in langs:
         for cls, text, added in answers.edits(rng, material, lang):

@@ -153,7 +153,7 @@ def _binding(inv_id: int, raw_path: str, excerpt: str) -> dict[str, Any]:
 
 def _executor_shapes() -> list[Shape]:
     trace = [parse_invocation(raw) for raw in generated_invocations()[:2]]
-    out = []
+    out: list[Shape] = []
     for lang in ("en", "zh"):
         evidence = build_evidence(trace, ExecutionPlan(), lang, narrow=True, max_claims=100)
         for n, claim in enumerate(evidence["claims"]):
@@ -169,7 +169,7 @@ def _executor_shapes() -> list[Shape]:
 
 def _alert_shapes() -> list[Shape]:
     alerts, _, _ = _tool_outputs()
-    out = []
+    out: list[Shape] = []
     for i, alert in enumerate(alerts):
         figures = refs.alert_figures(alert)
         values = {
@@ -193,7 +193,7 @@ def _alert_shapes() -> list[Shape]:
 
 def _knowledge_shapes() -> list[Shape]:
     _, _, blocks = _tool_outputs()
-    out = []
+    out: list[Shape] = []
     for i, block in enumerate(blocks):
         ref = refs.knowledge_text(block)
         body = ref.split(": ", 1)[1]
@@ -214,7 +214,7 @@ def _knowledge_shapes() -> list[Shape]:
 
 
 def _demo_shapes() -> list[Shape]:
-    out = []
+    out: list[Shape] = []
     for scenario in demo.scenarios():
         for claim in scenario.structured_output["claims"]:
             lang = "en" if claim["claim_text"].isascii() else "zh"
