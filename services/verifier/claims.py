@@ -126,10 +126,6 @@ def judge_claim(
     evidence_text = "\n".join(t for _, matched, excerpt in verified for t in (matched, excerpt))
     evidence = extract(evidence_text, rules)
     claim_facts = extract(text, rules)
-    # the cited ref texts, and the excerpts, each in binding order: where unbound values sit
-    sequences = [
-        extract("\n".join(part[i] for part in verified if part[i]), rules).numbers for i in (1, 2)
-    ]
     no_evidence = [path == neg_rules.no_evidence_path for path in paths]
     if claim_type in neg_rules.claim_types:
         results = compare(claim_facts, evidence, rules, negations=False)
@@ -150,6 +146,9 @@ def judge_claim(
     else:
         if any(no_evidence):
             return done(REFUTED, f"{neg_rules.no_evidence_path} cannot support a positive claim")
+        # the cited ref texts, and the excerpts, each in binding order: where unbound values sit
+        texts = ("\n".join(m for _, m, _ in verified), "\n".join(e for _, _, e in verified if e))
+        sequences = [extract(t, rules).numbers for t in texts]
         results = compare(claim_facts, evidence, rules, sequences=sequences)
         over = overclaim.pattern.search(unicodedata.normalize("NFKC", text))
         if over is not None and not overclaim.pattern.search(evidence.search):

@@ -125,9 +125,10 @@ def order_result(
     Why: a number that names no attribute is matched by value, so "heap 4 GB /
     3.8 GB" would find both values in "heap 3.8 GB / 4 GB", and "4 GB / 4 GB"
     would find 4 GB twice. Where a claim states two or more such numbers, they
-    must be values of one cited text (``sequences``: the texts in binding
-    order) in the same order, each value used once; otherwise the claim is
-    not established.
+    must be values of the cited text in the same order, each value used once;
+    ``sequences`` are that text's numbers read two ways (the ref texts, and the
+    excerpts, each in binding order), and either may hold them. Otherwise the
+    claim is not established.
     """
     unbound = [n for n in claim if not n.attribute]
     if len(unbound) < 2 or not sequences:
