@@ -5,7 +5,7 @@ wordings of every demo alert, runbook sentences, the demo scenarios' claims;
 English and Chinese) are edited one fact at a time against their untouched
 evidence, and judged by the real gatekeeper and verifier; composed answers get
 a cause or a version inserted, and are judged by the answer guard. Run with
-``-s`` (or ``python -m tests.support.adversarial``) to see the per-class table
+``-s`` (or ``python -m tests.support.mutations.adversarial``) to see the per-class table
 the README quotes.
 """
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from tests.support.adversarial.edits import BENIGN, FALSIFYING, NUMBER, identifier_digit
-from tests.support.adversarial.report import (
+from tests.support.mutations.adversarial.edits import BENIGN, FALSIFYING, NUMBER, identifier_digit
+from tests.support.mutations.adversarial.report import (
     ANSWER_FALSIFYING,
     CLASSES,
     SEED,
@@ -24,7 +24,7 @@ from tests.support.adversarial.report import (
     run,
     table,
 )
-from tests.support.adversarial.shapes import shapes
+from tests.support.mutations.adversarial.shapes import shapes
 
 FALSE_REJECT_BUDGET = 0.01
 MIN_CASES = 40  # per falsifying class

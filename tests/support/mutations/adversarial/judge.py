@@ -14,8 +14,8 @@ from typing import Any
 
 from services.gatekeeper import Ruleset, check, default_ruleset
 from services.verifier import VerifierInput, verify
-from tests.support.adversarial.shapes import Shape, invocations
 from tests.support.gate import records
+from tests.support.mutations.adversarial.shapes import Shape, invocations
 from tracebound.events import ComposerInput, ToolInvocation
 
 

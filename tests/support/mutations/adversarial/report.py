@@ -8,7 +8,7 @@ flags it; the answer as composed must pass the guard.
 
 A true shape that does not pass as written is counted as a false reject of its
 own source (``paraphrase``) and is not mutated: an edit of a claim that fails
-anyway proves nothing. ``python -m tests.support.adversarial`` prints the table.
+anyway proves nothing. ``python -m tests.support.mutations.adversarial`` prints the table.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from dataclasses import dataclass
 from functools import cache
 
 from tests.support import demo_evidence as demo
-from tests.support.adversarial import answers
-from tests.support.adversarial.edits import BENIGN, FALSIFYING
-from tests.support.adversarial.judge import judge, judge_output
-from tests.support.adversarial.shapes import Shape, invocations, shapes
+from tests.support.mutations.adversarial import answers
+from tests.support.mutations.adversarial.edits import BENIGN, FALSIFYING
+from tests.support.mutations.adversarial.judge import judge, judge_output
+from tests.support.mutations.adversarial.shapes import Shape, invocations, shapes
 from tracebound.events import ComposerInput
 
 SEED = 20260708

@@ -1,8 +1,0 @@
-"""``python -m tests.support.adversarial``: print the per-class table of the suite."""
-
-from __future__ import annotations
-
-from tests.support.adversarial.report import run, table
-
-if __name__ == "__main__":
-    print(table(run()))
