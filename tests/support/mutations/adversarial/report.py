@@ -23,7 +23,7 @@ from tests.support import demo_evidence as demo
 from tests.support.mutations.adversarial import answers
 from tests.support.mutations.adversarial.edits import BENIGN, FALSIFYING
 from tests.support.mutations.adversarial.judge import judge, judge_output
-from tests.support.mutations.adversarial.shapes import Shape, invocations, shapes
+from tests.support.mutations.adversarial.shapes import Shape, ref_texts, shapes
 from tracebound.events import ComposerInput
 
 SEED = 20260708
@@ -46,11 +46,7 @@ class Outcome:
 
 def _evidence(shape: Shape) -> str:
     """The ref texts and excerpts the shape cites, for the oracle."""
-    texts = {
-        (inv["id"], ref["raw_path"]): ref["text"]
-        for inv in invocations(shape.invocations)
-        for ref in inv["retrieval_details"]["evidence_refs"]
-    }
+    texts = ref_texts(shape.invocations)
     return "\n".join(
         f"{texts[(b['source_invocation_id'], b['raw_path'])]}\n{b['evidence_excerpt']}"
         for b in shape.bindings

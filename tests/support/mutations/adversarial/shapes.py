@@ -19,6 +19,7 @@ Every shape is true: the suite holds that each one passes before mutating it.
 
 from __future__ import annotations
 
+import copy
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -80,8 +81,10 @@ class Shape:
         return demo.output(claim)
 
 
-def _invocation(inv_id: int, output: dict[str, Any], texts: list[str], array: str) -> Any:
-    raw = {
+def _invocation(
+    inv_id: int, output: dict[str, Any], texts: list[str], array: str
+) -> dict[str, Any]:
+    return {
         "id": inv_id,
         "tool_name": _TOOLS[inv_id],
         "success": True,
@@ -93,7 +96,6 @@ def _invocation(inv_id: int, output: dict[str, Any], texts: list[str], array: st
             ],
         },
     }
-    return raw
 
 
 @cache
@@ -120,7 +122,7 @@ def _tool_outputs() -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[di
 
 def generated_invocations() -> list[dict[str, Any]]:
     """The demo alerts, logs and runbooks as the tools record them, in the CLI's shape."""
-    alerts, logs, blocks = _tool_outputs()
+    alerts, logs, blocks = copy.deepcopy(_tool_outputs())
     return [
         _invocation(METRICS_ID, {"alerts": alerts}, [refs.alert_text(a) for a in alerts], "alerts"),
         _invocation(LOGS_ID, {"logs": logs}, [refs.log_text(r) for r in logs], "logs"),
@@ -141,13 +143,16 @@ def invocations(kind: str) -> list[dict[str, Any]]:
 
 
 def _binding(inv_id: int, raw_path: str, excerpt: str) -> dict[str, Any]:
+    return demo.bind(inv_id, raw_path, excerpt, _TOOLS[inv_id])
+
+
+@cache
+def ref_texts(kind: str) -> dict[tuple[int, str], str]:
+    """The ref text of every (invocation id, raw_path) of an invocation set."""
     return {
-        "source_type": "tool_trace",
-        "source_id": "",
-        "tool_name": _TOOLS[inv_id],
-        "source_invocation_id": inv_id,
-        "raw_path": raw_path,
-        "evidence_excerpt": excerpt,
+        (inv["id"], ref["raw_path"]): ref["text"]
+        for inv in invocations(kind)
+        for ref in inv["retrieval_details"]["evidence_refs"]
     }
 
 
