@@ -76,6 +76,7 @@ def test_swapped_values_never_pass(text: str, binding: dict[str, Any]) -> None:
         ("order-service HikariPool-1 request timed out after 30 s", demo.POOL_LOG),
         ("payment-service HighCPUUsage: CPU 92% (threshold 80%)", demo.CPU_ALERT),
         ("payment-service HighCPUUsage alert reads 92%", demo.CPU_ALERT),
+        ("SlowResponse on user-service: p99=4200ms, lasting 10 minutes", demo.SLOW_ALERT),
     ],
 )
 def test_benign_variants_pass(text: str, binding: dict[str, Any]) -> None:

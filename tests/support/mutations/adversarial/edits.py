@@ -12,7 +12,8 @@ Falsifying classes: ``value_swap`` (a number replaced by another value of the
 same excerpt, or two numbers of the claim exchanged), ``identifier_digit`` (a
 digit changed inside a path, version, metric name, status code, port, pod
 hash, pool name or timestamp), ``unit_edit``, ``negation_en``, ``negation_zh``.
-Benign classes: ``reorder`` (fact clauses in another order), ``fullwidth``
+Benign classes: ``synonym`` (an attribute named by another word of the same
+meaning), ``reorder`` (fact clauses in another order), ``fullwidth``
 (digits and signs written full-width), ``unit_rewrite`` (5.2s for 5200ms,
 92 % for 92%, 25 分钟 for 25m).
 """
@@ -184,6 +185,30 @@ def reorder(rng: random.Random, text: str, evidence: str) -> Iterator[str]:
             yield separator.join(parts) + ending
 
 
+# the same attribute named in other words: (pattern, replacement), one at a time
+SYNONYMS: tuple[tuple[str, str], ...] = (
+    (r"\bcurrent value\b", "current reading"),
+    (r"\bcurrent (?=\d)", "usage at "),
+    (r"\bthreshold (?=\d)", "limit "),
+    (r"\ba threshold of\b", "a limit of"),
+    (r"\bfor (?=\d+ ?m\b)", "lasting "),
+    (r"\btook (?=\d)", "took about "),
+    (r"\bafter (?=\d+ ?ms\b)", "after waiting "),
+    ("当前值为", "使用率为"),
+    ("当前值 ", "当前 "),
+    ("阈值为", "阈值是"),
+    ("阈值 ", "上限 "),
+    ("已持续", "持续了"),
+)
+
+
+def synonym(rng: random.Random, text: str, evidence: str) -> Iterator[str]:
+    """An attribute named by another word of the same meaning, outside any quotation."""
+    if _QUOTED.search(text):
+        return
+    yield from _insert(SYNONYMS, text)
+
+
 def fullwidth(rng: random.Random, text: str, evidence: str) -> Iterator[str]:
     wide = "".join(chr(ord(c) + 0xFEE0) if c.isdigit() or c in "%." else c for c in text)
     if wide != text:
@@ -227,6 +252,7 @@ FALSIFYING: dict[str, Edit] = {
     "negation_zh": negation_zh,
 }
 BENIGN: dict[str, Edit] = {
+    "synonym": synonym,
     "reorder": reorder,
     "fullwidth": fullwidth,
     "unit_rewrite": unit_rewrite,
