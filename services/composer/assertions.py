@@ -57,6 +57,11 @@ def fixed_phrases(templates: TemplatesFile | None = None) -> tuple[str, ...]:
     return template_fragments(values)
 
 
+def _links(text: str, guard_rules: GuardRules) -> list[str]:
+    """The causal phrases of ``text``, casefolded, in order."""
+    return [m.group().casefold() for m in guard_rules.causal.finditer(text)]
+
+
 def causal_links(
     text: str,
     sources: Sequence[str],
@@ -67,7 +72,9 @@ def causal_links(
     """Causal phrases of ``text`` that no allowed claim or hypothesis (``sources``) states.
 
     A sentence may restate a stating clause in its own words around it (a
-    hypothesis' "Possible cause …:" lead-in is not needed to repeat its cause).
+    hypothesis' "Possible cause …:" lead-in is not needed to repeat its cause),
+    but only with the links that clause draws: "Likely causes: pods are killed"
+    does not license "pods are killed, which led to the checkout errors".
     ``verbatim`` material (a runbook check's "because a restart destroys the
     evidence") may keep its reason only word for word.
     """
@@ -75,12 +82,17 @@ def causal_links(
     stating = [c for s in folded for c in _CLAUSE_END.split(s) if guard_rules.causal.search(c)]
     out = []
     for sentence in sentences(_blank(text, [*folded, *(_fold(v) for v in verbatim)])):
-        match = guard_rules.causal.search(sentence)
-        if match is None:
+        links = _links(sentence, guard_rules)
+        if not links:
             continue
-        if any(restated(source, sentence, rules) for source in stating):
+        if any(
+            set(links) <= set(_links(source, guard_rules)) and restated(source, sentence, rules)
+            for source in stating
+        ):
             continue
-        out.append(f"causal link {match.group()!r} that no allowed claim or hypothesis states")
+        licensed = {link for source in stating for link in _links(source, guard_rules)}
+        link = next((link for link in links if link not in licensed), links[0])
+        out.append(f"causal link {link!r} that no allowed claim or hypothesis states")
     return list(dict.fromkeys(out))
 
 

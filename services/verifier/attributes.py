@@ -4,14 +4,17 @@ Why bind numbers: "current=92%, threshold=80%" holds two percentages, and a
 claim that the usage is 80% is false although "80%" is in the excerpt. A
 number is therefore read with the words right before it, in its own clause and
 after the previous number: a ``key=value`` (or ``key: value``) field binds to
-its key, otherwise the nearest alias of an attribute (``rules/verifier-rules.json``
+its key (so does a ``snake_key: value`` field such as ``Query_time: 8.7s``),
+otherwise the nearest alias of an attribute (``rules/verifier-rules.json``
 section ``attributes``: current / 当前 / usage / 使用率 / at, threshold / 阈值 /
 limit, duration / 持续 / for / after, …) whose dimensions fit the number's
 unit, otherwise a metric name carrying a digit ("p99 4.2s") or a word followed
 by "of" or "is" ("p99 of 4.2s"), otherwise an alias or (for a plain count) any
-word right after it ("a 3 s threshold", "23 waiting"). A key that is no alias is its own attribute,
-so ``p99=4.2s`` and ``p99 of 4.2s`` bind alike. The second number of a ratio ("50/50") shares the
-first one's attribute. A number with none of these is unbound (attribute ``""``).
+word right after it ("a 3 s threshold", "23 waiting"). A key that is no alias
+is its own attribute, so ``p99=4.2s`` and ``p99 of 4.2s`` bind alike. The
+second number of a ratio ("46/50") is bound to the whole of the first one's
+attribute ("active of"), never to the attribute itself. A number with none of
+these is unbound (attribute ``""``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,11 @@ from services.verifier.rules_file import VerifierRules
 
 WINDOW = 40  # characters before a number searched for what it measures
 _DELIMITER = re.compile(r"[,;。、|\n()\[\]{}「」\"“”]")
-_KEY = re.compile(r"(?<![a-z0-9_.\-])([a-z_][a-z0-9_.]*)(?:\s*=\s*|:)$")
+# ``key=value``, ``key:value``, and ``snake_key: value`` (a field name, as in "Query_time: 8.7s";
+# a plain word before ": " is prose, as in "exhausted: 50/50 active")
+_KEY = re.compile(
+    r"(?<![a-z0-9_.\-])(?:([a-z_][a-z0-9_.]*)(?:\s*=\s*|:)|([a-z][a-z0-9]*_[a-z0-9_]*):\s+)$"
+)
 _NAMED = re.compile(r"(?<![a-z0-9_.\-])([a-z][a-z0-9_]*)\s+(?:of|is|was|were)\s+$")
 _METRIC = re.compile(r"(?<![a-z0-9_.\-])([a-z]+\d+[a-z0-9_]*)(?![a-z0-9_\-])")
 # a count named after it: "23 waiting", "50/50 active" (plain numbers only)
@@ -55,7 +62,8 @@ class Binder:
         window = text[low:start].casefold()
         key = _KEY.search(window)
         if key:
-            return self._named(key.group(1), dimension), low + key.start(1)
+            group = 1 if key.group(1) else 2
+            return self._named(key.group(group), dimension), low + key.start(group)
         best: tuple[str, int] | None = None
         for match in self.aliases.finditer(window) if self.aliases else ():
             attribute, dimensions = self.owner[re.sub(r"\s+", " ", match.group())]

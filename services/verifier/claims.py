@@ -146,7 +146,10 @@ def judge_claim(
     else:
         if any(no_evidence):
             return done(REFUTED, f"{neg_rules.no_evidence_path} cannot support a positive claim")
-        results = compare(claim_facts, evidence, rules)
+        # the cited ref texts, and the excerpts, each in binding order: where unbound values sit
+        texts = ("\n".join(m for _, m, _ in verified), "\n".join(e for _, _, e in verified if e))
+        sequences = [extract(t, rules).numbers for t in texts]
+        results = compare(claim_facts, evidence, rules, sequences=sequences)
         over = overclaim.pattern.search(unicodedata.normalize("NFKC", text))
         if over is not None and not overclaim.pattern.search(evidence.search):
             detail = "conclusion not stated in evidence"

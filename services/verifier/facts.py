@@ -154,7 +154,10 @@ def _numbers(normal: str, masked: str, c: _Compiled) -> list[Number]:
         start, end = match.span()
         text = re.sub(r"\s+", " ", match.group())
         if numbers and start == floor + 1 and masked[floor] == "/":
-            attribute, label = numbers[-1].attribute, f"{numbers[-1].label}/{text}"
+            # the whole of a ratio is not a value of its attribute: "active=46/50" is not 50 active
+            first = numbers[-1]
+            attribute = f"{first.attribute} of" if first.attribute else ""
+            label = f"{first.label}/{text}"
         else:
             attribute, named = c.binder.bind(normal, start, floor, dimension)
             label = " ".join(normal[named:end].split())

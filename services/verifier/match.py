@@ -100,6 +100,47 @@ def number_result(number: Number, pool: Sequence[Number]) -> FactResult:
     )
 
 
+def _in_order(numbers: Sequence[Number], sequence: Sequence[Number]) -> bool:
+    """Each number matches a value of ``sequence`` after the previous number's match."""
+    position = 0
+    for number in numbers:
+        position = next(
+            (
+                i + 1
+                for i in range(position, len(sequence))
+                if number_found(number, sequence[i : i + 1])
+            ),
+            -1,
+        )
+        if position < 0:
+            return False
+    return True
+
+
+def order_result(
+    claim: Sequence[Number], sequences: Sequence[Sequence[Number]]
+) -> FactResult | None:
+    """Unbound numbers of a claim, read as the evidence orders its values.
+
+    Why: a number that names no attribute is matched by value, so "heap 4 GB /
+    3.8 GB" would find both values in "heap 3.8 GB / 4 GB", and "4 GB / 4 GB"
+    would find 4 GB twice. Where a claim states two or more such numbers, they
+    must be values of the cited text in the same order, each value used once;
+    ``sequences`` are that text's numbers read two ways (the ref texts, and the
+    excerpts, each in binding order), and either may hold them. Otherwise the
+    claim is not established.
+    """
+    unbound = [n for n in claim if not n.attribute]
+    if len(unbound) < 2 or not sequences:
+        return None
+    fact = " … ".join(n.text for n in unbound)
+    if any(_in_order(unbound, sequence) for sequence in sequences):
+        return FactResult("number", fact, True, False, "stated in evidence in this order")
+    return FactResult(
+        "number", fact, False, False, "evidence does not state these values in this order"
+    )
+
+
 @lru_cache(maxsize=1024)
 def _needle(norm: str, prefix: bool) -> re.Pattern[str]:
     tail = "" if prefix else r"(?![a-z0-9])"
@@ -147,16 +188,25 @@ def _negation_conflict(neg: Negation, evidence: Facts) -> bool:
 
 
 def compare(
-    claim: Facts, evidence: Facts, rules: VerifierRules | None = None, *, negations: bool = True
+    claim: Facts,
+    evidence: Facts,
+    rules: VerifierRules | None = None,
+    *,
+    negations: bool = True,
+    sequences: Sequence[Sequence[Number]] = (),
 ) -> list[FactResult]:
     """One result per claim fact, plus one per evidence negation the claim drops.
 
     ``negations=False`` skips both negation checks (a negative observation's
-    phrasing is judged separately).
+    phrasing is judged separately). ``sequences`` are the evidence's numbers
+    in text order, per cited text (see :func:`order_result`).
     """
     lexicon = (rules if rules is not None else default_verifier_rules()).negations
     results: list[FactResult] = []
     results.extend(number_result(number, evidence.numbers) for number in claim.numbers)
+    ordered = order_result(claim.numbers, sequences)
+    if ordered is not None:
+        results.append(ordered)
     for ident in claim.identifiers:
         found = identifier_found(ident, evidence.search, rules)
         conflict = not found and any(i.kind == ident.kind for i in evidence.identifiers)

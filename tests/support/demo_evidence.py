@@ -130,12 +130,12 @@ _TOOL_BY_ID = {
 }
 
 
-def bind(inv_id: int, raw_path: str, excerpt: str) -> dict[str, Any]:
-    """A binding in the executor_evidence_v2 shape."""
+def bind(inv_id: int, raw_path: str, excerpt: str, tool: str | None = None) -> dict[str, Any]:
+    """A binding in the executor_evidence_v2 shape (``tool``: default, this session's tool)."""
     return {
         "source_type": "tool_trace",
         "source_id": "",
-        "tool_name": _TOOL_BY_ID[inv_id],
+        "tool_name": tool or _TOOL_BY_ID[inv_id],
         "source_invocation_id": inv_id,
         "raw_path": raw_path,
         "evidence_excerpt": excerpt,

@@ -247,3 +247,20 @@ def test_a_number_bound_to_another_attribute_is_caught(answer: str, fragment: st
     result = guard([CPU], answer)
     assert any(fragment in v for v in result.violations), result.violations
     assert guard([CPU], "payment-service CPU usage is 92%, threshold 80%.").ok
+
+
+def test_a_restated_causal_clause_licenses_only_its_own_links() -> None:
+    runbook = AllowedClaim(
+        claim_id="claim-3",
+        claim_type="observation",
+        claim_text=(
+            "Runbook ServiceUnavailable (Likely causes) says: Pods are repeatedly killed: "
+            "OOMKilled (exit code 137) or failing liveness probes."
+        ),
+    )
+    stem = runbook.claim_text.rstrip(".")
+    assert guard([runbook], runbook.claim_text).ok
+    for addition in (", which led to the checkout errors.", "，因为节点 GC 压力过大。"):
+        result = guard([runbook], stem + addition)
+        assert not result.ok
+        assert any("causal link" in v for v in result.violations), result.violations

@@ -45,6 +45,9 @@ DEMO_DATA = ToolSettings.demo().demo_data_dir
         # no attribute named: 80% is one of two percentages, bound to the threshold
         ("payment-service HighCPUUsage alert with 80% CPU", demo.CPU_ALERT),
         ("payment-service HighCPUUsage alert reads 80%", demo.CPU_ALERT),
+        # unbound values exchanged or repeated: each must be the excerpt's, in its order
+        ("order-service OutOfMemoryError: Java heap space; heap 4 GB of 3.8 GB", demo.OOM_LOG),
+        ("order-service OutOfMemoryError: Java heap space; heap 4 GB of 4 GB", demo.OOM_LOG),
     ],
 )
 def test_swapped_values_never_pass(text: str, binding: dict[str, Any]) -> None:
@@ -72,6 +75,8 @@ def test_swapped_values_never_pass(text: str, binding: dict[str, Any]) -> None:
         ("order-service HikariPool-1 is exhausted: 50/50 active, 23 waiting", demo.POOL_LOG),
         ("order-service HikariPool-1 request timed out after 30 s", demo.POOL_LOG),
         ("payment-service HighCPUUsage: CPU 92% (threshold 80%)", demo.CPU_ALERT),
+        ("payment-service HighCPUUsage alert reads 92%", demo.CPU_ALERT),
+        ("SlowResponse on user-service: p99=4200ms, lasting 10 minutes", demo.SLOW_ALERT),
     ],
 )
 def test_benign_variants_pass(text: str, binding: dict[str, Any]) -> None:
@@ -86,9 +91,12 @@ def test_benign_variants_pass(text: str, binding: dict[str, Any]) -> None:
         ("p99 of 4.2s", "p99 of 4.2s", "p99"),
         ("request timed out after 5200ms", "after 5200ms", "duration"),
         ("持续 25 分钟", "持续 25 分钟", "duration"),
-        ("active=50/50, waiting=23", "active=50/50", "active"),
+        ("active=50/50, waiting=23", "active=50", "active"),
+        ("active=46/50, waiting=23", "active=46/50", "active of"),
         ("a 3 s threshold", "3 s threshold", "threshold"),
         ("restart_count=3", "restart_count=3", "restarts"),
+        ("Query_time: 8.7s Lock_time: 0.002s", "Lock_time: 0.002s", "lock time"),
+        ("order-service is exhausted: 50/50 active", "50/50 active", "active"),
         ("CPU 92% (threshold 80%)", "CPU 92%", "current"),
         ("payment-service 92%", "92%", ""),
     ],

@@ -118,7 +118,7 @@ def test_alias_is_declared_in_rules() -> None:
 
 def test_repository_rules_load() -> None:
     rules = default_verifier_rules()
-    assert rules.version == "verifier-rules-v3"
+    assert rules.version == "verifier-rules-v4"
     assert load_overclaim_phrases().phrases
 
 

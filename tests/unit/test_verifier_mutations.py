@@ -15,6 +15,9 @@ still passes every mutant and only the verifier stands between it and PASS.
 The oracle is independent of the verifier: a mutant is kept only when its
 changed value is absent from the claim's cited evidence (a "changed" number
 that the evidence states elsewhere would still be true).
+
+``test_adversarial_suite`` extends this to claims of many more shapes and to
+answers, with benign variants and a false-reject rate per class.
 """
 
 from __future__ import annotations

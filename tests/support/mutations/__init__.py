@@ -13,6 +13,10 @@ Families (each case mutates a fresh copy of one correct scenario):
   ellipsis-joined excerpts, whole fields of an item merged in order, wrapping
   quotes, back-fillable missing ids or raw_paths. Must pass.
 
+The claim and answer classes of the verifier and the answer guard (value swaps,
+digit and unit edits, negation and cause insertion …) are the ``adversarial``
+subpackage.
+
 The oracle here is independent of the gatekeeper: a B mutant is kept only when
 its NFKC/casefold/whitespace-normalised text differs from the original and is
 not a substring of the ref text, so a "caught" count is never inflated by

@@ -1,0 +1,1 @@
+"""The adversarial groundedness suite (see ``report`` for what it measures)."""
