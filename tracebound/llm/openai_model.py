@@ -116,7 +116,9 @@ class OpenAIChatModel:
                 messages=wire_messages,
                 tools=wire_tools,
                 response_format=response_format,
-                temperature=self.settings.temperature,
+                temperature=(
+                    openai.omit if self.settings.temperature is None else self.settings.temperature
+                ),
             )
         except openai.OpenAIError as exc:
             raise to_model_error(exc, self.settings.timeout_s) from None

@@ -18,14 +18,21 @@ from tracebound.settings import TraceboundSettings
 class LLMSettings(TraceboundSettings):
     """Where the model lives and how patiently to talk to it."""
 
-    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_LLM_", frozen=True)
+    # ``TRACEBOUND_LLM_TEMPERATURE=none`` sends no temperature (o-series, gpt-5 refuse one).
+    model_config = SettingsConfigDict(
+        env_prefix="TRACEBOUND_LLM_", frozen=True, env_parse_none_str="none"
+    )
 
     base_url: str | None = None
     api_key: SecretStr = SecretStr("not-needed")
     model: str = "gpt-4o-mini"
     timeout_s: float = Field(default=30, gt=0, description="per attempt, not per call")
     max_retries: int = Field(default=2, ge=0, le=10)
-    temperature: float = Field(default=0, ge=0, le=2)
+    temperature: float | None = Field(default=0, ge=0, le=2, description="none: not sent")
+    startup_check: bool = Field(default=True, description="probe the endpoint at role start")
+    context_window: int = Field(
+        default=8192, ge=512, description="tokens the server gives the model (prompt + reply)"
+    )
 
     @property
     def configured(self) -> bool:

@@ -15,6 +15,8 @@ from prometheus_client import (
     generate_latest,
 )
 
+from tracebound.llm.readiness import ReadinessCollector
+
 
 class ServiceMetrics:
     """The figures every service loop reports, in a registry of its own."""
@@ -63,6 +65,8 @@ class ServiceMetrics:
             [*labels, "topic", "partition"],
             registry=self.registry,
         )
+        # tracebound_llm_ready / tracebound_llm_check_failed of the llm start-up check
+        self.registry.register(ReadinessCollector())
         self._last_beat = time.monotonic()
         self.healthy = True
 
