@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.fake_openai import FakeOpenAI, server_like
+from tracebound.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 MODEL = "served-model"
@@ -36,7 +37,7 @@ def doctor(server: FakeOpenAI, *args: str) -> subprocess.CompletedProcess[str]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=600,
         check=False,
     )
 
@@ -47,6 +48,7 @@ def server(request: pytest.FixtureRequest) -> Iterator[FakeOpenAI]:
         yield fake
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", ["healthy"], indirect=True)
 def test_doctor_exits_0_against_a_healthy_server(server: FakeOpenAI) -> None:
     done = doctor(server)
@@ -55,6 +57,7 @@ def test_doctor_exits_0_against_a_healthy_server(server: FakeOpenAI) -> None:
     assert "FAIL" not in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", ["no-tool-parser"], indirect=True)
 def test_doctor_names_the_vllm_flags_when_no_tool_parser_runs(server: FakeOpenAI) -> None:
     done = doctor(server)
@@ -66,6 +69,7 @@ def test_doctor_names_the_vllm_flags_when_no_tool_parser_runs(server: FakeOpenAI
     assert "NOT ready for llm mode" in done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("server", ["temperature-rejected"], indirect=True)
 def test_doctor_says_to_send_no_temperature_to_an_o_series_model(server: FakeOpenAI) -> None:
     done = doctor(server, "--json")
@@ -77,3 +81,26 @@ def test_doctor_says_to_send_no_temperature_to_an_o_series_model(server: FakeOpe
     assert "does not accept the temperature parameter" in failed["temperature"]["detail"]
     assert "TRACEBOUND_LLM_TEMPERATURE=none" in failed["temperature"]["fix"]
     assert "sk-doctor-secret" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("server", ["tool-call-in-content"], indirect=True)
+def test_doctor_in_process_prints_the_parser_fix(
+    server: FakeOpenAI, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in [k for k in os.environ if k.startswith("TRACEBOUND_LLM_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("TRACEBOUND_LLM_BASE_URL", server.base_url)
+    monkeypatch.setenv("TRACEBOUND_LLM_MODEL", MODEL)
+    assert main(["doctor"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  tool_calling" in out
+    assert "fix: the server's tool parser is not firing" in out and "--jinja" in out
+
+
+def test_doctor_without_an_endpoint_says_which_setting(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for name in [k for k in os.environ if k.startswith("TRACEBOUND_LLM_")]:
+        monkeypatch.delenv(name)
+    assert main(["doctor"]) == 1
+    assert "set TRACEBOUND_LLM_BASE_URL" in capsys.readouterr().out

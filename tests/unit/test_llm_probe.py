@@ -14,6 +14,7 @@ import pytest
 
 from tests.support import fake_openai
 from tests.support.fake_openai import FakeOpenAI, server_like
+from tracebound.llm import OpenAIChatModel
 from tracebound.llm.probe import STARTUP_SKIPS, probe_endpoint, safe_target
 from tracebound.llm.probe_report import Check, ProbeReport
 from tracebound.llm.settings import LLMSettings
@@ -190,3 +191,13 @@ def test_the_printed_target_carries_no_credentials() -> None:
     assert safe_target("https://user:pw@host.example:8443/v1/?key=1") == (
         "https://host.example:8443/v1"
     )
+
+
+def test_temperature_none_is_never_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRACEBOUND_LLM_TEMPERATURE", "none")
+    with FakeOpenAI() as server:
+        monkeypatch.setenv("TRACEBOUND_LLM_BASE_URL", server.base_url)
+        settings = LLMSettings()
+        assert settings.temperature is None
+        OpenAIChatModel(settings).complete([{"role": "user", "content": "hi"}])
+    assert "temperature" not in server.requests[0].body
