@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.fake_openai import FakeOpenAI, server_like
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_servers import server_like
 from tracebound.cli import main
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,13 +7,14 @@ tool call left in ``content``, an o-series model refusing ``temperature``).
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 
 import pytest
 
-from tests.support import fake_openai
-from tests.support.fake_openai import FakeOpenAI, server_like
+from tests.support import fake_servers
+from tests.support.fake_openai import FakeOpenAI
+from tests.support.fake_servers import server_like
+from tests.support.prometheus import free_port
 from tracebound.llm import OpenAIChatModel
 from tracebound.llm.probe import STARTUP_SKIPS, probe_endpoint, safe_target
 from tracebound.llm.probe_report import Check, ProbeReport
@@ -39,7 +40,7 @@ def served() -> Iterator[dict[str, FakeOpenAI]]:
     """One started server per configuration, torn down after the test."""
     started: dict[str, FakeOpenAI] = {}
     try:
-        for name in fake_openai.SERVER_CONFIGURATIONS:
+        for name in fake_servers.SERVER_CONFIGURATIONS:
             started[name] = server_like(name, models=(MODEL, "other-model")).start()
         yield started
     finally:
@@ -135,10 +136,7 @@ def test_a_base_url_without_v1_is_a_404_on_models(served: dict[str, FakeOpenAI])
 
 
 def test_an_endpoint_that_is_down_is_down_not_misconfigured() -> None:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    report = probe_endpoint(settings_for(f"http://127.0.0.1:{port}/v1", timeout_s=2))
+    report = probe_endpoint(settings_for(f"http://127.0.0.1:{free_port()}/v1", timeout_s=2))
     assert not report.ok and report.down
     assert by_name(report)["reachable"].detail.endswith("could not connect")
 
@@ -174,7 +172,7 @@ def test_context_window_compared_with_the_configured_one(
 
 
 def test_the_startup_subset_leaves_out_unsent_parameters(served: dict[str, FakeOpenAI]) -> None:
-    report = probe_endpoint(settings_for(served["healthy"].base_url), startup=True)
+    report = probe_endpoint(settings_for(served["healthy"].base_url), skip=STARTUP_SKIPS)
     names = {c.name for c in report.checks}
     assert not names & STARTUP_SKIPS
     assert {"reachable", "model", "temperature", "tool_calling", "json_mode"} <= names

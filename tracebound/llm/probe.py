@@ -50,11 +50,11 @@ class EndpointProbe:
         *,
         client: openai.OpenAI | None = None,
         http: httpx.Client | None = None,
-        startup: bool = False,
+        skip: frozenset[str] = frozenset(),
     ) -> None:
         self.settings = settings
         self.target = safe_target(settings.base_url or "")
-        self.startup = startup
+        self.skip = skip
         key = settings.api_key.get_secret_value()
         self.client = client or openai.OpenAI(
             base_url=settings.base_url, api_key=key, timeout=settings.timeout_s, max_retries=0
@@ -86,7 +86,7 @@ class EndpointProbe:
             ("context_window", lambda: self._context_window(entry)),
         ]
         for name, step in steps:
-            if self.startup and name in STARTUP_SKIPS:
+            if name in self.skip:
                 continue
             checks.append(step())
         return checks
@@ -173,8 +173,8 @@ def _skipped(reason: str) -> list[Check]:
     return [Check("checks", "skip", f"the other checks did not run: {reason}")]
 
 
-def probe_endpoint(settings: LLMSettings, *, startup: bool = False) -> ProbeReport:
-    """Run the probe (the start-up subset with ``startup``) and return its report."""
+def probe_endpoint(settings: LLMSettings, *, skip: frozenset[str] = frozenset()) -> ProbeReport:
+    """Run every check but those named in ``skip`` and return the report."""
     if not settings.configured:
         check = Check(
             "configured",
@@ -183,7 +183,7 @@ def probe_endpoint(settings: LLMSettings, *, startup: bool = False) -> ProbeRepo
             "set TRACEBOUND_LLM_BASE_URL to the server's OpenAI-compatible API (ending in /v1)",
         )
         return ProbeReport("", settings.model, (check,))
-    probe = EndpointProbe(settings, startup=startup)
+    probe = EndpointProbe(settings, skip=skip)
     try:
         return probe.run()
     finally:

@@ -3,7 +3,8 @@
 A misconfigured endpoint (no tool parser, a refused temperature, a wrong model
 name) makes every model call fail, and the role then answers from its rules —
 correctly, but never with the model. The check runs the start-up subset of the
-probe in a background thread, so a slow or absent server never delays the
+probe (the basics plus what the role uses: tool calling for the executor, JSON
+mode for the others) in a background thread, so a slow or absent server never delays the
 service, logs each failed check with its fix (ERROR when the endpoint answers but
 is misconfigured, WARNING when it is merely down: the role uses its rules until
 it comes back) and keeps the outcome for ``/metrics``:
@@ -20,24 +21,41 @@ from collections.abc import Callable, Iterator
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from tracebound.llm.probe import probe_endpoint
+from tracebound.llm.probe import STARTUP_SKIPS, probe_endpoint
 from tracebound.llm.probe_report import ProbeReport
 from tracebound.llm.settings import LLMSettings
 
 log = logging.getLogger("tracebound.llm.readiness")
 
-Prober = Callable[[LLMSettings], ProbeReport]
+Prober = Callable[[str, LLMSettings], ProbeReport]
 
 _lock = threading.Lock()
 _reports: dict[str, ProbeReport | None] = {}  # role -> report, None while running
 
 
-def _startup_probe(settings: LLMSettings) -> ProbeReport:
-    return probe_endpoint(settings, startup=True)
+# What each role asks of the server beyond the basics: the executor calls tools, the
+# other roles ask for JSON. A role is not held to a capability it never uses.
+ROLE_NEEDS: dict[str, str] = {
+    "executor": "tool_calling",
+    "planner": "json_mode",
+    "verifier": "json_mode",
+    "composer": "json_mode",
+}
+
+
+def startup_skips(role: str) -> frozenset[str]:
+    """The checks the start-up check of ``role`` leaves out."""
+    need = ROLE_NEEDS.get(role)
+    unneeded = set(ROLE_NEEDS.values()) - {need} if need else set()
+    return STARTUP_SKIPS | unneeded
+
+
+def _startup_probe(role: str, settings: LLMSettings) -> ProbeReport:
+    return probe_endpoint(settings, skip=startup_skips(role))
 
 
 def log_report(role: str, report: ProbeReport) -> None:
-    """One line per failed check with its fix, or one line saying all is well."""
+    """One line per failed check with its fix, or one line saying all is well (plus warnings)."""
     if report.ok:
         warned = [c.name for c in report.checks if c.status == "warn"]
         extra = f" (warnings: {', '.join(warned)})" if warned else ""
@@ -48,12 +66,13 @@ def log_report(role: str, report: ProbeReport) -> None:
                     "%s: llm check %s: %s; fix: %s", role, check.name, check.detail, check.fix
                 )
         return
-    level = logging.WARNING if report.down else logging.ERROR
-    state = "is down" if report.down else "is MISCONFIGURED"
+    if report.down:
+        level, state = logging.WARNING, "is down: the role answers from rules until it is back"
+    else:
+        level, state = logging.ERROR, "is MISCONFIGURED: every llm call falls back to rules"
     log.log(
         level,
-        "%s: model endpoint %s %s: every llm call falls back to rules until fixed "
-        "(run `tracebound doctor` for the full report)",
+        "%s: model endpoint %s %s (run `tracebound doctor` for the full report)",
         role,
         report.target,
         state,
@@ -66,7 +85,7 @@ def log_report(role: str, report: ProbeReport) -> None:
 
 def _run(role: str, settings: LLMSettings, prober: Prober) -> None:
     try:
-        report = prober(settings)
+        report = prober(role, settings)
     except Exception:  # the check must never take the service down
         log.exception("%s: the model endpoint start-up check crashed", role)
         return
@@ -120,4 +139,11 @@ class ReadinessCollector(Collector):
         yield failed
 
 
-__all__ = ["ReadinessCollector", "log_report", "report_for", "start_check"]
+__all__ = [
+    "ROLE_NEEDS",
+    "ReadinessCollector",
+    "log_report",
+    "report_for",
+    "start_check",
+    "startup_skips",
+]
