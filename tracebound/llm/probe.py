@@ -29,7 +29,7 @@ from tracebound.llm.settings import LLMSettings
 
 MAX_LISTED = 10  # model names quoted back when the configured one is missing
 
-# Checks the start-up check leaves out: parameters the roles do not send.
+# Checks no role's start-up check runs: parameters the roles never send.
 STARTUP_SKIPS = frozenset({"max_tokens", "json_schema"})
 
 
@@ -37,6 +37,7 @@ def safe_target(base_url: str) -> str:
     """The endpoint without credentials or query: safe to print and to log."""
     parts = urlsplit(base_url)
     host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
     port = f":{parts.port}" if parts.port else ""
     return f"{parts.scheme}://{host}{port}{parts.path}".rstrip("/")
 
@@ -71,7 +72,7 @@ class EndpointProbe:
         reachable, entries = self._list_models()
         checks = [reachable]
         if reachable.status == "fail":
-            return checks + _skipped("the endpoint did not answer GET /models")
+            return checks + _skipped("GET /models failed")
         model, entry = self._model(entries)
         checks.append(model)
         if model.status == "fail":
