@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector
 from tracebound.llm.probe import STARTUP_SKIPS, probe_endpoint
 from tracebound.llm.probe_report import ProbeReport
 from tracebound.llm.settings import LLMSettings
+from tracebound.runtime.metrics import add_process_collector
 
 log = logging.getLogger("tracebound.llm.readiness")
 
@@ -98,6 +99,7 @@ def start_check(
     role: str, settings: LLMSettings, prober: Prober = _startup_probe
 ) -> threading.Thread:
     """Probe the endpoint in the background; the role starts without waiting."""
+    add_process_collector(COLLECTOR)
     with _lock:
         _reports[role] = None
     thread = threading.Thread(
@@ -137,6 +139,9 @@ class ReadinessCollector(Collector):
                 failed.add_metric([role, check.name], 1.0)
         yield ready
         yield failed
+
+
+COLLECTOR = ReadinessCollector()
 
 
 __all__ = [

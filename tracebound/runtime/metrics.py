@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import (
@@ -14,8 +15,24 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
 
-from tracebound.llm.readiness import ReadinessCollector
+_process_collectors: list[Collector] = []
+
+
+def add_process_collector(collector: Collector) -> None:
+    """Serve figures another part of the process owns (the llm start-up check's) too."""
+    if collector not in _process_collectors:
+        _process_collectors.append(collector)
+
+
+class _ProcessCollectors(Collector):
+    """Reads the added collectors at scrape time, so it does not matter which came first."""
+
+    def collect(self) -> Iterator[Metric]:
+        for collector in list(_process_collectors):
+            yield from collector.collect()
 
 
 class ServiceMetrics:
@@ -65,8 +82,7 @@ class ServiceMetrics:
             [*labels, "topic", "partition"],
             registry=self.registry,
         )
-        # tracebound_llm_ready / tracebound_llm_check_failed of the llm start-up check
-        self.registry.register(ReadinessCollector())
+        self.registry.register(_ProcessCollectors())
         self._last_beat = time.monotonic()
         self.healthy = True
 
