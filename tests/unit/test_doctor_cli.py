@@ -10,17 +10,15 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_cli
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_servers import server_like
 from tracebound.cli import main
 
-REPO = Path(__file__).resolve().parents[2]
 MODEL = "served-model"
 
 
@@ -32,15 +30,7 @@ def doctor(server: FakeOpenAI, *args: str) -> subprocess.CompletedProcess[str]:
         TRACEBOUND_LLM_API_KEY="sk-doctor-secret",
         TRACEBOUND_LLM_TIMEOUT_S="10",
     )
-    return subprocess.run(
-        [sys.executable, "-m", "tracebound.cli", "doctor", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    return run_cli("doctor", *args, env=env, timeout_s=600)
 
 
 @pytest.fixture
