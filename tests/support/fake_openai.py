@@ -173,9 +173,6 @@ def empty() -> Entry:
     return Entry(body=_envelope([]))
 
 
-Responder = Callable[[Mapping[str, Any]], Entry | None]
-
-
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
@@ -204,7 +201,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         headers = {k.lower(): v for k, v in self.headers.items()}
         fake._record(RecordedRequest(self.path, headers, body))
-        self._send(fake._answer(body), body)
+        self._send(fake._next(body), body)
 
     def do_GET(self) -> None:
         """``GET /v1/models`` lists the served models; other GETs are configured bodies."""
@@ -247,6 +244,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
+Responder = Callable[[Mapping[str, Any]], Entry]
+
+
 class FakeOpenAI:
     """The scripted server; use as a context manager."""
 
@@ -263,7 +263,7 @@ class FakeOpenAI:
         self.default = default or text("fake-openai: script exhausted")
         # A server "configuration": what /v1/models lists (with extra fields such as
         # vLLM's max_model_len), other GET bodies (llama.cpp's /props), and a responder
-        # that answers a completion request by its content before the script does.
+        # that answers by the request's content once the script is used up.
         self.models = tuple(models)
         self.model_extra = dict(model_extra or {})
         self.responder = responder
@@ -298,14 +298,11 @@ class FakeOpenAI:
         host, port = self._server.server_address[:2]
         return f"http://{host!s}:{port}/v1"
 
-    def _next(self) -> Entry:
+    def _next(self, request: Mapping[str, Any]) -> Entry:
         with self._lock:
-            return self._queue.popleft() if self._queue else self.default
-
-    def _answer(self, request: Mapping[str, Any]) -> Entry:
-        """The responder's answer to ``request`` when it has one, else the script's next."""
-        answer = self.responder(request) if self.responder is not None else None
-        return answer if answer is not None else self._next()
+            if self._queue:
+                return self._queue.popleft()
+        return self.responder(request) if self.responder is not None else self.default
 
     def listing(self) -> dict[str, Any]:
         """The ``GET /v1/models`` body."""

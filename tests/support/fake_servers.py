@@ -63,24 +63,24 @@ def _first_tool(request: Mapping[str, Any]) -> tuple[str, dict[str, str]] | None
     return None
 
 
-def healthy_responder(request: Mapping[str, Any]) -> Entry | None:
-    """A server with working tool calls and JSON mode; other requests go to the script."""
+def healthy_responder(request: Mapping[str, Any]) -> Entry:
+    """A server with working tool calls and JSON mode; a plain chat gets a plain word."""
     tool = _first_tool(request)
     if tool is not None and request.get("tool_choice") != "none":
         return tool_call(*tool)
     if isinstance(request.get("response_format"), Mapping):
         return text('{"ok": true}')
-    return None
+    return text("pong")
 
 
-def no_tool_parser_responder(request: Mapping[str, Any]) -> Entry | None:
+def no_tool_parser_responder(request: Mapping[str, Any]) -> Entry:
     """vLLM started without ``--enable-auto-tool-choice``: tools with auto choice are a 400."""
     if request.get("tools") and request.get("tool_choice", "auto") == "auto":
         return vllm_error(400, VLLM_AUTO_TOOL_CHOICE_ERROR)
     return healthy_responder(request)
 
 
-def tool_call_in_content_responder(request: Mapping[str, Any]) -> Entry | None:
+def tool_call_in_content_responder(request: Mapping[str, Any]) -> Entry:
     """A tool parser that does not fire: the call comes back as text in ``content``."""
     tool = _first_tool(request)
     if tool is not None:
@@ -90,7 +90,7 @@ def tool_call_in_content_responder(request: Mapping[str, Any]) -> Entry | None:
     return healthy_responder(request)
 
 
-def o_series_responder(request: Mapping[str, Any]) -> Entry | None:
+def o_series_responder(request: Mapping[str, Any]) -> Entry:
     """An o-series model: ``temperature`` and ``max_tokens`` are refused with OpenAI's 400."""
     if "temperature" in request:
         return openai_error(O_SERIES_TEMPERATURE_ERROR, param="temperature")
@@ -112,7 +112,6 @@ def server_like(
     *,
     models: Sequence[str] = DEFAULT_MODELS,
     max_model_len: int | None = 32768,
-    default: Entry | None = None,
 ) -> FakeOpenAI:
     """A (not yet started) server in one of :data:`SERVER_CONFIGURATIONS`.
 
@@ -120,7 +119,6 @@ def server_like(
     """
     extra = {} if max_model_len is None else {"max_model_len": max_model_len}
     return FakeOpenAI(
-        default,
         models=models,
         model_extra=extra,
         responder=SERVER_CONFIGURATIONS[configuration],
