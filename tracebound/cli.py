@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "tracebound.stack.cli",
     "tracebound.codec.cli",
     "tracebound.client_cli",
+    "tracebound.llm.doctor_cli",
     "services.gatekeeper.cli",
     "services.executor.tools.cli",
     "services.verifier.cli",

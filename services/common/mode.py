@@ -3,6 +3,8 @@
 ``rules`` is the embedded default, so the whole pipeline runs offline. ``llm``
 needs ``TRACEBOUND_LLM_BASE_URL``; without it the role says so once at start and
 runs its rules implementation, which is also its fallback on every model failure.
+With an endpoint set, the role probes it once at start (:mod:`tracebound.llm.readiness`)
+so a misconfigured server is reported loudly instead of being hidden by the fallback.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from typing import Literal
 
 from pydantic_settings import SettingsConfigDict
 
-from tracebound.llm import ChatModel, LLMSettings, chat_model_from_settings
+from tracebound import logs
+from tracebound.llm import ChatModel, LLMSettings, chat_model_from_settings, readiness
 from tracebound.settings import TraceboundSettings, service_prefix
 
 Mode = Literal["rules", "llm"]
@@ -34,7 +37,11 @@ def model_for(role: str, mode: Mode | None = None) -> ChatModel | None:
     chosen = mode or RoleSettings.for_role(role).mode
     if chosen == "rules":
         return None
-    model = chat_model_from_settings(LLMSettings())
+    settings = LLMSettings()
+    model = chat_model_from_settings(settings)
     if model is None:
         log.warning("%s: llm mode needs TRACEBOUND_LLM_BASE_URL; using rules", role)
+    elif settings.startup_check:
+        logs.configure()  # the check logs from its own thread, maybe before the loop starts
+        readiness.start_check(role, settings)
     return model

@@ -11,6 +11,7 @@ from services.composer.answered import AnsweredRuns, OncePerRun
 from services.composer.handler import SERVICE, ComposerHandler
 from services.verifier.rules_file import load_verifier_rules
 from tracebound.codec import make_codec
+from tracebound.llm import readiness
 from tracebound.llm.monitor import FallbackMonitor
 from tracebound.runtime import ServiceSpec, run_service
 from tracebound.settings import KafkaSettings
@@ -29,7 +30,7 @@ def main() -> int:
         handler=OncePerRun(
             ComposerHandler(model, rules=load_verifier_rules(), monitor=monitor), answered
         ),
-        collectors=(monitor,),
+        collectors=(monitor, readiness.COLLECTOR),
         on_assign=answered.restore,
         on_rewind=answered.forget,
         on_commit=answered.commit,

@@ -12,7 +12,7 @@ from services.executor.settings import ExecutorSettings
 from services.executor.tools import build_tools
 from services.gatekeeper.settings import configured_ruleset
 from services.planner.skills import load_skills
-from tracebound.llm import LLMSettings
+from tracebound.llm import LLMSettings, readiness
 from tracebound.llm.monitor import FallbackMonitor
 from tracebound.runtime import ServiceSpec, run_service
 
@@ -33,7 +33,7 @@ def main() -> int:
         accepts=accepts,
         handler=handler,
         model_budget=executor_budget(LLMSettings(), settings) if model else None,
-        collectors=(monitor,),
+        collectors=(monitor, readiness.COLLECTOR),
     )
     return run_service(spec)
 

@@ -9,6 +9,7 @@ from services.common.inputs import role_inputs
 from services.common.mode import model_for
 from services.planner.handler import SERVICE, PlannerHandler
 from services.planner.skills import load_skills
+from tracebound.llm import readiness
 from tracebound.llm.monitor import FallbackMonitor
 from tracebound.runtime import ServiceSpec, run_service
 
@@ -23,7 +24,7 @@ def main() -> int:
         accepts=accepts,
         handler=PlannerHandler(load_skills(), model, monitor=monitor),
         model_budget=single_call_budget(model),
-        collectors=(monitor,),
+        collectors=(monitor, readiness.COLLECTOR),
     )
     return run_service(spec)
 

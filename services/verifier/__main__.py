@@ -9,6 +9,7 @@ from services.common.inputs import role_inputs
 from services.common.mode import model_for
 from services.verifier.handler import SERVICE, VerifierHandler
 from services.verifier.rules_file import load_verifier_rules
+from tracebound.llm import readiness
 from tracebound.llm.monitor import FallbackMonitor
 from tracebound.runtime import ServiceSpec, run_service
 
@@ -23,7 +24,7 @@ def main() -> int:
         accepts=accepts,
         handler=VerifierHandler(model=model, rules=load_verifier_rules(), monitor=monitor),
         model_budget=single_call_budget(model),
-        collectors=(monitor,),
+        collectors=(monitor, readiness.COLLECTOR),
     )
     return run_service(spec)
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from typing import Any
 
 from services.executor.tools.settings import DEMO_ENV
-from tests.support.kafka_io import REPO
+from tests.support.cli import run_cli
 from tests.support.stack import StackHandle
 
 
@@ -18,15 +17,7 @@ def tool(stack: StackHandle, *args: str) -> subprocess.CompletedProcess[str]:
         if key.startswith("TRACEBOUND_TOOLS_"):
             del env[key]  # whatever the caller's shell says: the demo backends, asked for
     env.update(DEMO_ENV)
-    return subprocess.run(
-        [sys.executable, "-m", "tracebound.cli", "tool", *args],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return run_cli("tool", *args, env=env)
 
 
 def json_tool(stack: StackHandle, *args: str) -> dict[str, Any]:

@@ -22,13 +22,15 @@ import itertools
 import json
 import threading
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from typing import Any
 
 COMPLETIONS_PATH = "/v1/chat/completions"
+MODELS_PATH = "/v1/models"
+DEFAULT_MODELS = ("gpt-4o-mini",)  # the model name LLMSettings defaults to
 _ids = itertools.count(1)
 
 
@@ -268,6 +270,21 @@ class _Handler(BaseHTTPRequestHandler):
         fake._record(RecordedRequest(self.path, headers, body))
         self._send(fake._next(body), body)
 
+    def do_GET(self) -> None:
+        """``GET /v1/models`` lists the served models; other GETs are configured bodies."""
+        fake = self.server.fake
+        if fake.api_key is not None and self.headers.get("Authorization") != (
+            f"Bearer {fake.api_key}"
+        ):
+            error = {"error": {"message": "Incorrect API key provided", "code": "invalid_api_key"}}
+            self._send(Entry(status=401, body=error), {})
+        elif self.path == MODELS_PATH:
+            self._send(Entry(body=fake.listing()), {})
+        elif self.path in fake.get_bodies:
+            self._send(Entry(body=fake.get_bodies[self.path]), {})
+        else:
+            self._send(Entry(status=404, body={"error": {"message": "unknown path"}}), {})
+
     def _send(self, entry: Entry, request: Mapping[str, Any]) -> None:
         fake = self.server.fake
         if entry.delay_s:
@@ -304,13 +321,24 @@ class FakeOpenAI:
         self,
         default: Entry | None = None,
         *,
+        models: Sequence[str] = DEFAULT_MODELS,
+        model_extra: Mapping[str, Any] | None = None,
         responder: Responder | None = None,
         record: bool = True,
+        get_bodies: Mapping[str, Mapping[str, Any]] | None = None,
+        api_key: str | None = None,
     ) -> None:
         self.default = default or text("fake-openai: script exhausted")
+        # A server "configuration": what /v1/models lists (with extra fields such as
+        # vLLM's max_model_len), other GET bodies (llama.cpp's /props), and a responder
+        # that answers by the request's content once the script is used up.
+        self.models = tuple(models)
+        self.model_extra = dict(model_extra or {})
         self.responder = responder
         self.record = record
         self.served = 0
+        self.get_bodies = dict(get_bodies or {})
+        self.api_key = api_key  # when set, GETs without this bearer key answer 401
         self.requests: list[RecordedRequest] = []
         self._queue: deque[Entry] = deque()
         self._matched: list[tuple[Callable[[Mapping[str, Any]], bool], deque[Entry]]] = []
@@ -361,6 +389,15 @@ class FakeOpenAI:
                 return self._queue.popleft()
         return self.responder(request) if self.responder is not None else self.default
 
+    def listing(self) -> dict[str, Any]:
+        """The ``GET /v1/models`` body."""
+        data = [
+            {"id": name, "object": "model", "created": 1_760_000_000, "owned_by": "fake"}
+            | self.model_extra
+            for name in self.models
+        ]
+        return {"object": "list", "data": data}
+
     def _record(self, request: RecordedRequest) -> None:
         with self._lock:
             self.served += 1
@@ -399,6 +436,7 @@ class FakeOpenAI:
 
 
 __all__ = [
+    "DEFAULT_MODELS",
     "Entry",
     "FakeOpenAI",
     "RecordedRequest",

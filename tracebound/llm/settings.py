@@ -32,7 +32,10 @@ _CORE_FIELDS = frozenset({"model", "messages", "tools", "response_format", "stre
 class LLMSettings(TraceboundSettings):
     """Where the model lives and how patiently to talk to it."""
 
-    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_LLM_", frozen=True)
+    # ``TRACEBOUND_LLM_TEMPERATURE=none`` sends no temperature (o-series, gpt-5 refuse one).
+    model_config = SettingsConfigDict(
+        env_prefix="TRACEBOUND_LLM_", frozen=True, env_parse_none_str="none"
+    )
 
     base_url: str | None = None
     api_key: SecretStr = SecretStr("not-needed")
@@ -40,6 +43,7 @@ class LLMSettings(TraceboundSettings):
     timeout_s: float = Field(default=30, gt=0, description="per attempt, not per call")
     max_retries: int = Field(default=2, ge=0, le=10)
     temperature: float | None = Field(default=None, ge=0, le=2, description="unset: not sent")
+    startup_check: bool = Field(default=True, description="probe the endpoint at role start")
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = Field(
         default="max_tokens", description="max_completion_tokens for o-series / gpt-5 endpoints"
     )
