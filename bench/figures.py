@@ -21,6 +21,7 @@ TARGETS = {
     "projections_live_eps": 5_000.0,
     "projections_rebuild_eps": 10_000.0,
     "rss_mb": 150.0,
+    "dashboard_ms": 300.0,
 }
 
 

@@ -1,7 +1,8 @@
 """What the runs dashboard shows beyond the run list: per-run details and a summary.
 
-The page lists runs with :func:`projections.run_list.list_runs_filtered` (the
-API's own query) and adds two reads here, both with the same filter:
+:func:`read_dashboard` is all a page reads. It lists runs with
+:func:`projections.run_list.list_runs_filtered` (the API's own query) and adds
+two reads, both with the same filter:
 
 - :func:`page_details` — for the runs of one page only: the alert the run is
   about, the models that answered, the gatekeeper's rule set and the verifier's
@@ -23,9 +24,11 @@ from typing import Any
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from projections.run_list import SORT_AT, RunFilter, filter_clause
+from projections.run_list import SORT_AT, RunFilter, filter_clause, list_runs_filtered
 from projections.trace import STAGES, Connection
+from projections.views import RunList
 
+PAGE_SIZE = 50
 SAMPLE = 5000
 FALLBACK = "rules-fallback"
 BUCKETS = 24
@@ -71,6 +74,22 @@ class Summary:
     judged: int = 0  # runs with a verifier mode at all
     unfinished: int = 0  # runs not answered (yet)
     stages: list[tuple[str, float, int]] = field(default_factory=list)  # label, mean ms, runs
+
+
+@dataclass(frozen=True, slots=True)
+class DashboardRead:
+    """Everything one dashboard page shows, read on one connection."""
+
+    page: RunList
+    details: dict[str, RunDetails]
+    summary: Summary
+
+
+def read_dashboard(conn: Connection, selection: RunFilter) -> DashboardRead:
+    """The page of runs (the run list's own query), their details and the summary."""
+    page = list_runs_filtered(conn, selection)
+    details = page_details(conn, [r.run_id for r in page.runs])
+    return DashboardRead(page, details, read_summary(conn, selection))
 
 
 _DETAILS = sql.SQL(

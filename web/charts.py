@@ -126,7 +126,7 @@ def share_bars(rows: Sequence[tuple[str, int, int]], label: str) -> str:
         return empty(label)
     line = 30
     height = line * len(rows) + 10
-    left, right = 150, WIDTH - 70
+    left, right = 150, WIDTH - 130
     parts: list[str] = []
     for i, (name, count, out_of) in enumerate(rows):
         y = 8 + i * line

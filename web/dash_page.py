@@ -35,6 +35,8 @@ button{font:inherit;padding:5px 14px;border-radius:4px;border:1px solid #3d5f9e;
 svg.chart{width:100%;height:auto;display:block}
 table.runs td{font-size:13px}
 table.runs td.q{max-width:360px;word-break:break-word}
+td.nowrap{white-space:nowrap}
+td.small{font-size:12px}
 .pager{display:flex;gap:18px;margin-top:12px}
 nav.top{display:flex;gap:16px;align-items:center;margin-bottom:10px}
 nav.top form{margin-left:auto}
@@ -150,14 +152,15 @@ def _engine(details: RunDetails | None) -> str:
     if details is None:
         return "–"
     mode = details.verifier_mode
-    parts = [
-        f"<div>model <b>{esc(details.models or 'none')}</b></div>",
-        f"<div>rules <b>{esc(details.rule_set_version)}</b></div>",
-    ]
+    verifier = ""
     if mode:
         tone = "warn" if mode == FALLBACK else "none"
-        parts.append(f"<div>verifier <span class='badge {tone}'>{esc(mode)}</span></div>")
-    return join(parts)
+        verifier = f" <span class='badge {tone}' title='verifier mode'>{esc(mode)}</span>"
+    return (
+        f"<div title='models'>{esc(details.models or 'no model')}</div>"
+        f"<div class='muted'><span title='gatekeeper rule set'>{esc(details.rule_set_version)}"
+        f"</span>{verifier}</div>"
+    )
 
 
 def _time(iso: str | None) -> str:
@@ -194,9 +197,9 @@ COLUMNS = (
     "status",
     "rounds",
     "latency",
-    "model / rules",
+    "model · rules · verifier",
 )
-COLUMN_CLASSES = ("mono", "", "q", "", "", "", "num", "num", "")
+COLUMN_CLASSES = ("mono nowrap", "", "q", "", "", "", "num", "num", "small")
 
 
 def _table(view: DashView) -> str:

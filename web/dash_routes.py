@@ -11,19 +11,14 @@ from __future__ import annotations
 
 import hmac
 import time
-from dataclasses import dataclass
-from typing import Any
 from urllib.parse import parse_qs
 
-import psycopg
 from pydantic import SecretStr
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from projections import dashboard, run_list
-from projections.dashboard import RunDetails, Summary
-from projections.views import RunList
 from web import trace_routes
 from web.dash_page import DashView, form_values, render_dashboard, render_login
 from web.html import FORM_PAGE_HEADERS
@@ -31,20 +26,6 @@ from web.http import SIGN_IN_COOKIE, ApiError, cookie_value, credentials_match
 from web.trace_routes import Connect, page_error, page_unauthorized, read
 
 MAX_LOGIN_BYTES = 4096
-PAGE_SIZE = 50
-
-
-@dataclass(frozen=True, slots=True)
-class _Read:
-    page: RunList
-    details: dict[str, RunDetails]
-    summary: Summary
-
-
-def _load(conn: psycopg.Connection[Any], selection: run_list.RunFilter) -> _Read:
-    page = run_list.list_runs_filtered(conn, selection)
-    details = dashboard.page_details(conn, [r.run_id for r in page.runs])
-    return _Read(page, details, dashboard.read_summary(conn, selection))
 
 
 async def _form_token(request: Request) -> bytes:
@@ -68,12 +49,12 @@ def routes(token: SecretStr | None, connect: Connect | None = None) -> list[Rout
             return page_unauthorized()
         params = form_values(request.query_params)
         try:
-            selection = run_list.parse_filter({**params, "limit": str(PAGE_SIZE)})
+            selection = run_list.parse_filter({**params, "limit": str(dashboard.PAGE_SIZE)})
         except run_list.FilterError as exc:
             return page_error(ApiError(400, f"invalid filter {exc.param}: {exc.message}"))
         started = time.perf_counter()
         try:
-            found = await read(opened, lambda conn: _load(conn, selection))
+            found = await read(opened, lambda conn: dashboard.read_dashboard(conn, selection))
         except ApiError as exc:
             return page_error(exc)
         spent_ms = (time.perf_counter() - started) * 1000

@@ -29,7 +29,7 @@ from tracebound.events import (
     ToolInvoked,
     Verdict,
 )
-from tracebound.events.records import Alert, PlannerPlan
+from tracebound.events.records import Alert, EvidenceRef, PlannerPlan, RetrievalDetails
 
 VERDICT_MIX = ("PASS", "PASS", "PASS", "LOW_CONFID", "REJECT")
 SKILLS = ("cpu-diagnosis", "db-pool-diagnosis", "latency-diagnosis")
@@ -77,8 +77,14 @@ def run_events(run: RunSpec, start: datetime, rng: random.Random) -> list[Event]
     invocation = sample(ToolInvoked).tool_invocation.model_copy(
         update={
             "source_invocation_id": zlib.crc32(run.run_id.encode()),
+            "tool_name": "search_logs",
+            "error_message": None,
             "output": {"logs": [run.log_line]},
             "output_preview": run.log_line,
+            "retrieval_details": RetrievalDetails(
+                evidence_status="found",
+                evidence_refs=(EvidenceRef(raw_path="$.logs[0]", text=run.log_line),),
+            ),
             "round": 1,
         }
     )
@@ -89,14 +95,17 @@ def run_events(run: RunSpec, start: datetime, rng: random.Random) -> list[Event]
     steps: list[tuple[type[Event], dict[str, Any]]] = [
         (DiagnosisRequested, {"request": request}),
         (PlanProduced, {"request": request, "plan": plan}),
-        (AgentStep, {"model": MODELS_USED[len(run.run_id) % 2], "token_count": 40}),
+        (AgentStep, {"model": MODELS_USED[zlib.crc32(run.query.encode()) % 2], "token_count": 40}),
         (ToolInvoked, {"tool_invocation": invocation, "request": request, "plan": plan}),
         (GatekeeperResult, {"round": 1, "request": request, "gatekeeper_result": gate}),
     ]
     if run.verdict is not None:
         mode = "rules-fallback" if run.fallback else "llm"
         steps += [
-            (Verdict, {"round": 1, "verdict": run.verdict, "verifier_mode": mode}),
+            (
+                Verdict,
+                {"round": 1, "verdict": run.verdict, "verifier_mode": mode, "claim_checks": ()},
+            ),
             (
                 Answer,
                 {
