@@ -211,10 +211,14 @@ def render_text(t: Trace) -> str:
     return "\n\n".join("\n".join(lines) for lines in sections) + "\n"
 
 
+def _run_id(args: argparse.Namespace) -> str:
+    if not RUN_ID.match(args.run_id):
+        raise InvalidInputError(f"{args.run_id!r} is not a run id")
+    return str(args.run_id)
+
+
 def _cmd_trace(args: argparse.Namespace) -> int:
-    run_id = args.run_id
-    if not RUN_ID.match(run_id):
-        raise InvalidInputError(f"{run_id!r} is not a run id")
+    run_id = _run_id(args)
     try:
         with connect(PostgresSettings()) as conn:
             found = trace.build_trace(conn, run_id)
@@ -240,10 +244,7 @@ def run_page(run_id: str) -> str:
 
 
 def _cmd_open(args: argparse.Namespace) -> int:
-    run_id = args.run_id
-    if not RUN_ID.match(run_id):
-        raise InvalidInputError(f"{run_id!r} is not a run id")
-    url = run_page(run_id)
+    url = run_page(_run_id(args))
     print(url)  # also where to go when no browser can be started from here
     webbrowser.open(url)
     return 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import webbrowser
 
 import pytest
 
@@ -84,7 +85,7 @@ def test_open_prints_the_url_and_hands_it_to_the_browser(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     opened: list[str] = []
-    monkeypatch.setattr(trace_cli.webbrowser, "open", opened.append)
+    monkeypatch.setattr(webbrowser, "open", opened.append)
     monkeypatch.setenv("TRACEBOUND_INGEST_HOST", "::1")
     args = build_parser().parse_args(["open", "run-1"])
     assert args.handler(args) == 0
