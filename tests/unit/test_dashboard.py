@@ -154,6 +154,7 @@ def _client(monkeypatch: pytest.MonkeyPatch, token: str | None) -> TestClient:
         assert selection.limit == 50  # the page's own size, whatever the query says
         return RunList(runs=[_summary(1)], next_cursor=None)
 
+    monkeypatch.setattr(dashboard, "list_runs_filtered", fake_list)
     monkeypatch.setattr(run_list, "list_runs_filtered", fake_list)
     monkeypatch.setattr(trace, "build_trace", lambda _c, _r: None)
     monkeypatch.setattr(dashboard, "page_details", lambda _c, _ids: {})
