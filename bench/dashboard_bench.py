@@ -26,10 +26,10 @@ from tests.support.run_events import mixed_runs, project
 
 SEED_RUNS = 500
 COPY = (
-    "INSERT INTO diagnosis_run SELECT (jsonb_populate_record(NULL::diagnosis_run,"
-    " to_jsonb(r) || jsonb_build_object('run_id', r.run_id || '-' || g,"
-    " 'requested_at', r.requested_at - make_interval(days => g)))).*"
-    " FROM diagnosis_run r, generate_series(1, %s) AS g"
+    "INSERT INTO diagnosis_run SELECT copy.* FROM diagnosis_run r, generate_series(1, %s) AS g,"
+    " LATERAL jsonb_populate_record(NULL::diagnosis_run, to_jsonb(r)"
+    " || jsonb_build_object('run_id', r.run_id || '-' || g,"
+    " 'requested_at', r.requested_at - make_interval(days => g))) AS copy"
 )
 SELECTIONS = {
     "first page": {},

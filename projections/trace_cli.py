@@ -27,7 +27,8 @@ from projections import trace
 from projections.store import connect
 from tracebound.errors import InvalidInputError, TransientError
 from tracebound.events.base import RUN_ID
-from tracebound.settings import PageAddress, PostgresSettings
+from tracebound.pages import PageAddress
+from tracebound.settings import PostgresSettings
 
 Trace = Mapping[str, Any]
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

@@ -135,27 +135,6 @@ class PostgresSettings(TraceboundSettings):
     dsn: SecretStr = SecretStr("postgresql://tracebound@127.0.0.1:15432/tracebound")
 
 
-class PageAddress(TraceboundSettings):
-    """Where the HTTP ingest listens (``TRACEBOUND_INGEST_HOST``/``_PORT``), as page URLs.
-
-    The ingest's own settings extend it; the terminal commands that point a person
-    at a page (``trace``, ``open``) read only this part, so they need not import the
-    ingest. A wildcard bind address is reached on the loopback.
-    """
-
-    model_config = SettingsConfigDict(env_prefix="TRACEBOUND_INGEST_", frozen=True)
-
-    host: str = "127.0.0.1"
-    port: int = Field(default=8088, ge=0, le=65535)
-
-    def page_url(self, path: str) -> str:
-        """The URL of the page at ``path`` (absolute, starting with ``/``)."""
-        host = "127.0.0.1" if self.host in ("", "0.0.0.0", "::") else self.host  # noqa: S104
-        if ":" in host:
-            host = f"[{host}]"
-        return f"http://{host}:{self.port}{path}"
-
-
 class RuntimeSettings(TraceboundSettings):
     """Knobs of one service process; build with :meth:`for_service` to get its prefix."""
 

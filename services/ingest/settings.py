@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
-from tracebound.settings import PageAddress
+from tracebound.pages import PageAddress
 from tracebound.topics import ALERTS
 
 MIB = 1024 * 1024
