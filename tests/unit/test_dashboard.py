@@ -8,19 +8,14 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from pydantic import SecretStr
 from starlette.testclient import TestClient
 
-from projections import dashboard, run_list, trace
+from projections import dashboard, run_list
 from projections.dashboard import RunDetails, Summary, summarize
 from projections.views import RunList, RunSummary
-from services.ingest.runs import RunBuffer
-from services.ingest.settings import IngestSettings
-from tests.unit.test_ingest_http import NoDedup, NoPublisher
 from tests.unit.test_trace_assemble import HOSTILE
-from tests.unit.test_trace_page import _no_connection, parsed
-from web import charts, trace_routes
-from web.app import Ports, create_app
+from tests.unit.test_trace_page import client_for, parsed
+from web import charts
 from web.dash_page import DashView, render_dashboard
 from web.http import SIGN_IN_COOKIE, cookie_value
 
@@ -150,19 +145,17 @@ def test_new_filters_parse_and_refuse() -> None:
 
 
 def _client(monkeypatch: pytest.MonkeyPatch, token: str | None) -> TestClient:
+    """The trace page's test client, with the dashboard's reads replaced too."""
+
     def fake_list(_conn: Any, selection: run_list.RunFilter) -> RunList:
         assert selection.limit == 50  # the page's own size, whatever the query says
         return RunList(runs=[_summary(1)], next_cursor=None)
 
+    client = client_for(monkeypatch, token)
     monkeypatch.setattr(dashboard, "list_runs_filtered", fake_list)
-    monkeypatch.setattr(run_list, "list_runs_filtered", fake_list)
-    monkeypatch.setattr(trace, "build_trace", lambda _c, _r: None)
     monkeypatch.setattr(dashboard, "page_details", lambda _c, _ids: {})
     monkeypatch.setattr(dashboard, "read_summary", lambda _c, _s: summarize({"PASS": 1}, []))
-    monkeypatch.setattr(trace_routes, "default_connect", lambda *_a: _no_connection)
-    settings = IngestSettings(token=SecretStr(token) if token else None)
-    app = create_app(settings, Ports(publisher=NoPublisher(), dedup=NoDedup(), runs=RunBuffer()))
-    return TestClient(app, base_url="http://127.0.0.1")
+    return client
 
 
 def test_sign_in_trades_the_token_for_a_strict_cookie(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -183,7 +176,7 @@ def test_sign_in_trades_the_token_for_a_strict_cookie(monkeypatch: pytest.Monkey
         policy = page.headers["Content-Security-Policy"]
         assert "default-src 'none'" in policy and "script-src" not in policy
         assert client.get("/api/v1/runs").status_code == 200  # the API takes the cookie too
-        assert client.get("/runs/run-1").status_code == 404  # past the sign-in
+        assert client.get("/runs/run-1").status_code == 200  # the trace page takes it too
         left = client.post("/logout", follow_redirects=False)
         assert left.status_code == 303 and SIGN_IN_COOKIE not in client.cookies
         assert client.get("/").status_code == 401
