@@ -32,7 +32,7 @@ MODES = ("CHAT", "AIOPS")
 MAX_TEXT = 200
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
-SORT_AT = "coalesce(requested_at, 'epoch'::timestamptz)"  # as indexed by migration 0005
+SORT_AT = "coalesce(requested_at, 'epoch'::timestamptz)"  # as indexed by migration 0006
 RUN_COLUMNS = (
     "run_id",
     "session_id",
