@@ -22,6 +22,7 @@ TARGETS = {
     "projections_rebuild_eps": 10_000.0,
     "rss_mb": 150.0,
     "llm_rps": 10.0,
+    "dashboard_ms": 300.0,
 }
 
 

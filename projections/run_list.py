@@ -27,8 +27,12 @@ from projections.views import STATUSES, VERDICTS, RunList
 from tracebound.errors import InvalidInputError
 
 SERVICE = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+SKILL = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+MODES = ("CHAT", "AIOPS")
+MAX_TEXT = 200
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 500
+SORT_AT = "coalesce(requested_at, 'epoch'::timestamptz)"  # as indexed by migration 0006
 RUN_COLUMNS = (
     "run_id",
     "session_id",
@@ -68,6 +72,9 @@ class RunFilter:
     service: str | None = None
     limit: int = DEFAULT_LIMIT
     cursor: str | None = None
+    mode: str | None = None
+    skill: str | None = None
+    text: str | None = None
 
 
 def _parse_time(param: str, raw: str) -> datetime:
@@ -81,6 +88,7 @@ def _parse_time(param: str, raw: str) -> datetime:
 def parse_filter(params: Mapping[str, str]) -> RunFilter:
     """A :class:`RunFilter` from query parameters; any bad value is a :class:`FilterError`."""
     known = {"status", "verdict", "since", "until", "service", "limit", "cursor"}
+    known |= {"mode", "skill", "q"}
     for name in params:
         if name not in known:
             raise FilterError(name, f"unknown parameter; use {', '.join(sorted(known))}")
@@ -108,7 +116,16 @@ def parse_filter(params: Mapping[str, str]) -> RunFilter:
     cursor = params.get("cursor") or None
     if cursor is not None:
         decode_cursor(cursor)
-    return RunFilter(status, verdict, since, until, service, limit, cursor)
+    mode = params.get("mode") or None
+    if mode is not None and mode not in MODES:
+        raise FilterError("mode", f"must be one of {', '.join(MODES)}")
+    skill = params.get("skill") or None
+    if skill is not None and not SKILL.match(skill):
+        raise FilterError("skill", "must be a skill name (letters, digits, _ . : -)")
+    text = (params.get("q") or "").strip() or None
+    if text is not None and len(text) > MAX_TEXT:
+        raise FilterError("q", f"must be at most {MAX_TEXT} characters")
+    return RunFilter(status, verdict, since, until, service, limit, cursor, mode, skill, text)
 
 
 def encode_cursor(sort_at: datetime, run_id: str) -> str:
@@ -135,62 +152,85 @@ def _service_pattern(service: str) -> str:
     return f"(^|{edge}){re.escape(service)}($|{edge})"
 
 
-def list_runs(
-    conn: Connection,
-    *,
-    status: str | None = None,
-    verdict: str | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-    service: str | None = None,
-    limit: int = DEFAULT_LIMIT,
-    cursor: str | None = None,
-) -> RunList:
-    """One page of runs, newest request first, and the cursor of the next page (if any).
+def _like_pattern(text: str) -> str:
+    """A LIKE pattern matching ``text`` literally anywhere (its wildcards escaped)."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
 
-    Pagination is a keyset on ``(requested_at, run_id)`` rather than an offset, so a
-    run projected between two page reads neither repeats nor hides another. A run
-    whose request has not been projected yet sorts as the oldest. ``service`` matches
-    a run whose question names the service or one of whose alerts carries it as the
-    ``service`` label.
+
+def filter_clause(selection: RunFilter) -> tuple[sql.Composable, list[Any]]:
+    """The ``WHERE`` clause (possibly empty) and parameters selecting the filtered runs.
+
+    The cursor is not part of it: the run list pages with it, while the dashboard's
+    counts and pictures describe the whole selection. ``service`` matches a run whose
+    question names the service or one of whose alerts carries it as the ``service``
+    label; ``text`` is a case-insensitive substring of the question.
     """
-    if not 1 <= limit <= MAX_LIMIT:
-        raise FilterError("limit", f"must be an integer from 1 to {MAX_LIMIT}")
     clauses: list[str] = []
     params: list[Any] = []
-    if status is not None:
-        clauses.append("status = %s")
-        params.append(status)
-    if verdict is not None:
-        clauses.append("verdict = %s")
-        params.append(verdict)
-    if since is not None:
+    for column, value in (
+        ("status", selection.status),
+        ("verdict", selection.verdict),
+        ("mode", selection.mode),
+        ("selected_skill", selection.skill),
+    ):
+        if value is not None:
+            clauses.append(f"{column} = %s")
+            params.append(value)
+    if selection.since is not None:
         clauses.append("requested_at >= %s")
-        params.append(since)
-    if until is not None:
+        params.append(selection.since)
+    if selection.until is not None:
         clauses.append("requested_at < %s")
-        params.append(until)
-    if service is not None:
+        params.append(selection.until)
+    if selection.service is not None:
         clauses.append(
             "(coalesce(query, '') ~* %s OR EXISTS ("
             " SELECT 1 FROM jsonb_array_elements(CASE jsonb_typeof(request -> 'alerts')"
             "  WHEN 'array' THEN request -> 'alerts' ELSE '[]'::jsonb END) AS a(alert)"
             " WHERE lower(a.alert -> 'labels' ->> 'service') = lower(%s)))"
         )
-        params.extend([_service_pattern(service), service])
-    if cursor is not None:
-        after_at, after_id = decode_cursor(cursor)
-        clauses.append("(coalesce(requested_at, 'epoch'::timestamptz), run_id) < (%s, %s)")
+        params.extend([_service_pattern(selection.service), selection.service])
+    if selection.text is not None:
+        clauses.append("query ILIKE %s")
+        params.append(_like_pattern(selection.text))
+    if not clauses:
+        return sql.SQL(""), params
+    return sql.SQL("WHERE ") + sql.SQL(" AND ").join(sql.SQL(c) for c in clauses), params
+
+
+def list_runs(conn: Connection, **selection: Any) -> RunList:
+    """One page of runs selected by :class:`RunFilter` fields given by name."""
+    return list_runs_filtered(conn, RunFilter(**selection))
+
+
+def list_runs_filtered(conn: Connection, selection: RunFilter) -> RunList:
+    """One page of runs, newest request first, and the cursor of the next page (if any).
+
+    Pagination is a keyset on ``(requested_at, run_id)`` rather than an offset, so a
+    run projected between two page reads neither repeats nor hides another. A run
+    whose request has not been projected yet sorts as the oldest. The order is the
+    one of the ``diagnosis_run_coalesce_run_id_idx`` index, so a page reads only its
+    own rows however many runs there are.
+    """
+    limit = selection.limit
+    if not 1 <= limit <= MAX_LIMIT:
+        raise FilterError("limit", f"must be an integer from 1 to {MAX_LIMIT}")
+    where, params = filter_clause(selection)
+    if selection.cursor is not None:
+        after_at, after_id = decode_cursor(selection.cursor)
+        where += sql.SQL(" AND " if params else "WHERE ") + sql.SQL(
+            f"({SORT_AT}, run_id) < (%s, %s)"
+        )
         params.extend([after_at, after_id])
-    where = (
-        sql.SQL("WHERE ") + sql.SQL(" AND ").join(sql.SQL(c) for c in clauses)
-        if clauses
-        else sql.SQL("")
-    )
     query = sql.SQL(
-        "SELECT {columns}, coalesce(requested_at, 'epoch'::timestamptz) AS sort_at"
-        " FROM diagnosis_run {where} ORDER BY sort_at DESC, run_id DESC LIMIT %s"
-    ).format(columns=sql.SQL(", ").join(map(sql.Identifier, RUN_COLUMNS)), where=where)
+        "SELECT {columns}, {sort_at} AS sort_at"
+        " FROM diagnosis_run {where} ORDER BY {sort_at} DESC, run_id DESC LIMIT %s"
+    ).format(
+        columns=sql.SQL(", ").join(map(sql.Identifier, RUN_COLUMNS)),
+        sort_at=sql.SQL(SORT_AT),
+        where=where,
+    )
     params.append(limit + 1)
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(query, params)
@@ -203,18 +243,4 @@ def list_runs(
             "runs": [jsonable({c: r[c] for c in RUN_COLUMNS}) for r in rows],
             "next_cursor": next_cursor,
         }
-    )
-
-
-def list_runs_filtered(conn: Connection, selection: RunFilter) -> RunList:
-    """:func:`list_runs` with a parsed :class:`RunFilter`."""
-    return list_runs(
-        conn,
-        status=selection.status,
-        verdict=selection.verdict,
-        since=selection.since,
-        until=selection.until,
-        service=selection.service,
-        limit=selection.limit,
-        cursor=selection.cursor,
     )

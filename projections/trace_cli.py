@@ -1,11 +1,12 @@
-"""``tracebound trace RUN_ID [--json]``: the trace of one run in the terminal.
+"""``tracebound trace RUN_ID [--json]``: the trace of one run in the terminal; ``open RUN_ID``.
 
 The JSON form is the very document ``GET /api/v1/runs/{run_id}/trace`` serves.
 The text form reads top-down like the page: run, claims (each binding with its
 excerpt, the recorded ref text and the gatekeeper's outcome, then the
 verifier's judgement), answer, timings. Trace text comes from tools and models,
 so control characters are shown escaped: a log line cannot move the cursor or
-recolour the terminal.
+recolour the terminal. The text form ends with the URL of the run's page, and
+``tracebound open RUN_ID`` opens that page in a browser.
 """
 
 from __future__ import annotations
@@ -15,8 +16,10 @@ import json
 import re
 import sys
 import textwrap
+import webbrowser
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
 
 import psycopg
 
@@ -24,6 +27,7 @@ from projections import trace
 from projections.store import connect
 from tracebound.errors import InvalidInputError, TransientError
 from tracebound.events.base import RUN_ID
+from tracebound.pages import PageAddress
 from tracebound.settings import PostgresSettings
 
 Trace = Mapping[str, Any]
@@ -215,10 +219,14 @@ def render_text(t: Trace) -> str:
     return "\n\n".join("\n".join(lines) for lines in sections) + "\n"
 
 
+def _run_id(args: argparse.Namespace) -> str:
+    if not RUN_ID.match(args.run_id):
+        raise InvalidInputError(f"{args.run_id!r} is not a run id")
+    return str(args.run_id)
+
+
 def _cmd_trace(args: argparse.Namespace) -> int:
-    run_id = args.run_id
-    if not RUN_ID.match(run_id):
-        raise InvalidInputError(f"{run_id!r} is not a run id")
+    run_id = _run_id(args)
     try:
         with connect(PostgresSettings()) as conn:
             found = trace.build_trace(conn, run_id)
@@ -234,6 +242,19 @@ def _cmd_trace(args: argparse.Namespace) -> int:
         print(json.dumps(document, ensure_ascii=False, sort_keys=True))
     else:
         sys.stdout.write(render_text(document))
+        print(f"\npage  {run_page(run_id)}")
+    return 0
+
+
+def run_page(run_id: str) -> str:
+    """The URL of a run's trace page on the configured ingest."""
+    return PageAddress().page_url(f"/runs/{quote(run_id, safe='')}")
+
+
+def _cmd_open(args: argparse.Namespace) -> int:
+    url = run_page(_run_id(args))
+    print(url)  # also where to go when no browser can be started from here
+    webbrowser.open(url)
     return 0
 
 
@@ -248,3 +269,11 @@ def register(subparsers: Any) -> None:
     parser.add_argument("run_id", metavar="RUN_ID", help="the run id")
     parser.add_argument("--json", action="store_true", help="print the trace as JSON")
     parser.set_defaults(handler=_cmd_trace)
+    opener = subparsers.add_parser(
+        "open",
+        help="open the trace page of one run in a browser (and print its URL)",
+        description="Print the URL of RUN_ID's trace page on the ingest "
+        "(TRACEBOUND_INGEST_HOST/PORT) and open it in the default browser, if there is one.",
+    )
+    opener.add_argument("run_id", metavar="RUN_ID", help="the run id")
+    opener.set_defaults(handler=_cmd_open)

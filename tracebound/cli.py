@@ -40,6 +40,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 # every variable a process of the stack reads (tests check that none is missing).
 SETTINGS_MODULES: tuple[str, ...] = (
     "tracebound.settings",
+    "tracebound.pages",
     "tracebound.llm.settings",
     "services.common.mode",
     "services.executor.settings",

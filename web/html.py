@@ -2,7 +2,8 @@
 
 Pages are HTML with inline CSS only: no script, no external asset, so they
 render the same in any browser, offline, and a strict Content-Security-Policy
-(``PAGE_HEADERS``) can forbid everything else. Tool output, log lines and model
+(``PAGE_HEADERS``; ``FORM_PAGE_HEADERS`` for pages whose forms submit to this
+server) can forbid everything else. Tool output, log lines and model
 text are untrusted, so every value goes through :func:`esc`; CSS class names
 come from fixed tables (``TONE``), never from data.
 """
@@ -20,6 +21,13 @@ PAGE_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
+}
+# Pages with forms (the dashboard's filters, sign-in) may submit to this server only.
+FORM_PAGE_HEADERS = {
+    **PAGE_HEADERS,
+    "Content-Security-Policy": PAGE_HEADERS["Content-Security-Policy"].replace(
+        "form-action 'none'", "form-action 'self'"
+    ),
 }
 # status → colour class: green for pass/supported, red for fail/refuted, amber between.
 TONE = {
@@ -156,12 +164,12 @@ def list_block(title: str, items: Any) -> str:
     )
 
 
-def document(title: str, body: str) -> str:
-    """The HTML document around a page body, with the inline style sheet."""
+def document(title: str, body: str, extra_css: str = "") -> str:
+    """The HTML document around a page body, with the inline style sheet (and a page's own)."""
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
-        f"<title>{esc(title)}</title><style>{CSS}</style></head>"
+        f"<title>{esc(title)}</title><style>{CSS}{extra_css}</style></head>"
         f"<body><main>{body}</main></body></html>"
     )
 

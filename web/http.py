@@ -8,8 +8,10 @@ then validated.
 
 from __future__ import annotations
 
+import base64
 import hmac
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import SecretStr
@@ -21,6 +23,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from tracebound.events.base import RUN_ID
 
 PROTECTED_PREFIX = "/api/v1"
+SIGN_IN_COOKIE = "tracebound_token"
 
 
 class ApiError(Exception):
@@ -65,6 +68,38 @@ def bearer_matches(authorization: bytes, token: bytes) -> bool:
     return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), token)
 
 
+def cookie_value(token: bytes) -> str:
+    """The token as the sign-in cookie holds it (base64url: any byte is a valid cookie)."""
+    return base64.urlsafe_b64encode(token).decode().rstrip("=")
+
+
+def cookie_matches(header: bytes, token: bytes) -> bool:
+    """Whether a ``Cookie`` header carries the sign-in cookie of ``token`` (constant-time)."""
+    expected = cookie_value(token).encode()
+    for part in header.split(b";"):
+        name, _, value = part.strip().partition(b"=")
+        if name == SIGN_IN_COOKIE.encode() and hmac.compare_digest(value.strip(), expected):
+            return True
+    return False
+
+
+def credentials_match(headers: Iterable[tuple[bytes, bytes]], token: bytes | None) -> bool:
+    """Whether a request may read: no token is set, or the bearer header or cookie has it.
+
+    A browser signs in once (``POST /login``) and then sends the HttpOnly,
+    SameSite=Strict cookie, so the token is never part of a URL, a history entry
+    or an access log line; scripts send the ``Authorization`` header.
+    """
+    if token is None:
+        return True
+    for name, value in headers:
+        if name == b"authorization" and bearer_matches(value, token):
+            return True
+        if name == b"cookie" and cookie_matches(value, token):
+            return True
+    return False
+
+
 def run_id_param(request: Request) -> str:
     """The ``{run_id}`` path parameter, or a 422 when it is not a run id."""
     run_id = str(request.path_params["run_id"])
@@ -74,7 +109,7 @@ def run_id_param(request: Request) -> str:
 
 
 class BearerAuth:
-    """ASGI middleware: ``/api/v1`` needs ``Authorization: Bearer <token>`` when one is set.
+    """ASGI middleware: ``/api/v1`` needs the token when one is set (see :func:`credentials_match`).
 
     The comparison is constant-time; the token never reaches a log or a response.
     """
@@ -83,18 +118,12 @@ class BearerAuth:
         self.app = app
         self._token = token.get_secret_value().encode() if token else None
 
-    def _allowed(self, scope: Scope) -> bool:
-        for name, value in scope.get("headers", ()):
-            if name == b"authorization":
-                return bearer_matches(value, self._token or b"")
-        return False
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
             self._token is not None
             and scope["type"] == "http"
             and str(scope.get("path", "")).startswith(PROTECTED_PREFIX)
-            and not self._allowed(scope)
+            and not credentials_match(scope.get("headers", ()), self._token)
         ):
             reply = error_response(
                 ApiError(

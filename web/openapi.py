@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from projections.run_list import DEFAULT_LIMIT, MAX_LIMIT, SERVICE
+from projections.run_list import DEFAULT_LIMIT, MAX_LIMIT, MAX_TEXT, MODES, SERVICE, SKILL
 from projections.views import STATUSES, VERDICTS, RunList, Trace
 from services.ingest.models import AlertmanagerWebhook, ChatRequest
 from tracebound import __version__
@@ -96,8 +96,81 @@ def _run_list_params() -> list[dict[str, Any]]:
             {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
             "runs per page",
         ),
+        _query("mode", {"type": "string", "enum": list(MODES)}, "how the run was asked for"),
+        _query("skill", {"type": "string", "pattern": SKILL.pattern}, "the planner's skill"),
+        _query(
+            "q",
+            {"type": "string", "maxLength": MAX_TEXT},
+            "text the question contains (case-insensitive)",
+        ),
         _query("cursor", {"type": "string"}, "next_cursor of the previous page"),
     ]
+
+
+def _html(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"text/html": {"schema": {"type": "string"}}}}
+
+
+def _pages(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
+    """The browser's pages: the dashboard and the sign-in that trades the token for a cookie."""
+    to_dashboard = {"description": "to the dashboard (`/`)"}
+    return {
+        "/": {
+            "get": {
+                "summary": "The runs dashboard (HTML; the run list's filters as a GET form)",
+                "security": secured,
+                "parameters": _run_list_params(),
+                "responses": {
+                    "200": _html("the dashboard"),
+                    "400": _html("a filter is invalid"),
+                    "401": _html("the sign-in form: missing or wrong token"),
+                    "503": _html("the read models are unavailable; retry later"),
+                },
+            }
+        },
+        "/runs": {
+            "get": {
+                "summary": "The dashboard under its other name",
+                "security": [],
+                "responses": {"308": {"description": "to `/` with the same query"}},
+            }
+        },
+        "/login": {
+            "get": {
+                "summary": "The sign-in form (when a token is set)",
+                "security": [],
+                "responses": {"200": _html("the form"), "303": to_dashboard},
+            },
+            "post": {
+                "summary": "Trade the token (form field `token`) for an HttpOnly, "
+                "SameSite=Strict cookie that the pages and the API accept",
+                "security": [],
+                "requestBody": {
+                    "content": {
+                        "application/x-www-form-urlencoded": {
+                            "schema": {
+                                "type": "object",
+                                "properties": {"token": {"type": "string"}},
+                                "required": ["token"],
+                            }
+                        }
+                    }
+                },
+                "responses": {
+                    "303": {"description": "signed in (the cookie is set), to the dashboard"},
+                    "401": _html("not this server's token: the form again"),
+                    "413": _html("the form is larger than a token"),
+                },
+            },
+        },
+        "/logout": {
+            "post": {
+                "summary": "Forget the sign-in cookie",
+                "security": [],
+                "responses": {"303": {"description": "to the sign-in form"}},
+            }
+        },
+    }
 
 
 def build_document(max_wait_s: float = 120.0) -> dict[str, Any]:
@@ -216,6 +289,7 @@ def build_document(max_wait_s: float = 120.0) -> dict[str, Any]:
                 },
             }
         },
+        **_pages(secured),
         "/healthz": {
             "get": {
                 "summary": "Liveness (no authentication)",

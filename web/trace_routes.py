@@ -7,7 +7,7 @@ would pay off.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import psycopg
@@ -21,8 +21,9 @@ from projections import run_list, trace
 from tracebound.events.base import RUN_ID
 from tracebound.settings import PostgresSettings
 from web import trace_page
-from web.html import PAGE_HEADERS, render_message
-from web.http import ApiError, bearer_matches, run_id_param
+from web.dash_page import render_login
+from web.html import FORM_PAGE_HEADERS, PAGE_HEADERS, render_message
+from web.http import ApiError, credentials_match, run_id_param
 
 Connect = Callable[[], psycopg.Connection[Any]]
 T = TypeVar("T")
@@ -53,15 +54,34 @@ def _read(connect: Connect, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         ) from None
 
 
-def _authorized(request: Request, token: bytes | None) -> bool:
-    return token is None or bearer_matches(request.headers.get("authorization", "").encode(), token)
+def read(connect: Connect, work: Callable[[psycopg.Connection[Any]], T]) -> Awaitable[T]:
+    """:func:`_read` in the thread pool, for the routes of every page."""
+    return run_in_threadpool(_read, connect, work)
+
+
+def page_unauthorized() -> Response:
+    """A page's answer without the token: 401 and the sign-in form (for a browser)."""
+    return HTMLResponse(
+        render_login(),
+        401,
+        headers={**FORM_PAGE_HEADERS, "WWW-Authenticate": 'Bearer realm="tracebound"'},
+    )
+
+
+def page_error(exc: ApiError) -> Response:
+    """A refusal as a page, escaped like the pages themselves."""
+    return HTMLResponse(
+        render_message(f"{exc.status}", exc.error),
+        exc.status,
+        headers={**PAGE_HEADERS, **exc.headers},
+    )
 
 
 def routes(token: SecretStr | None, connect: Connect | None = None) -> list[Route]:
     """``GET /api/v1/runs``, ``GET /api/v1/runs/{run_id}/trace`` and the page ``/runs/{run_id}``.
 
     The ``/api/v1`` routes sit behind the app's bearer middleware; the page is outside
-    that prefix, so it checks the same token itself.
+    that prefix, so it checks the same token (header or sign-in cookie) itself.
     """
     opened = connect or default_connect()
     secret = token.get_secret_value().encode() if token is not None else None
@@ -73,43 +93,28 @@ def routes(token: SecretStr | None, connect: Connect | None = None) -> list[Rout
             raise ApiError(
                 400, "invalid query parameter", [{"loc": ["query", exc.param], "msg": exc.message}]
             ) from None
-        page = await run_in_threadpool(
-            _read, opened, lambda conn: run_list.list_runs_filtered(conn, selection)
-        )
+        page = await read(opened, lambda conn: run_list.list_runs_filtered(conn, selection))
         return JSONResponse(page.document())
 
     async def run_trace(request: Request) -> Response:
         run_id = run_id_param(request)
-        found = await run_in_threadpool(_read, opened, lambda conn: trace.build_trace(conn, run_id))
+        found = await read(opened, lambda conn: trace.build_trace(conn, run_id))
         if found is None:
             raise ApiError(404, f"no run {run_id} in the read model")
         return JSONResponse(found.document())
 
     async def page(request: Request) -> Response:
-        if not _authorized(request, secret):
-            return HTMLResponse(
-                render_message("401 unauthorized", "missing or invalid bearer token"),
-                401,
-                headers={
-                    **PAGE_HEADERS,
-                    "WWW-Authenticate": 'Bearer realm="tracebound"',
-                },
-            )
+        if not credentials_match(request.headers.raw, secret):
+            return page_unauthorized()
         run_id = str(request.path_params["run_id"])
         try:
             if not RUN_ID.match(run_id):
                 raise ApiError(404, "no such run")
-            found = await run_in_threadpool(
-                _read, opened, lambda conn: trace.build_trace(conn, run_id)
-            )
+            found = await read(opened, lambda conn: trace.build_trace(conn, run_id))
             if found is None:
                 raise ApiError(404, f"no run {run_id} in the read model")
         except ApiError as exc:
-            return HTMLResponse(
-                render_message(f"{exc.status}", exc.error),
-                exc.status,
-                headers={**PAGE_HEADERS, **exc.headers},
-            )
+            return page_error(exc)
         return HTMLResponse(trace_page.render_page(found.document()), headers=PAGE_HEADERS)
 
     return [

@@ -163,7 +163,7 @@ def _show(item: Item, settings: IngestSettings) -> None:
         print(f"   verdict {item.answer['verdict']} ({item.answer['final_status']})")
         for line in str(item.answer["user_facing_answer"]).splitlines():
             print(f"   {line}")
-        page = f"http://{settings.host}:{settings.port}/runs/{item.run_id}"
+        page = settings.page_url(f"/runs/{item.run_id}")
         print(f"   trace: tracebound trace {item.run_id}  (or {page})")
     print()
 

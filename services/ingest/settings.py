@@ -7,13 +7,13 @@ from typing import Literal
 from pydantic import Field, SecretStr
 from pydantic_settings import SettingsConfigDict
 
-from tracebound.settings import TraceboundSettings
+from tracebound.pages import PageAddress
 from tracebound.topics import ALERTS
 
 MIB = 1024 * 1024
 
 
-class IngestSettings(TraceboundSettings):
+class IngestSettings(PageAddress):
     """Where the HTTP API listens and how it turns alerts into runs.
 
     ``token`` is a ``SecretStr`` so it never shows in reprs or logs; when it is
@@ -22,8 +22,6 @@ class IngestSettings(TraceboundSettings):
 
     model_config = SettingsConfigDict(env_prefix="TRACEBOUND_INGEST_", frozen=True)
 
-    host: str = "127.0.0.1"
-    port: int = Field(default=8088, ge=0, le=65535)
     token: SecretStr | None = None
     max_body_bytes: int = Field(default=MIB, ge=1024, le=64 * MIB)
     dedup_window_s: int = Field(

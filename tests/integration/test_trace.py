@@ -12,7 +12,6 @@ being skipped, because an unchecked page is how a broken page ships.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -31,7 +30,7 @@ from psycopg.types.json import Jsonb
 
 from projections import run_list, trace
 from projections.migrate import migrate
-from tests.support.browser import chromium_args, png_facts
+from tests.support.browser import ensure_chromium, png_facts, run_chromium
 from tests.support.ingest_process import ingest_server
 from tests.support.openapi import schema_errors
 from tests.support.pipeline import running_pipeline
@@ -40,8 +39,6 @@ from tests.support.stack import StackHandle
 from tests.unit.test_trace_assemble import sample_rows
 from tracebound.client import AnswerReader, new_request, publish
 
-ROOT = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
 HIGH_CPU = "payment-service 当前是否有 HighCPUUsage 告警？"
 HIKARI = "inventory-service 是否有 HikariCP 连接池耗尽日志？"
 
@@ -49,20 +46,7 @@ HIKARI = "inventory-service 是否有 HikariCP 连接池耗尽日志？"
 @pytest.fixture(scope="session")
 def chromium() -> str:
     """Debian's chromium, installed once per session if missing (as root, with apt-get)."""
-    done = subprocess.run(
-        ["bash", str(ROOT / "scripts/ensure-chromium.sh")],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=900,
-    )
-    print(done.stdout, done.stderr, sep="\n")
-    if done.returncode != 0 or not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(
-            f"chromium is needed for the trace page test and could not be had "
-            f"(ensure-chromium.sh exit {done.returncode}): {done.stderr.strip() or done.stdout}"
-        )
-    return CHROMIUM
+    return ensure_chromium()
 
 
 def wait_answered(model: Projection, run_ids: list[str], timeout_s: float = 120) -> None:
@@ -163,23 +147,8 @@ def test_trace_api_page_and_cli_replay_a_real_run(
         profile = tmp_path / "chromium-profile"
         shot = tmp_path / "trace.png"
         page_url = f"{url}/runs/{high_cpu}"
-        dom = subprocess.run(
-            [*chromium_args(chromium, profile), "--dump-dom", page_url],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
-        assert dom.returncode == 0, dom.stderr[-2000:]
-        shot_run = subprocess.run(
-            [*chromium_args(chromium, profile), f"--screenshot={shot}", page_url],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=120,
-        )
-        assert shot_run.returncode == 0, shot_run.stderr[-2000:]
-    html = dom.stdout
+        html = run_chromium(chromium, profile, "--dump-dom", page_url)
+        run_chromium(chromium, profile, f"--screenshot={shot}", page_url)
     assert claim["claim_text"] in html
     assert binding["raw_path"] in html
     assert binding["recorded_ref_text"] in html

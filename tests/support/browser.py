@@ -1,12 +1,53 @@
-"""Headless Chromium for page tests: its command line; is a screenshot a picture."""
+"""Headless Chromium for page tests: having it, its command line, what it saw."""
 
 from __future__ import annotations
 
+import os
 import struct
+import subprocess
 import zlib
 from pathlib import Path
 
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def ensure_chromium() -> str:
+    """Debian's chromium, installed if missing (as root, with apt-get); fails if it cannot be.
+
+    A page test that cannot run fails with the reason rather than being skipped,
+    because an unchecked page is how a broken page ships.
+    """
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts/ensure-chromium.sh")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=900,
+    )
+    print(done.stdout, done.stderr, sep="\n")
+    if done.returncode != 0 or not os.access(CHROMIUM, os.X_OK):
+        pytest.fail(
+            f"chromium is needed for the page tests and could not be had "
+            f"(ensure-chromium.sh exit {done.returncode}): {done.stderr.strip() or done.stdout}"
+        )
+    return CHROMIUM
+
+
+def run_chromium(binary: str, profile: Path, *args: str) -> str:
+    """Run headless Chromium with ``args`` (a URL last); its stdout, or a failed test."""
+    done = subprocess.run(
+        [*chromium_args(binary, profile), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
 
 
 def chromium_args(binary: str, profile: Path) -> list[str]:

@@ -68,7 +68,7 @@ def test_every_route_is_documented_with_its_errors() -> None:
             if path.startswith("/api/v1"):
                 assert op["security"] == [{"bearerAuth": []}]
                 assert "401" in op["responses"], (path, method)
-            if method == "post":
+            if method == "post" and path.startswith("/api/v1"):
                 assert {"400", "413", "422", "503"} <= set(op["responses"])
                 assert "200" in op["responses"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import webbrowser
 
 import pytest
 
@@ -10,6 +11,7 @@ from projections import trace, trace_cli
 from projections.views import Trace
 from tests.unit.test_trace_assemble import HOSTILE, sample_rows, sample_trace
 from tracebound.cli import build_parser
+from tracebound.errors import InvalidInputError
 from web.trace_page import render_page
 
 
@@ -87,3 +89,28 @@ def test_a_run_answered_from_rules_says_which_role_fell_back_and_why() -> None:
     page = render_page(t)
     assert "verifier rules fallback because <b>http_status: HTTP 400 (temperature)</b>" in page
     assert sample_trace()["run"]["fallbacks"] == []  # a run recorded without any
+
+
+def test_the_text_form_ends_with_the_page_url(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TRACEBOUND_INGEST_HOST", "0.0.0.0")
+    monkeypatch.setenv("TRACEBOUND_INGEST_PORT", "9123")
+    t = trace.assemble_trace(*sample_rows())
+    assert _run(monkeypatch, ["trace", "run-1"], t) == 0
+    assert capsys.readouterr().out.endswith("\npage  http://127.0.0.1:9123/runs/run-1\n")
+
+
+def test_open_prints_the_url_and_hands_it_to_the_browser(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    opened: list[str] = []
+    monkeypatch.setattr(webbrowser, "open", opened.append)
+    monkeypatch.setenv("TRACEBOUND_INGEST_HOST", "::1")
+    args = build_parser().parse_args(["open", "run-1"])
+    assert args.handler(args) == 0
+    assert opened == ["http://[::1]:8088/runs/run-1"]
+    assert capsys.readouterr().out == "http://[::1]:8088/runs/run-1\n"
+    bad = build_parser().parse_args(["open", "../etc"])
+    with pytest.raises(InvalidInputError):
+        bad.handler(bad)
