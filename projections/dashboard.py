@@ -70,8 +70,8 @@ class Summary:
     latencies: list[int] = field(default_factory=list)  # answered runs, ascending
     percentiles: dict[int, int] = field(default_factory=dict)
     answered: int = 0
-    fallbacks: int = 0  # runs the verifier judged by rules after its model failed
-    judged: int = 0  # runs with a verifier mode at all
+    fallbacks: int = 0  # runs where some role answered from rules after its model failed
+    judged: int = 0  # runs judged at all (a verifier mode recorded)
     unfinished: int = 0  # runs not answered (yet)
     stages: list[tuple[str, float, int]] = field(default_factory=list)  # label, mean ms, runs
 
@@ -136,7 +136,10 @@ def read_summary(conn: Connection, selection: RunFilter, sample: int = SAMPLE) -
     ).format(where=where)
     latest = sql.SQL(
         "SELECT requested_at, verdict, status, latency_ms, timings,"
-        " merge_state -> 'verdict' -> 'value' ->> 'verifier_mode' AS verifier_mode"
+        " merge_state -> 'verdict' -> 'value' ->> 'verifier_mode' AS verifier_mode,"
+        " CASE jsonb_typeof(self_evaluation -> 'verifier_evaluation' -> 'fallbacks')"
+        "  WHEN 'array' THEN jsonb_array_length("
+        "   self_evaluation -> 'verifier_evaluation' -> 'fallbacks') ELSE 0 END AS fallback_roles"
         " FROM diagnosis_run {where} ORDER BY {sort_at} DESC, run_id DESC LIMIT %s"
     ).format(where=where, sort_at=sql.SQL(SORT_AT))
     with conn.cursor(row_factory=dict_row) as cur:
@@ -222,7 +225,9 @@ def summarize(verdicts: dict[str, int], rows: list[dict[str, Any]]) -> Summary:
         latencies=latencies,
         percentiles={p: percentile(latencies, p) for p in PERCENTILES} if latencies else {},
         answered=sum(1 for r in rows if r["status"] == "answered"),
-        fallbacks=sum(1 for m in modes if m == FALLBACK),
+        # any role's fallback (the answer's list), or a verifier fallback recorded before
+        # answers carried that list
+        fallbacks=sum(1 for r in rows if r.get("fallback_roles") or r["verifier_mode"] == FALLBACK),
         judged=len(modes),
         unfinished=sum(1 for r in rows if r["status"] != "answered"),
         stages=_stage_means(rows),

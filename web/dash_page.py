@@ -123,7 +123,7 @@ def _pictures(s: Summary) -> str:
             "Fallback and unfinished runs",
             charts.share_bars(
                 [
-                    (f"verifier {FALLBACK}", s.fallbacks, s.judged),
+                    (f"{FALLBACK} (any role)", s.fallbacks, s.judged),
                     ("not answered", s.unfinished, s.sampled),
                 ]
                 if s.sampled

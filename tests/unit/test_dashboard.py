@@ -40,10 +40,11 @@ def _row(i: int, verdict: str | None, latency: int | None, mode: str = "llm") ->
 def test_summary_counts_percentiles_buckets_and_stages() -> None:
     rows = [_row(i, "PASS" if i % 2 else "REJECT", 10 * (i + 1)) for i in range(100)]
     rows.append(_row(100, None, None, mode="rules-fallback"))
+    rows[3]["fallback_roles"] = 2  # the planner and the composer answered from rules
     s = summarize({"PASS": 50, "REJECT": 50, "none": 1}, rows)
     assert s.total == 101 and s.sampled == 101
     assert s.percentiles == {50: 500, 95: 950, 99: 990}
-    assert (s.fallbacks, s.judged, s.unfinished, s.answered) == (1, 101, 1, 100)
+    assert (s.fallbacks, s.judged, s.unfinished, s.answered) == (2, 101, 1, 100)
     assert s.bucket_width == timedelta(minutes=5)
     assert sum(sum(b.verdicts.values()) for b in s.buckets) == 101
     assert s.buckets[0].verdicts == {"REJECT": 3, "PASS": 2}
