@@ -215,7 +215,7 @@ def test_trace_and_listing_from_inserted_rows(projection: Callable[[], Projectio
             _insert(
                 conn,
                 "agent_step",
-                step | {"run_id": "run-1", "model_input": "i", "model_output": "o"},
+                {"model_input": "i", "model_output": "o"} | step | {"run_id": "run-1"},
             )
         base = run["requested_at"]
         alert = {"labels": {"service": "billing-service", "alertname": "HighCPUUsage"}}
