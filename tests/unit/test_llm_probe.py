@@ -177,7 +177,7 @@ def test_the_startup_subset_leaves_out_unsent_parameters(served: dict[str, FakeO
     report = probe_endpoint(settings_for(served["healthy"].base_url), skip=STARTUP_SKIPS)
     names = {c.name for c in report.checks}
     assert not names & STARTUP_SKIPS
-    assert {"reachable", "model", "temperature", "tool_calling", "json_mode"} <= names
+    assert {"reachable", "model", "temperature", "max_tokens", "tool_calling", "json_mode"} <= names
 
 
 def test_no_base_url_is_a_failed_configuration() -> None:

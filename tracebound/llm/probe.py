@@ -30,7 +30,9 @@ from tracebound.llm.settings import LLMSettings
 MAX_LISTED = 10  # model names quoted back when the configured one is missing
 
 # Checks no role's start-up check runs: parameters the roles never send.
-STARTUP_SKIPS = frozenset({"max_tokens", "json_schema"})
+# The start-up check leaves out only what the roles do not send by default: a JSON
+# schema (sent when TRACEBOUND_LLM_RESPONSE_FORMAT=json_schema; `doctor` checks it).
+STARTUP_SKIPS = frozenset({"json_schema"})
 
 
 def safe_target(base_url: str) -> str:
