@@ -107,6 +107,7 @@ def test_open_prints_the_url_and_hands_it_to_the_browser(
     opened: list[str] = []
     monkeypatch.setattr(webbrowser, "open", opened.append)
     monkeypatch.setenv("TRACEBOUND_INGEST_HOST", "::1")
+    monkeypatch.setenv("TRACEBOUND_INGEST_PORT", "8088")  # whatever the shell says
     args = build_parser().parse_args(["open", "run-1"])
     assert args.handler(args) == 0
     assert opened == ["http://[::1]:8088/runs/run-1"]
