@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from services.verifier.facts import Facts, extract
 from services.verifier.match import identifier_found, number_found, number_result
-from services.verifier.rules_file import OverclaimPhrases, VerifierRules, default_verifier_rules
+from services.verifier.rules_file import OverclaimPhrases, VerifierRules
 from tracebound.events import AllowedClaim
 
 _WORDS = re.compile(r"[a-z0-9_]+(?:-[a-z0-9_]+)*|[\u4e00-\u9fff]")
@@ -59,7 +59,7 @@ def _pool(allowed: Sequence[AllowedClaim], quoted: Sequence[str], rules: Verifie
 def foreign_facts(
     allowed: Sequence[AllowedClaim],
     text: str,
-    rules: VerifierRules | None = None,
+    rules: VerifierRules,
     quoted: Sequence[str] = (),
 ) -> list[str]:
     """Numbers and identifiers of ``text`` that no allowed claim or excerpt contains.
@@ -69,7 +69,6 @@ def foreign_facts(
 
     ``quoted`` is text quoted from the request itself (an answer's alert lines).
     """
-    rules = rules if rules is not None else default_verifier_rules()
     pool = _pool(allowed, quoted, rules)
     facts = extract(text, rules)
     out = []

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from services.composer.guard import guard
 from services.composer.opening import opening_lines
+from services.composer.rulebook import ComposerRules
 from tracebound.events import Alert, AllowedClaim
 from tracebound.jsonio import add_check_command, parse_each, print_json_line, read_text
 
@@ -81,6 +82,7 @@ def parse_guard_inputs(text: str) -> list[GuardInput]:
 
 def run_guard(args: argparse.Namespace) -> int:
     """Guard every answer of FILE and print the results."""
+    rules = ComposerRules.shipped()
     for item in parse_guard_inputs(read_text(args.file)):
         result = guard(
             item.allowed_claims,
@@ -88,6 +90,7 @@ def run_guard(args: argparse.Namespace) -> int:
             rejected_claims=item.rejected_claims,
             hypotheses=item.allowed_hypotheses,
             quoted=[line for lang in ("en", "zh") for line in opening_lines(item.alerts, lang)],
+            rules=rules,
         )
         print_json_line({"ok": result.ok, "violations": list(result.violations)})
     return 0

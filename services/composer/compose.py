@@ -20,13 +20,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.composer.checks import foreign_facts, overclaims
+from services.composer.rulebook import ComposerRules
 from services.composer.templates import Phrases, TemplatesFile, language_of, phrases
-from services.verifier.rules_file import (
-    OverclaimPhrases,
-    VerifierRules,
-    default_overclaim_phrases,
-    default_verifier_rules,
-)
+from services.verifier.rules_file import OverclaimPhrases, VerifierRules
 from tracebound.events import AllowedClaim, ComposerInput, RecommendedAction
 
 _LEAD = re.compile(
@@ -100,14 +96,12 @@ def _section(header: str, items: Sequence[str], p: Phrases) -> list[str]:
 def compose(
     material: ComposerInput,
     language: str,
+    book: ComposerRules,
     *,
     templates: TemplatesFile | None = None,
-    rules: VerifierRules | None = None,
-    over: OverclaimPhrases | None = None,
 ) -> ComposedAnswer:
     """Compose the answer for one verdict; pure and deterministic."""
-    rules = rules if rules is not None else default_verifier_rules()
-    over = over if over is not None else default_overclaim_phrases()
+    rules, over = book.verifier, book.phrases
     lang = language_of(language)
     p = phrases(lang, templates)
     verdict = material.verdict

@@ -26,13 +26,7 @@ from collections.abc import Sequence
 from services.composer.assertions import absence_claims, causal_links, sentences
 from services.composer.checks import foreign_facts, overclaims, restated
 from services.composer.compose import compose
-from services.composer.guard_rules import GuardRules, default_guard_rules
-from services.verifier.rules_file import (
-    OverclaimPhrases,
-    VerifierRules,
-    default_overclaim_phrases,
-    default_verifier_rules,
-)
+from services.composer.rulebook import ComposerRules
 from tracebound.events import AllowedClaim, ComposerInput, GuardResult
 
 
@@ -44,9 +38,7 @@ def guard(
     hypotheses: Sequence[str] = (),
     notes: Sequence[str] = (),
     quoted: Sequence[str] = (),
-    rules: VerifierRules | None = None,
-    phrases: OverclaimPhrases | None = None,
-    guard_rules: GuardRules | None = None,
+    rules: ComposerRules,
 ) -> GuardResult:
     """Check one answer against the claims it may state.
 
@@ -56,19 +48,17 @@ def guard(
     from ``quoted`` — the opening lines that quote the request's own alerts
     (:func:`~services.composer.opening.opening_lines`), for a published answer.
     """
-    rules = rules if rules is not None else default_verifier_rules()
-    phrases = phrases if phrases is not None else default_overclaim_phrases()
-    guard_rules = guard_rules if guard_rules is not None else default_guard_rules()
+    facts = rules.verifier
     text = unicodedata.normalize("NFKC", answer)
     claims = [c.claim_text for c in allowed_claims]
-    violations = overclaims(allowed_claims, text, phrases, rules)
-    violations += foreign_facts(allowed_claims, text, rules, quoted)
-    violations += causal_links(text, [*claims, *hypotheses], guard_rules, rules, notes)
+    violations = overclaims(allowed_claims, text, rules.phrases, facts)
+    violations += foreign_facts(allowed_claims, text, facts, quoted)
+    violations += causal_links(text, [*claims, *hypotheses], rules.guard, facts, notes)
     tolerated = [*claims, *hypotheses, *notes, *quoted]
-    violations += absence_claims(text, allowed_claims, tolerated, guard_rules, rules)
+    violations += absence_claims(text, allowed_claims, tolerated, rules.guard, facts)
     for rejected in rejected_claims:
         for sentence in sentences(text):
-            if rejected.strip() and restated(rejected, sentence, rules):
+            if rejected.strip() and restated(rejected, sentence, facts):
                 violations.append(f"restates a rejected claim: {sentence!r}")
                 break
     return GuardResult(ok=not violations, violations=tuple(violations), replaced=False)
@@ -77,6 +67,7 @@ def guard(
 def guard_material(
     material: ComposerInput,
     text: str,
+    rules: ComposerRules,
     *,
     rejected_claims: Sequence[str] = (),
     quoted: Sequence[str] = (),
@@ -89,23 +80,25 @@ def guard_material(
         hypotheses=material.allowed_hypotheses,
         notes=[*material.missing_info, *material.recommended_actions],
         quoted=quoted,
+        rules=rules,
     )
 
 
-def safe_answer(material: ComposerInput, language: str) -> str:
+def safe_answer(material: ComposerInput, language: str, rules: ComposerRules) -> str:
     """The template answer for ``material``: what replaces a violating answer."""
-    return compose(material, language).user_facing_answer
+    return compose(material, language, rules).user_facing_answer
 
 
 def enforce(
     material: ComposerInput,
     language: str,
     answer: str,
+    rules: ComposerRules,
     *,
     rejected_claims: Sequence[str] = (),
 ) -> tuple[str, GuardResult]:
     """The answer to publish and the guard result: the safe answer replaces a violating one."""
-    result = guard_material(material, answer, rejected_claims=rejected_claims)
+    result = guard_material(material, answer, rules, rejected_claims=rejected_claims)
     if result.ok:
         return answer, result
-    return safe_answer(material, language), result.model_copy(update={"replaced": True})
+    return safe_answer(material, language, rules), result.model_copy(update={"replaced": True})

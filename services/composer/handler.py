@@ -19,9 +19,10 @@ from datetime import UTC, datetime
 
 from services.composer.llm_composer import ROLE, Composition, compose_llm, composer_prompt
 from services.composer.opening import with_opening
+from services.composer.rulebook import ComposerRules
 from services.composer.templates import phrases
 from services.verifier.handler import merged_audit
-from services.verifier.rules_file import VerifierRules, default_verifier_rules
+from services.verifier.rules_file import VerifierRules
 from tracebound.events import Answer, ComposerInput, Event, Verdict
 from tracebound.events.records import EPOCH as EPOCH_START
 from tracebound.llm import ChatModel
@@ -67,7 +68,7 @@ class ComposerHandler:
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self.model = model
-        self.rules = rules or default_verifier_rules()
+        self.rules = ComposerRules.shipped(rules)
         self.prompts = prompts or PromptSet.active()
         self.monitor = monitor or FallbackMonitor()
         self.clock = clock

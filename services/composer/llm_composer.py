@@ -32,9 +32,9 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from services.composer.compose import ComposedAnswer, compose
 from services.composer.guard import enforce, guard_material
+from services.composer.rulebook import ComposerRules
 from services.composer.templates import language_of
 from services.verifier.material import is_evidence_action
-from services.verifier.rules_file import VerifierRules
 from tracebound.events import ComposerInput, GuardResult, RecommendedAction
 from tracebound.llm import StepRecorder, Trim, parse_model
 from tracebound.llm.budget import clip_fields, staged_trims
@@ -84,13 +84,13 @@ def composer_prompt(prompts: PromptSet) -> Prompt:
 def compose_rules(
     material: ComposerInput,
     language: str,
-    rules: VerifierRules,
+    rules: ComposerRules,
     rejected_claims: Sequence[str] = (),
 ) -> Composition:
     """The template answer, guarded like any other (the ``rules`` composer)."""
-    composed = compose(material, language, rules=rules)
+    composed = compose(material, language, rules)
     text, result = enforce(
-        material, language, composed.user_facing_answer, rejected_claims=rejected_claims
+        material, language, composed.user_facing_answer, rules, rejected_claims=rejected_claims
     )
     return Composition(dataclasses.replace(composed, user_facing_answer=text), result)
 
@@ -148,12 +148,12 @@ def _trims(material: ComposerInput, language: str, prompt: Prompt) -> Iterator[T
 
 
 def _screen(
-    material: ComposerInput, reply: ComposerReply, rejected: Sequence[str], rules: VerifierRules
+    material: ComposerInput, reply: ComposerReply, rejected: Sequence[str], rules: ComposerRules
 ) -> tuple[str | None, list[RecommendedAction], list[str]]:
     """The summary (None if it violates), the clean actions, and every violation found."""
     violations: list[str] = []
     summary: str | None = reply.answer_summary
-    summary_check = guard_material(material, reply.answer_summary, rejected_claims=rejected)
+    summary_check = guard_material(material, reply.answer_summary, rules, rejected_claims=rejected)
     if not summary_check.ok:
         violations += [f"answer_summary: {v}" for v in summary_check.violations]
         summary = None
@@ -162,10 +162,10 @@ def _screen(
         reason = action.reason.strip()
         problems = list(
             guard_material(
-                material, f"{action.action_text}\n{reason}", rejected_claims=rejected
+                material, f"{action.action_text}\n{reason}", rules, rejected_claims=rejected
             ).violations
         )
-        if not is_evidence_action(action.action_text, rules):
+        if not is_evidence_action(action.action_text, rules.verifier):
             problems.append("not an evidence-gathering action")
         if problems:
             violations += [f"recommended_actions[{index}]: {p}" for p in problems]
@@ -179,11 +179,13 @@ def guarded(
     language: str,
     reply: ComposerReply,
     rejected: Sequence[str],
-    rules: VerifierRules,
+    rules: ComposerRules,
 ) -> Composition:
     """The model's answer after the guard: as written, partly templated, or the safe answer."""
-    template = compose(material, language, rules=rules)
-    text, result = enforce(material, language, reply.user_facing_answer, rejected_claims=rejected)
+    template = compose(material, language, rules)
+    text, result = enforce(
+        material, language, reply.user_facing_answer, rules, rejected_claims=rejected
+    )
     if result.replaced:
         return Composition(dataclasses.replace(template, user_facing_answer=text), result)
     summary, actions, violations = _screen(material, reply, rejected, rules)
@@ -202,7 +204,7 @@ def compose_llm(
     recorder: StepRecorder | None,
     *,
     prompt: Prompt,
-    rules: VerifierRules,
+    rules: ComposerRules,
     monitor: FallbackMonitor,
     rejected_claims: Sequence[str] = (),
 ) -> Decision[Composition]:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from services.verifier.facts import extract
-from services.verifier.rules_file import VerifierRules, default_verifier_rules
+from services.verifier.rules_file import VerifierRules
 from tracebound.events import Alert, ToolTraceEntry
 
 
@@ -50,10 +50,9 @@ def evaluate_aiops(
     structured_output: Mapping[str, Any] | None,
     tool_trace_summary: Sequence[ToolTraceEntry],
     answer_exists: bool,
-    rules: VerifierRules | None = None,
+    rules: VerifierRules,
 ) -> dict[str, Any]:
     """``{"version", "checks": [{"id", "passed", "detail"}], "passed"}`` for one round."""
-    rules = rules if rules is not None else default_verifier_rules()
     spec = rules.doc.aiops
     targets = _targets(alerts, spec.target_labels)
     claims = _claims(structured_output)

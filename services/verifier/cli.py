@@ -26,7 +26,12 @@ from pydantic import ValidationError
 from services.verifier.input import VerifierInput, parse_inputs
 from services.verifier.judge import verify
 from services.verifier.llm_verifier import new_recorder, verifier_prompt, verify_llm
-from services.verifier.rules_file import VerifierRules, load_verifier_rules
+from services.verifier.rules_file import (
+    OverclaimPhrases,
+    VerifierRules,
+    load_overclaim_phrases,
+    load_verifier_rules,
+)
 from tracebound.jsonio import add_check_command, one_line, print_json_line, read_text
 from tracebound.llm import ChatModel, LLMSettings, OpenAIChatModel
 from tracebound.llm.monitor import FallbackMonitor
@@ -61,10 +66,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _judge(
-    item: VerifierInput, model: ChatModel | None, rules: VerifierRules, monitor: FallbackMonitor
+    item: VerifierInput,
+    model: ChatModel | None,
+    rules: tuple[VerifierRules, OverclaimPhrases],
+    monitor: FallbackMonitor,
 ) -> dict[str, Any]:
     if model is None:
-        return verify(item, rules).to_json()
+        return verify(item, *rules).to_json()
     prompt = verifier_prompt(PromptSet.active())
     recorder = new_recorder(model, prompt, service="verifier", run_id="cli")
     language = (item.model_extra or {}).get("language")
@@ -73,7 +81,8 @@ def _judge(
         recorder,
         language=language if isinstance(language, str) else "en",
         prompt=prompt,
-        rules=rules,
+        rules=rules[0],
+        phrases=rules[1],
         monitor=monitor,
     )
     return {
@@ -96,7 +105,7 @@ def run_check(args: argparse.Namespace) -> int:
             print(f"tracebound: llm mode needs {LLM_URL_SETTING}", file=sys.stderr)
             return 2
         model = OpenAIChatModel(settings)
-    rules, monitor = load_verifier_rules(), FallbackMonitor()
+    rules, monitor = (load_verifier_rules(), load_overclaim_phrases()), FallbackMonitor()
     try:
         for item in parse_inputs(read_text(args.file)):
             print_json_line(_judge(item, model, rules, monitor))

@@ -23,7 +23,7 @@ from functools import lru_cache
 
 from services.common.negation import Negations
 from services.verifier.attributes import Binder, binder
-from services.verifier.rules_file import VerifierRules, default_verifier_rules
+from services.verifier.rules_file import VerifierRules
 
 PLAIN = "plain"
 _CJK = "\u4e00-\u9fff"
@@ -245,6 +245,6 @@ def _extract(text: str, rules: VerifierRules) -> Facts:
     )
 
 
-def extract(text: str, rules: VerifierRules | None = None) -> Facts:
-    """The facts of ``text`` under ``rules`` (default: the repository's)."""
-    return _extract(text, rules if rules is not None else default_verifier_rules())
+def extract(text: str, rules: VerifierRules) -> Facts:
+    """The facts of ``text`` under ``rules``."""
+    return _extract(text, rules)

@@ -23,7 +23,12 @@ from pydantic_settings import SettingsConfigDict
 from services.verifier.input import input_from_event
 from services.verifier.judge import LOW_CONFID, VerifierOutcome
 from services.verifier.llm_verifier import ROLE, verifier_prompt, verify_llm
-from services.verifier.rules_file import VerifierRules, default_verifier_rules
+from services.verifier.rules_file import (
+    OverclaimPhrases,
+    VerifierRules,
+    default_overclaim_phrases,
+    default_verifier_rules,
+)
 from tracebound.events import (
     Event,
     GatekeeperResult,
@@ -67,12 +72,14 @@ class VerifierHandler:
         model: ChatModel | None = None,
         *,
         rules: VerifierRules | None = None,
+        phrases: OverclaimPhrases | None = None,
         prompts: PromptSet | None = None,
         monitor: FallbackMonitor | None = None,
     ) -> None:
         self.settings = settings or VerifierSettings()
         self.model = model
         self.rules = rules or default_verifier_rules()
+        self.phrases = phrases or default_overclaim_phrases()
         self.prompts = prompts or PromptSet.active()
         self.monitor = monitor or FallbackMonitor()
 
@@ -84,6 +91,7 @@ class VerifierHandler:
             language=event.request.language,
             prompt=prompt,
             rules=self.rules,
+            phrases=self.phrases,
             monitor=self.monitor,
         )
 

@@ -26,12 +26,7 @@ from services.verifier.claims import (
 )
 from services.verifier.input import VerifierInput
 from services.verifier.material import evidence_actions, texts
-from services.verifier.rules_file import (
-    OverclaimPhrases,
-    VerifierRules,
-    default_overclaim_phrases,
-    default_verifier_rules,
-)
+from services.verifier.rules_file import OverclaimPhrases, VerifierRules
 from tracebound.events import AllowedClaim, ClaimCheck, ComposerInput, FactCheck
 
 PASS, LOW_CONFID, REJECT = "PASS", "LOW_CONFID", "REJECT"
@@ -136,12 +131,10 @@ def _gaps(judgements: list[Judgement]) -> list[str]:
 
 def verify(
     inp: VerifierInput,
-    rules: VerifierRules | None = None,
-    phrases: OverclaimPhrases | None = None,
+    rules: VerifierRules,
+    phrases: OverclaimPhrases,
 ) -> VerifierOutcome:
     """Judge one round of executor evidence; pure and deterministic."""
-    rules = rules if rules is not None else default_verifier_rules()
-    phrases = phrases if phrases is not None else default_overclaim_phrases()
     so = inp.executor_structured_output
     usable = inp.executor_output_parse_status.usable and isinstance(so, dict)
     judgements = _judgements(so, inp, rules, phrases) if usable and so is not None else []

@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from services.verifier.claims import NOT_ENOUGH_INFO, REFUTED, SUPPORTED
 from services.verifier.input import VerifierInput
 from services.verifier.judge import PASS, REJECT, VerifierOutcome, _verdict, verify
-from services.verifier.rules_file import VerifierRules
+from services.verifier.rules_file import OverclaimPhrases, VerifierRules
 from tracebound.events import ClaimCheck
 from tracebound.llm import ChatModel, StepRecorder, Trim, parse_model
 from tracebound.llm.budget import clip_fields, staged_trims
@@ -286,6 +286,7 @@ def verify_llm(
     language: str,
     prompt: Prompt,
     rules: VerifierRules,
+    phrases: OverclaimPhrases,
     monitor: FallbackMonitor,
 ) -> Decision[VerifierOutcome]:
     """Judge one round: rules first, then the model when it could change anything.
@@ -293,7 +294,7 @@ def verify_llm(
     Endpoint trouble or an unusable reply leaves the deterministic outcome
     (``rules-fallback``); the model is never asked without a recorder.
     """
-    deterministic = verify(inp, rules)
+    deterministic = verify(inp, rules, phrases)
     if not _worth_asking(inp, deterministic):
         return rules_only(lambda: deterministic)
 

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from services.common.negation import Negations
 from services.verifier.facts import PLAIN, Facts, Identifier, Negation, Number
-from services.verifier.rules_file import VerifierRules, default_verifier_rules
+from services.verifier.rules_file import VerifierRules
 
 TOLERANCE = 1e-9
 
@@ -155,13 +155,11 @@ def _aliases(rules: VerifierRules) -> dict[str, tuple[str, ...]]:
     }
 
 
-def identifier_found(
-    identifier: Identifier, search: str, rules: VerifierRules | None = None
-) -> bool:
+def identifier_found(identifier: Identifier, search: str, rules: VerifierRules) -> bool:
     """Written in ``search`` as a whole token, or one of its declared aliases is."""
     if _needle(identifier.norm, False).search(search):
         return True
-    aliases = _aliases(rules if rules is not None else default_verifier_rules())
+    aliases = _aliases(rules)
     return any(_needle(a, True).search(search) for a in aliases.get(identifier.norm, ()))
 
 
@@ -190,7 +188,7 @@ def _negation_conflict(neg: Negation, evidence: Facts) -> bool:
 def compare(
     claim: Facts,
     evidence: Facts,
-    rules: VerifierRules | None = None,
+    rules: VerifierRules,
     *,
     negations: bool = True,
     sequences: Sequence[Sequence[Number]] = (),
@@ -201,7 +199,7 @@ def compare(
     phrasing is judged separately). ``sequences`` are the evidence's numbers
     in text order, per cited text (see :func:`order_result`).
     """
-    lexicon = (rules if rules is not None else default_verifier_rules()).negations
+    lexicon = rules.negations
     results: list[FactResult] = []
     results.extend(number_result(number, evidence.numbers) for number in claim.numbers)
     ordered = order_result(claim.numbers, sequences)

@@ -11,6 +11,7 @@ from typing import Any
 from services.verifier import verify
 from tests.support import demo_evidence as demo
 from tests.support.gate import verifier_input
+from tests.support.rulebook import PHRASES, RULES
 
 HTTP_LOG = (
     "2026-07-08 23:07:41 ERROR user-service HTTP 500 GET /api/v1/users/profile duration=5200ms"
@@ -33,6 +34,6 @@ def verdict(text: str, binding: dict[str, Any]) -> tuple[str, str]:
     so = demo.output(demo.claim("claim-1", "observation", text, binding))
     inp = verifier_input(so, invocations())
     assert inp.gatekeeper_result.status == "pass", inp.gatekeeper_result.errors
-    outcome = verify(inp)
+    outcome = verify(inp, rules=RULES, phrases=PHRASES)
     [claim] = outcome.claim_checks
     return outcome.verdict, claim.status

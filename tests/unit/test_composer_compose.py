@@ -15,6 +15,7 @@ from services.verifier import VerifierInput, verify
 from services.verifier.rules_file import default_overclaim_phrases, default_verifier_rules
 from tests.support import demo_evidence as demo
 from tests.support.gate import gate
+from tests.support.rulebook import BOOK, PHRASES, RULES
 from tracebound.errors import ConfigError
 from tracebound.events import AllowedClaim, ComposerInput
 
@@ -30,7 +31,7 @@ def verified(so: dict[str, Any] | None, **extra: Any) -> Any:
         "gatekeeper_result": checked.result,
     }
     data.update(extra)
-    return verify(VerifierInput.model_validate(data))
+    return verify(VerifierInput.model_validate(data), rules=RULES, phrases=PHRASES)
 
 
 def variants() -> list[tuple[str, dict[str, Any] | None]]:
@@ -73,23 +74,23 @@ def test_composed_answers_always_pass_the_guard(
     name: str, so: dict[str, Any] | None, language: str
 ) -> None:
     outcome = verified(so)
-    composed = compose(outcome.composer_input, language)
+    composed = compose(outcome.composer_input, language, book=BOOK)
     for text in (
         composed.user_facing_answer,
         composed.answer_summary,
         *(a.action_text for a in composed.recommended_actions),
     ):
         result = guard_material(
-            outcome.composer_input, text, rejected_claims=outcome.rejected_claims
+            outcome.composer_input, text, rejected_claims=outcome.rejected_claims, rules=BOOK
         )
         assert result.ok, (name, outcome.verdict, result.violations, text)
-    assert compose(outcome.composer_input, language) == composed  # deterministic
+    assert compose(outcome.composer_input, language, book=BOOK) == composed  # deterministic
 
 
 def test_pass_states_claims_hypotheses_and_evidence_actions() -> None:
     so = next(s for s in demo.scenarios() if s.name == "order-service-pool").structured_output
     so["recommended_actions"].append("restart order-service")
-    composed = compose(verified(so).composer_input, "en")
+    composed = compose(verified(so).composer_input, "en", book=BOOK)
     text = composed.user_facing_answer
     assert "order-service HikariPool-1 is exhausted: 50/50 active, 23 waiting." in text
     assert "Unconfirmed hypotheses" in text
@@ -115,7 +116,7 @@ def test_low_confid_says_what_is_supported_and_what_is_missing(language: str) ->
     so["missing_info"] = ["request rate of payment-service"]
     outcome = verified(so)
     assert outcome.verdict == "LOW_CONFID"
-    composed = compose(outcome.composer_input, language)
+    composed = compose(outcome.composer_input, language, book=BOOK)
     text = composed.user_facing_answer
     p = default_templates().languages[language]  # type: ignore[index]
     assert p.low_intro in text and p.low_missing_header in text
@@ -131,7 +132,7 @@ def test_reject_asserts_nothing(language: str) -> None:
     so["claims"][0]["claim_text"] = "payment-service CPU alert fires at 29%."
     outcome = verified(so)
     assert outcome.verdict == "REJECT"
-    composed = compose(outcome.composer_input, language)
+    composed = compose(outcome.composer_input, language, book=BOOK)
     p = default_templates().languages[language]  # type: ignore[index]
     assert composed.user_facing_answer.startswith(p.reject_intro)
     assert composed.answer_summary == p.reject_summary
@@ -148,7 +149,7 @@ def test_reject_ignores_claims_even_if_material_carries_them() -> None:
         allowed_hypotheses=("user-service leaks",),
         rationale="r",
     )
-    assert "user-service" not in compose(material, "en").user_facing_answer
+    assert "user-service" not in compose(material, "en", book=BOOK).user_facing_answer
 
 
 @pytest.mark.parametrize(
@@ -175,7 +176,9 @@ def test_templates_carry_no_overclaim_and_no_fact() -> None:
     for language, p in default_templates().languages.items():
         for name, value in p.model_dump().items():
             assert not phrases.pattern.search(value), (language, name)
-            assert not guard([], value.replace("{subject}", "").replace("{first}", "")).violations
+            assert not guard(
+                [], value.replace("{subject}", "").replace("{first}", ""), rules=BOOK
+            ).violations
 
 
 def test_bad_templates_raise_config_error(tmp_path: Path) -> None:

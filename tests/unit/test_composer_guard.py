@@ -9,6 +9,7 @@ import pytest
 from services.composer import compose, enforce, guard, guard_material, safe_answer
 from services.composer.guard_rules import load_guard_rules, parse_guard_rules
 from services.verifier.rules_file import default_overclaim_phrases
+from tests.support.rulebook import BOOK
 from tracebound.errors import ConfigError
 from tracebound.events import AllowedClaim, ComposerInput
 
@@ -43,33 +44,35 @@ HYPOTHESIS = "Possible cause from the runbook, not verified here: CPU saturation
 @pytest.mark.parametrize("phrase", PHRASES.phrases)
 def test_every_overclaim_phrase_is_caught_when_evidence_is_negative(phrase: str) -> None:
     answer = f"{ZH_NEGATIVE}，{phrase}。" if not phrase.isascii() else f"{EN_NEGATIVE}; {phrase}."
-    result = guard([NEGATIVE], answer)
+    result = guard([NEGATIVE], answer, rules=BOOK)
     assert not result.ok
     assert any("over-claim" in v and phrase.casefold() in v.casefold() for v in result.violations)
-    assert not guard([NEGATIVE], answer.upper() if phrase.isascii() else answer).ok
+    assert not guard([NEGATIVE], answer.upper() if phrase.isascii() else answer, rules=BOOK).ok
 
 
 @pytest.mark.parametrize("phrase", ["ruled out", "is healthy", "问题不存在", "已排除"])
 def test_overclaim_without_supporting_positive_claim_is_caught(phrase: str) -> None:
-    assert not guard([CPU], f"payment-service {phrase}.").ok
-    assert not guard([], f"payment-service {phrase}.").ok
+    assert not guard([CPU], f"payment-service {phrase}.", rules=BOOK).ok
+    assert not guard([], f"payment-service {phrase}.", rules=BOOK).ok
 
 
 def test_overclaim_repeating_a_verified_positive_claim_is_tolerated() -> None:
     healthy = AllowedClaim(
         claim_id="claim-9", claim_type="observation", claim_text="user-service is healthy again."
     )
-    assert guard([healthy], "Verified: user-service is healthy again.").ok
-    assert guard([healthy, NEGATIVE], "- user-service is healthy again.").ok
-    assert not guard([healthy, NEGATIVE], "inventory-service is healthy.").ok
+    assert guard([healthy], "Verified: user-service is healthy again.", rules=BOOK).ok
+    assert guard([healthy, NEGATIVE], "- user-service is healthy again.", rules=BOOK).ok
+    assert not guard([healthy, NEGATIVE], "inventory-service is healthy.", rules=BOOK).ok
 
 
 def test_clean_answers_pass() -> None:
-    assert guard([NEGATIVE], f"{EN_NEGATIVE}.").ok
-    assert guard([NEGATIVE], f"{ZH_NEGATIVE}。").ok
-    assert guard([CPU], "payment-service has a firing HighCPUUsage alert at 92 ％ CPU.").ok
-    assert guard([CPU], "The alert has lasted 25 minutes against an 80% threshold.").ok
-    assert guard([HEAP], "order-service heap: 3.8GB of 4GB.").ok
+    assert guard([NEGATIVE], f"{EN_NEGATIVE}.", rules=BOOK).ok
+    assert guard([NEGATIVE], f"{ZH_NEGATIVE}。", rules=BOOK).ok
+    assert guard(
+        [CPU], "payment-service has a firing HighCPUUsage alert at 92 ％ CPU.", rules=BOOK
+    ).ok
+    assert guard([CPU], "The alert has lasted 25 minutes against an 80% threshold.", rules=BOOK).ok
+    assert guard([HEAP], "order-service heap: 3.8GB of 4GB.", rules=BOOK).ok
 
 
 @pytest.mark.parametrize(
@@ -85,7 +88,7 @@ def test_clean_answers_pass() -> None:
     ],
 )
 def test_invented_numbers_and_identifiers_are_caught(answer: str, fragment: str) -> None:
-    result = guard([CPU], answer)
+    result = guard([CPU], answer, rules=BOOK)
     assert not result.ok
     assert any(fragment in v for v in result.violations), result.violations
 
@@ -96,9 +99,10 @@ def test_restated_rejected_claim_is_caught() -> None:
         [CPU],
         "Note: payment-service has a firing HighCPUUsage alert at 92% on pod restarts.",
         rejected_claims=[rejected],
+        rules=BOOK,
     )
     assert any("rejected claim" in v for v in result.violations)
-    assert guard([CPU], CPU.claim_text, rejected_claims=[rejected]).ok
+    assert guard([CPU], CPU.claim_text, rejected_claims=[rejected], rules=BOOK).ok
 
 
 def test_enforce_replaces_a_violating_answer_with_the_safe_answer() -> None:
@@ -108,11 +112,13 @@ def test_enforce_replaces_a_violating_answer_with_the_safe_answer() -> None:
         allowed_claims=(NEGATIVE,),
         rationale="r",
     )
-    answer, result = enforce(material, "en", "inventory-service has no problem; it is ruled out.")
+    answer, result = enforce(
+        material, "en", "inventory-service has no problem; it is ruled out.", rules=BOOK
+    )
     assert result.replaced and not result.ok and result.violations
-    assert answer == safe_answer(material, "en")
-    assert guard(material.allowed_claims, answer).ok
-    kept, fine = enforce(material, "en", f"{EN_NEGATIVE}.")
+    assert answer == safe_answer(material, "en", rules=BOOK)
+    assert guard(material.allowed_claims, answer, rules=BOOK).ok
+    kept, fine = enforce(material, "en", f"{EN_NEGATIVE}.", rules=BOOK)
     assert kept == f"{EN_NEGATIVE}." and fine.ok and not fine.replaced
 
 
@@ -123,14 +129,18 @@ def test_restated_rejected_claim_with_decimal_is_caught() -> None:
         claim_text="user-service p99 latency is 9.5 s against a 3 s threshold.",
     )
     rejected = "user-service p99 latency is 9.5 s against a 3 s threshold."
-    result = guard([slow], f"First. {rejected} Last.", rejected_claims=[rejected])
+    result = guard([slow], f"First. {rejected} Last.", rejected_claims=[rejected], rules=BOOK)
     assert any("rejected claim" in v for v in result.violations)
 
 
 def test_issue_answers_are_violations() -> None:
-    zh = guard([NEGATIVE], "inventory-service 不存在 HikariCP 连接池耗尽问题。")
-    en = guard([NEGATIVE], "We confirmed there is no connection pool problem on inventory-service.")
-    cause = guard([CPU], "payment-service CPU at 92%, caused by the v2.3.1 deploy.")
+    zh = guard([NEGATIVE], "inventory-service 不存在 HikariCP 连接池耗尽问题。", rules=BOOK)
+    en = guard(
+        [NEGATIVE],
+        "We confirmed there is no connection pool problem on inventory-service.",
+        rules=BOOK,
+    )
+    cause = guard([CPU], "payment-service CPU at 92%, caused by the v2.3.1 deploy.", rules=BOOK)
     assert any("absence" in v for v in zh.violations), zh.violations
     assert any("absence" in v for v in en.violations), en.violations
     assert any("causal link 'caused by'" in v for v in cause.violations), cause.violations
@@ -151,7 +161,7 @@ def test_issue_answers_are_violations() -> None:
     ],
 )
 def test_absence_over_a_negative_observation_is_caught(answer: str) -> None:
-    result = guard([NEGATIVE], answer)
+    result = guard([NEGATIVE], answer, rules=BOOK)
     assert not result.ok
     assert any("absence" in v or "over-claim" in v for v in result.violations), result.violations
 
@@ -168,7 +178,9 @@ def test_absence_over_a_negative_observation_is_caught(answer: str) -> None:
     ],
 )
 def test_found_nothing_and_hedges_pass(answer: str) -> None:
-    assert guard([NEGATIVE], answer).ok, guard([NEGATIVE], answer).violations
+    assert guard([NEGATIVE], answer, rules=BOOK).ok, guard(
+        [NEGATIVE], answer, rules=BOOK
+    ).violations
 
 
 @pytest.mark.parametrize(
@@ -182,21 +194,23 @@ def test_found_nothing_and_hedges_pass(answer: str) -> None:
     ],
 )
 def test_causes_no_claim_states_are_caught(answer: str) -> None:
-    result = guard([CPU], answer)
+    result = guard([CPU], answer, rules=BOOK)
     assert any("causal link" in v for v in result.violations), result.violations
 
 
 def test_a_cause_stated_by_a_hypothesis_passes() -> None:
     answer = f"payment-service has a firing HighCPUUsage alert at 92% CPU.\n- {HYPOTHESIS}"
-    assert guard([CPU], answer, hypotheses=[HYPOTHESIS]).ok
-    assert not guard([CPU], answer).ok
+    assert guard([CPU], answer, hypotheses=[HYPOTHESIS], rules=BOOK).ok
+    assert not guard([CPU], answer, rules=BOOK).ok
     restated = "A busy loop may be behind it: CPU saturation due to a busy loop (not verified)."
-    assert guard([CPU], restated, hypotheses=[HYPOTHESIS]).ok
+    assert guard([CPU], restated, hypotheses=[HYPOTHESIS], rules=BOOK).ok
 
 
 def test_absence_is_not_checked_without_a_negative_observation() -> None:
-    assert guard([CPU], "payment-service has a firing HighCPUUsage alert at 92% CPU.").ok
-    assert guard([CPU], "The alert does not say which pod.").ok
+    assert guard(
+        [CPU], "payment-service has a firing HighCPUUsage alert at 92% CPU.", rules=BOOK
+    ).ok
+    assert guard([CPU], "The alert does not say which pod.", rules=BOOK).ok
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
@@ -211,9 +225,9 @@ def test_template_answers_with_causes_and_gaps_pass(language: str, verdict: str)
         recommended_actions=("check payment-service thread dumps",),
         rationale="r",
     )
-    composed = compose(material, language)
+    composed = compose(material, language, book=BOOK)
     for text in (composed.user_facing_answer, composed.answer_summary):
-        result = guard_material(material, text)
+        result = guard_material(material, text, rules=BOOK)
         assert result.ok, (result.violations, text)
 
 
@@ -230,9 +244,11 @@ def test_guard_rules_file_is_validated(tmp_path: Path) -> None:
 def test_an_action_quoted_word_for_word_keeps_its_reason() -> None:
     action = "Runbook check, not yet run: capture a heap dump, because a restart destroys it"
     answer = f"{CPU.claim_text}\n- {action}"
-    assert guard([CPU, NEGATIVE], answer, notes=[action]).ok
+    assert guard([CPU, NEGATIVE], answer, notes=[action], rules=BOOK).ok
     reworded = f"{CPU.claim_text}\n- Capture a heap dump because the pod restarted."
-    assert any("causal link" in v for v in guard([CPU], reworded, notes=[action]).violations)
+    assert any(
+        "causal link" in v for v in guard([CPU], reworded, notes=[action], rules=BOOK).violations
+    )
 
 
 @pytest.mark.parametrize(
@@ -244,9 +260,9 @@ def test_an_action_quoted_word_for_word_keeps_its_reason() -> None:
     ],
 )
 def test_a_number_bound_to_another_attribute_is_caught(answer: str, fragment: str) -> None:
-    result = guard([CPU], answer)
+    result = guard([CPU], answer, rules=BOOK)
     assert any(fragment in v for v in result.violations), result.violations
-    assert guard([CPU], "payment-service CPU usage is 92%, threshold 80%.").ok
+    assert guard([CPU], "payment-service CPU usage is 92%, threshold 80%.", rules=BOOK).ok
 
 
 def test_a_restated_causal_clause_licenses_only_its_own_links() -> None:
@@ -259,8 +275,8 @@ def test_a_restated_causal_clause_licenses_only_its_own_links() -> None:
         ),
     )
     stem = runbook.claim_text.rstrip(".")
-    assert guard([runbook], runbook.claim_text).ok
+    assert guard([runbook], runbook.claim_text, rules=BOOK).ok
     for addition in (", which led to the checkout errors.", "，因为节点 GC 压力过大。"):
-        result = guard([runbook], stem + addition)
+        result = guard([runbook], stem + addition, rules=BOOK)
         assert not result.ok
         assert any("causal link" in v for v in result.violations), result.violations

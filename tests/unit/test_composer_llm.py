@@ -17,6 +17,7 @@ from services.verifier.handler import VerifierHandler, VerifierSettings
 from tests.support import demo_evidence as demo
 from tests.support import fake_openai as fake
 from tests.support.evidence_events import evidence_event
+from tests.support.rulebook import BOOK
 from tracebound.events import AgentStep, Answer, ClaimCheck, ModelFallback, Verdict
 from tracebound.llm import LLMSettings, OpenAIChatModel
 
@@ -104,7 +105,7 @@ def test_over_claiming_answer_is_replaced_by_the_safe_answer(
     verdict = verdict_for("full-incident")
     assert verdict.verdict == "PASS"
     answer, [step] = run(verdict, server, reply(f"{CPU_ANSWER}\n{injected}"))
-    assert answer.user_facing_answer == safe_answer(verdict.composer_input, "zh")
+    assert answer.user_facing_answer == safe_answer(verdict.composer_input, "zh", rules=BOOK)
     assert injected not in answer.user_facing_answer
     assert answer.guard.replaced and not answer.guard.ok
     assert any(violation in v for v in answer.guard.violations), answer.guard.violations
@@ -152,7 +153,7 @@ def test_restating_a_refuted_claim_is_replaced(server: fake.FakeOpenAI) -> None:
     answer, _ = run(verdict, server, reply("order-service pod restarted 23 times."))
     assert answer.guard.replaced
     assert any("restates a rejected claim" in v for v in answer.guard.violations)
-    assert answer.user_facing_answer == safe_answer(verdict.composer_input, "zh")
+    assert answer.user_facing_answer == safe_answer(verdict.composer_input, "zh", rules=BOOK)
 
 
 def test_reject_never_calls_the_model(server: fake.FakeOpenAI) -> None:

@@ -13,6 +13,7 @@ from services.gatekeeper.handler import GatekeeperHandler
 from services.verifier.handler import VerifierHandler, VerifierSettings
 from tests.support import demo_evidence as demo
 from tests.support.evidence_events import evidence_event
+from tests.support.rulebook import BOOK
 from tracebound.events import (
     Alert,
     AllowedClaim,
@@ -108,11 +109,15 @@ def test_a_published_answer_passes_the_guard_with_its_opening_lines(language: st
         rationale="r",
         evidence_backends=("demo",),
     )
-    composed = with_opening(compose(material, language), request(DISK, language=language))
+    composed = with_opening(
+        compose(material, language, book=BOOK), request(DISK, language=language)
+    )
     published = with_demo_note(composed.user_facing_answer, material, language)
     quoted = opening_lines((DISK,), language)
-    assert guard_material(material, published, quoted=quoted).ok
-    assert not guard_material(material, published).ok  # 91.5% and 85% come from the alert only
+    assert guard_material(material, published, quoted=quoted, rules=BOOK).ok
+    assert not guard_material(
+        material, published, rules=BOOK
+    ).ok  # 91.5% and 85% come from the alert only
 
 
 def test_alertmanager_nanosecond_start_times_are_read() -> None:

@@ -12,6 +12,7 @@ from services.executor.claims import build_evidence, templates
 from services.executor.tools import refs
 from services.executor.tools.knowledge_store import parse_runbook
 from services.executor.tools.runbook_items import section_items, section_kind
+from tests.support.rulebook import BOOK
 from tracebound.events import ComposerInput, ExecutionPlan, ToolInvocation
 from tracebound.resources import ROOT as REPO_ROOT
 
@@ -107,7 +108,7 @@ def test_runbook_lines_survive_the_composer_screen() -> None:
         recommended_actions=tuple(out["recommended_actions"]),
         rationale="r",
     )
-    text = compose(material, "en").user_facing_answer
+    text = compose(material, "en", book=BOOK).user_facing_answer
     cause = "Binary logs or slow query logs not purged."
     assert f"Possible cause from the runbook, not verified here: {cause}" in text
     assert "Symptoms" not in text and "**" not in text

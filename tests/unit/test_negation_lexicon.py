@@ -10,6 +10,7 @@ from services.common.negation import default_negations, load_negations, parse_ne
 from services.gatekeeper.ruleset import default_ruleset
 from services.verifier.facts import extract
 from services.verifier.match import compare
+from tests.support.rulebook import RULES
 from tracebound.errors import ConfigError
 
 HIKARI_LOG = (
@@ -65,19 +66,27 @@ def test_gatekeeper_accepts_the_verbatim_excerpt_after_an_exempt_phrase() -> Non
 
 
 def test_verifier_and_gatekeeper_read_the_same_lexicon() -> None:
-    assert [n.head for n in extract("CPU 使用率非常高 current=92%").negations] == []
-    assert [n.cue for n in extract("两个实例不同，连接不可用").negations] == ["不"]
+    assert [n.head for n in extract("CPU 使用率非常高 current=92%", rules=RULES).negations] == []
+    assert [n.cue for n in extract("两个实例不同，连接不可用", rules=RULES).negations] == ["不"]
 
 
 def test_chinese_absence_is_not_an_english_unavailability() -> None:
-    claim = extract("order-service 未出现 HikariPool-1 连接池耗尽错误")
-    [result] = [r for r in compare(claim, extract(HIKARI_LOG)) if r.kind == "negation"]
+    claim = extract("order-service 未出现 HikariPool-1 连接池耗尽错误", rules=RULES)
+    [result] = [
+        r
+        for r in compare(claim, extract(HIKARI_LOG, rules=RULES), rules=RULES)
+        if r.kind == "negation"
+    ]
     assert not result.found
 
 
 def test_chinese_negation_matches_an_equivalent_english_one() -> None:
-    claim = extract("order-service 连接不可用")
-    [result] = [r for r in compare(claim, extract(HIKARI_LOG)) if r.kind == "negation"]
+    claim = extract("order-service 连接不可用", rules=RULES)
+    [result] = [
+        r
+        for r in compare(claim, extract(HIKARI_LOG, rules=RULES), rules=RULES)
+        if r.kind == "negation"
+    ]
     assert result.found
 
 

@@ -24,6 +24,7 @@ from services.verifier.match import compare
 from tests.support import demo_evidence as demo
 from tests.support.gate import verifier_input
 from tests.support.http_log import HTTP_BINDING, verdict
+from tests.support.rulebook import PHRASES, RULES
 
 CPU_EXCERPT = demo.CPU_ALERT["evidence_excerpt"]
 DEMO_DATA = ToolSettings.demo().demo_data_dir
@@ -102,17 +103,25 @@ def test_benign_variants_pass(text: str, binding: dict[str, Any]) -> None:
     ],
 )
 def test_numbers_are_bound_to_what_they_measure(text: str, label: str, attribute: str) -> None:
-    bound = {n.label: n.attribute for n in extract(text).numbers}
+    bound = {n.label: n.attribute for n in extract(text, rules=RULES).numbers}
     assert bound[label] == attribute
 
 
 def test_an_unbound_number_needs_a_unique_value() -> None:
-    alone = extract("HighCPUUsage, service=payment-service, current=92%")
-    [result] = [r for r in compare(extract("payment-service 92%"), alone) if r.kind == "number"]
+    alone = extract("HighCPUUsage, service=payment-service, current=92%", rules=RULES)
+    [result] = [
+        r
+        for r in compare(extract("payment-service 92%", rules=RULES), alone, rules=RULES)
+        if r.kind == "number"
+    ]
     assert result.found
     [result] = [
         r
-        for r in compare(extract("payment-service 80%"), extract(CPU_EXCERPT))
+        for r in compare(
+            extract("payment-service 80%", rules=RULES),
+            extract(CPU_EXCERPT, rules=RULES),
+            rules=RULES,
+        )
         if r.kind == "number"
     ]
     assert not result.found and not result.conflict
@@ -122,7 +131,7 @@ def test_an_unbound_number_needs_a_unique_value() -> None:
 def test_check_output_names_each_fact_with_its_attribute_and_place() -> None:
     text = "payment-service has a firing HighCPUUsage alert, current 92%, threshold 80%"
     so = demo.output(demo.claim("claim-1", "observation", text, demo.CPU_ALERT))
-    outcome = verify(verifier_input(so))
+    outcome = verify(verifier_input(so), rules=RULES, phrases=PHRASES)
     facts = {f.fact for f in outcome.facts_checked if f.kind == "number"}
     assert facts == {"92% [current]", "80% [threshold]"}
     [claim] = outcome.claim_checks
@@ -151,14 +160,29 @@ def test_executor_alert_claims_refuse_a_swap_and_accept_a_reorder() -> None:
     cases = _alert_claims()
     assert len(cases) >= 4
     for claim, excerpt, current, threshold in cases:
-        assert all(r.found for r in compare(extract(claim), extract(excerpt))), claim
+        assert all(
+            r.found
+            for r in compare(
+                extract(claim, rules=RULES), extract(excerpt, rules=RULES), rules=RULES
+            )
+        ), claim
         swapped = claim.replace(current, "\0").replace(threshold, "\1")
         values = [current.split()[-1], threshold.split()[-1]]
         swapped = swapped.replace("\0", current.replace(values[0], values[1]))
         swapped = swapped.replace("\1", threshold.replace(values[1], values[0]))
-        assert not all(r.found for r in compare(extract(swapped), extract(excerpt))), swapped
+        assert not all(
+            r.found
+            for r in compare(
+                extract(swapped, rules=RULES), extract(excerpt, rules=RULES), rules=RULES
+            )
+        ), swapped
         reordered = (
             claim.replace(current, "\0").replace(threshold, current).replace("\0", threshold)
         )
         assert reordered != claim
-        assert all(r.found for r in compare(extract(reordered), extract(excerpt))), reordered
+        assert all(
+            r.found
+            for r in compare(
+                extract(reordered, rules=RULES), extract(excerpt, rules=RULES), rules=RULES
+            )
+        ), reordered

@@ -15,6 +15,7 @@ from services.verifier.match import compare
 from tests.support import demo_evidence as demo
 from tests.support.http_log import HTTP_BINDING, HTTP_LOG
 from tests.support.http_log import verdict as _verdict
+from tests.support.rulebook import BOOK, RULES
 from tracebound.events import AllowedClaim
 
 
@@ -62,7 +63,11 @@ def test_the_true_rows_still_pass(text: str, binding: dict[str, Any]) -> None:
     ],
 )
 def test_a_changed_digit_is_another_value(claim: str, evidence: str, kind: str) -> None:
-    [result] = [r for r in compare(extract(claim), extract(evidence)) if r.kind == kind]
+    [result] = [
+        r
+        for r in compare(extract(claim, rules=RULES), extract(evidence, rules=RULES), rules=RULES)
+        if r.kind == kind
+    ]
     assert (result.found, result.conflict) == (False, True)
 
 
@@ -75,6 +80,6 @@ def test_the_guard_flags_a_version_no_allowed_claim_states() -> None:
         raw_paths=("$.alerts[0]",),
     )
     answer = "payment-service has a firing HighCPUUsage alert, CPU at 92%, after the v2.3.1 deploy."
-    result = guard([allowed], answer)
+    result = guard([allowed], answer, rules=BOOK)
     assert not result.ok
     assert any("v2.3.1" in v for v in result.violations)

@@ -18,11 +18,12 @@ from services.verifier.rules_file import (
     load_verifier_rules,
     parse_verifier_rules,
 )
+from tests.support.rulebook import RULES
 from tracebound.errors import ConfigError
 
 
 def numbers(text: str) -> list[tuple[float, str]]:
-    return [(n.value, n.dimension) for n in extract(text).numbers]
+    return [(n.value, n.dimension) for n in extract(text, rules=RULES).numbers]
 
 
 @pytest.mark.parametrize(
@@ -42,8 +43,8 @@ def numbers(text: str) -> list[tuple[float, str]]:
     ],
 )
 def test_equivalent_numbers_match(left: str, right: str) -> None:
-    [a] = extract(left).numbers
-    assert number_found(a, extract(right).numbers)
+    [a] = extract(left, rules=RULES).numbers
+    assert number_found(a, extract(right, rules=RULES).numbers)
 
 
 @pytest.mark.parametrize(
@@ -51,14 +52,15 @@ def test_equivalent_numbers_match(left: str, right: str) -> None:
     [("92%", "29%"), ("4.2s", "4.2ms"), ("3.8 GB", "3.8 GiB"), ("92%", "92 ms"), ("25m", "25h")],
 )
 def test_different_numbers_do_not_match(left: str, right: str) -> None:
-    [a] = extract(left).numbers
-    assert not number_found(a, extract(right).numbers)
+    [a] = extract(left, rules=RULES).numbers
+    assert not number_found(a, extract(right, rules=RULES).numbers)
 
 
 def test_identifiers_and_masked_numbers() -> None:
     facts = extract(
         "2026-07-08 23:08:02 ERROR payment-service RedisCommandTimeoutException on "
-        "redis-payment-0:6379 via HikariPool-1, pod=pod-order-service-5c9d7b8f4-q7n2p, p99=4.2s"
+        "redis-payment-0:6379 via HikariPool-1, pod=pod-order-service-5c9d7b8f4-q7n2p, p99=4.2s",
+        rules=RULES,
     )
     kinds = {(i.kind, i.text) for i in facts.identifiers}
     assert {
@@ -75,7 +77,7 @@ def test_identifiers_and_masked_numbers() -> None:
 
 
 def test_camel_case_alert_names() -> None:
-    facts = extract("HighCPUUsage OOMKilled SlowResponse CPU JVM P99")
+    facts = extract("HighCPUUsage OOMKilled SlowResponse CPU JVM P99", rules=RULES)
     names = {i.text for i in facts.identifiers if i.kind == "name"}
     assert names == {"HighCPUUsage", "OOMKilled", "SlowResponse"}
     assert [(i.kind, i.text) for i in facts.identifiers if i.kind != "name"] == [("token", "P99")]
@@ -96,23 +98,38 @@ def test_camel_case_alert_names() -> None:
     ],
 )
 def test_negations(text: str, heads: list[str]) -> None:
-    assert [n.head for n in extract(text).negations] == heads
+    assert [n.head for n in extract(text, rules=RULES).negations] == heads
 
 
 def test_compare_flags_conflicts_and_silence() -> None:
-    evidence = extract("HighCPUUsage, service=payment-service, state=firing, current=92%")
-    results = {r.fact: r for r in compare(extract("order-service CPU at 29% for 5 min"), evidence)}
+    evidence = extract(
+        "HighCPUUsage, service=payment-service, state=firing, current=92%", rules=RULES
+    )
+    results = {
+        r.fact: r
+        for r in compare(
+            extract("order-service CPU at 29% for 5 min", rules=RULES), evidence, rules=RULES
+        )
+    }
     assert results["order-service"].conflict and results["29% [current]"].conflict
     assert not results["5 min [duration]"].found and not results["5 min [duration]"].conflict
-    dropped = compare(extract("connections are available"), extract("Connection is not available"))
+    dropped = compare(
+        extract("connections are available", rules=RULES),
+        extract("Connection is not available", rules=RULES),
+        rules=RULES,
+    )
     assert any(r.kind == "negation" and r.conflict for r in dropped)
-    added = compare(extract("payment-service is not firing"), evidence)
+    added = compare(extract("payment-service is not firing", rules=RULES), evidence, rules=RULES)
     assert any(r.kind == "negation" and r.conflict for r in added)
 
 
 def test_alias_is_declared_in_rules() -> None:
-    evidence = extract("order-service HikariPool-1 - Connection is not available")
-    [result] = [r for r in compare(extract("HikariCP pool"), evidence) if r.fact == "HikariCP"]
+    evidence = extract("order-service HikariPool-1 - Connection is not available", rules=RULES)
+    [result] = [
+        r
+        for r in compare(extract("HikariCP pool", rules=RULES), evidence, rules=RULES)
+        if r.fact == "HikariCP"
+    ]
     assert result.found
 
 

@@ -15,6 +15,7 @@ from services.verifier.input import input_from_event
 from tests.support import demo_evidence as demo
 from tests.support.evidence_events import evidence_event
 from tests.support.gate import verifier_input as make_input
+from tests.support.rulebook import BOOK, PHRASES, RULES
 from tracebound.events import Alert, GatekeeperResult
 
 CPU_TEXT = "payment-service has a firing HighCPUUsage alert at 92% CPU."
@@ -30,7 +31,9 @@ def one_claim(ctype: str, text: str, *bindings: dict[str, Any], **lists: Any) ->
 
 
 def test_seed_sample_highcpu_narrow_confirmation() -> None:
-    outcome = verify(make_input(scenario("narrow-highcpu").structured_output))
+    outcome = verify(
+        make_input(scenario("narrow-highcpu").structured_output), rules=RULES, phrases=PHRASES
+    )
     assert outcome.verdict == "PASS"
     assert outcome.groundedness_score == 1.0
     [claim] = outcome.claim_checks
@@ -49,16 +52,20 @@ def test_seed_sample_highcpu_narrow_confirmation() -> None:
     assert allowed.claim_text == CPU_TEXT
     assert allowed.raw_paths == ("$.alerts[0]",)
     assert "current=92%" in allowed.evidence_excerpts[0]
-    answer = compose(outcome.composer_input, "en").user_facing_answer
+    answer = compose(outcome.composer_input, "en", book=BOOK).user_facing_answer
     assert "payment-service" in answer and "92%" in answer
     for out_of_scope in ("order-service", "user-service", "HikariPool", "91%", "root cause"):
         assert out_of_scope not in answer
-    assert guard(outcome.composer_input.allowed_claims, answer).ok
+    assert guard(outcome.composer_input.allowed_claims, answer, rules=BOOK).ok
 
 
 @pytest.mark.parametrize("language", ["en", "zh"])
 def test_seed_sample_hikari_negative_observation(language: str) -> None:
-    outcome = verify(make_input(scenario("narrow-hikari-negative").structured_output))
+    outcome = verify(
+        make_input(scenario("narrow-hikari-negative").structured_output),
+        rules=RULES,
+        phrases=PHRASES,
+    )
     assert outcome.verdict == "PASS"
     [claim] = outcome.claim_checks
     assert (claim.claim_type, claim.status, claim.raw_paths) == (
@@ -66,11 +73,11 @@ def test_seed_sample_hikari_negative_observation(language: str) -> None:
         "SUPPORTED",
         ("$.no_evidence",),
     )
-    composed = compose(outcome.composer_input, language)
+    composed = compose(outcome.composer_input, language, book=BOOK)
     expected = "found no matching evidence for" if language == "en" else "当前查询未检索到"
     assert expected in composed.user_facing_answer
     assert "inventory-service" in composed.user_facing_answer
-    result = guard(outcome.composer_input.allowed_claims, composed.user_facing_answer)
+    result = guard(outcome.composer_input.allowed_claims, composed.user_facing_answer, rules=BOOK)
     assert result.ok, result.violations
 
 
@@ -84,14 +91,14 @@ def test_chinese_seed_claims_pass() -> None:
         ),
         demo.claim("claim-2", "negative_observation", ZH_NEGATIVE, demo.NO_INVENTORY_LOGS),
     )
-    outcome = verify(make_input(so))
+    outcome = verify(make_input(so), rules=RULES, phrases=PHRASES)
     assert outcome.verdict == "PASS", outcome.rationale
 
 
 def test_gatekeeper_reject_is_reject_and_allows_nothing() -> None:
     so = scenario("narrow-highcpu").structured_output
     so["claims"][0]["evidence_bindings"][0]["source_invocation_id"] = 999
-    outcome = verify(make_input(so))
+    outcome = verify(make_input(so), rules=RULES, phrases=PHRASES)
     assert outcome.verdict == "REJECT"
     assert "invocation.exists" in outcome.rationale
     assert outcome.composer_input.allowed_claims == ()
@@ -106,7 +113,9 @@ def test_gatekeeper_low_confid_never_passes_even_with_fine_claims() -> None:
     outcome = verify(
         inp.model_copy(
             update={"gatekeeper_result": type(inp.gatekeeper_result).model_validate(gate)}
-        )
+        ),
+        rules=RULES,
+        phrases=PHRASES,
     )
     assert outcome.verdict == "LOW_CONFID"
     assert outcome.claim_checks[0].status == "SUPPORTED"
@@ -119,7 +128,7 @@ def test_unverified_binding_counts_for_nothing() -> None:
     )
     invocations = demo.tool_invocations()
     invocations.append(copy.deepcopy(invocations[0]) | {"id": 600})  # back-fill now ambiguous
-    outcome = verify(make_input(so, invocations))
+    outcome = verify(make_input(so, invocations), rules=RULES, phrases=PHRASES)
     assert outcome.verdict == "LOW_CONFID"
     assert outcome.claim_checks[0].status == "NOT_ENOUGH_INFO"
     assert outcome.failed_claims == ("claim-1",)
@@ -129,7 +138,7 @@ def test_backfilled_binding_is_verified_evidence() -> None:
     so = one_claim("observation", CPU_TEXT, {**demo.CPU_ALERT, "source_invocation_id": None})
     inp = make_input(so)
     assert inp.gatekeeper_result.checked_bindings[0].status == "backfilled"
-    assert verify(inp).verdict == "PASS"
+    assert verify(inp, rules=RULES, phrases=PHRASES).verdict == "PASS"
 
 
 @pytest.mark.parametrize("status", ["invalid", "missing"])
@@ -139,20 +148,24 @@ def test_unusable_executor_output_is_low_confid_and_final_answer_ignored(status:
         executor_final_answer=CPU_TEXT,
         executor_output_parse_status={"status": status, "detail": "x"},
     )
-    outcome = verify(inp)
+    outcome = verify(inp, rules=RULES, phrases=PHRASES)
     assert outcome.verdict == "LOW_CONFID"
     assert outcome.claim_checks == () and outcome.composer_input.allowed_claims == ()
 
 
 def test_valid_output_never_reads_final_answer() -> None:
     so = scenario("narrow-highcpu").structured_output
-    plain = verify(make_input(so))
-    noisy = verify(make_input(so, executor_final_answer="order-service is down at 29%"))
+    plain = verify(make_input(so), rules=RULES, phrases=PHRASES)
+    noisy = verify(
+        make_input(so, executor_final_answer="order-service is down at 29%"),
+        rules=RULES,
+        phrases=PHRASES,
+    )
     assert plain.to_json() == noisy.to_json()
 
 
 def test_zero_claims_is_low_confid() -> None:
-    outcome = verify(make_input(demo.output()))
+    outcome = verify(make_input(demo.output()), rules=RULES, phrases=PHRASES)
     assert outcome.verdict == "LOW_CONFID"
     assert outcome.groundedness_score == 0.0
 
@@ -166,7 +179,11 @@ def test_zero_claims_is_low_confid() -> None:
     ],
 )
 def test_negative_observation_must_not_claim_absence(text: str) -> None:
-    outcome = verify(make_input(one_claim("negative_observation", text, demo.NO_INVENTORY_LOGS)))
+    outcome = verify(
+        make_input(one_claim("negative_observation", text, demo.NO_INVENTORY_LOGS)),
+        rules=RULES,
+        phrases=PHRASES,
+    )
     assert outcome.claim_checks[0].status == "REFUTED"
     assert outcome.verdict == "REJECT"
 
@@ -182,12 +199,16 @@ def test_refuted_and_unproven_claims_decide_the_verdict() -> None:
         "claim-3", "observation", "payment-service CPU is at 29%.", demo.CPU_RUNBOOK
     )
     base = scenario("narrow-highcpu").structured_output
-    low = verify(make_input({**base, "claims": [*base["claims"], unproven]}))
+    low = verify(
+        make_input({**base, "claims": [*base["claims"], unproven]}), rules=RULES, phrases=PHRASES
+    )
     assert low.verdict == "LOW_CONFID"
     assert [c.status for c in low.claim_checks] == ["SUPPORTED", "NOT_ENOUGH_INFO"]
     assert low.groundedness_score == 0.5
     assert [a.claim_id for a in low.composer_input.allowed_claims] == ["claim-1"]
-    rejected = verify(make_input({**base, "claims": [*base["claims"], refuted]}))
+    rejected = verify(
+        make_input({**base, "claims": [*base["claims"], refuted]}), rules=RULES, phrases=PHRASES
+    )
     assert rejected.verdict == "REJECT"
     assert rejected.rejected_claims == ("payment-service CPU is at 29%.",)
 
@@ -201,7 +222,7 @@ def test_composer_material_filters_hypotheses_and_actions() -> None:
         {"action_text": "check recent deployments"},
     ]
     so["missing_info"] = ["request rate"]
-    material = verify(make_input(so)).composer_input
+    material = verify(make_input(so), rules=RULES, phrases=PHRASES).composer_input
     assert material.allowed_hypotheses == ("a hot loop in payment-service",)
     assert material.recommended_actions == (
         "capture hot threads with jstack",
@@ -227,11 +248,15 @@ def test_aiops_evaluation_in_aiops_mode() -> None:
         }
     ]
     so = scenario("narrow-highcpu").structured_output
-    outcome = verify(make_input(so, mode="AIOPS", alerts=alerts, tool_trace_summary=trace))
+    outcome = verify(
+        make_input(so, mode="AIOPS", alerts=alerts, tool_trace_summary=trace),
+        rules=RULES,
+        phrases=PHRASES,
+    )
     assert outcome.aiops_rule_evaluation is not None
     assert outcome.aiops_rule_evaluation["passed"] is True
     assert outcome.aiops_rule_evaluation["version"] == "aiops-rules-v1"
-    assert verify(make_input(so)).aiops_rule_evaluation is None
+    assert verify(make_input(so), rules=RULES, phrases=PHRASES).aiops_rule_evaluation is None
 
 
 def test_aiops_flags_unrelated_alert_promotion_and_missing_tools() -> None:
@@ -239,7 +264,7 @@ def test_aiops_flags_unrelated_alert_promotion_and_missing_tools() -> None:
         Alert(status="firing", labels={"alertname": "SlowResponse", "service": "user-service"})
     ]
     so = scenario("narrow-highcpu").structured_output
-    result = evaluate_aiops(alerts, so, [], answer_exists=True)
+    result = evaluate_aiops(alerts, so, [], answer_exists=True, rules=RULES)
     checks = {c["id"]: c["passed"] for c in result["checks"]}
     assert checks == {
         "report.exists": True,
@@ -248,11 +273,13 @@ def test_aiops_flags_unrelated_alert_promotion_and_missing_tools() -> None:
         "focus.no_unrelated_alerts": False,
     }
     assert result["passed"] is False
-    assert evaluate_aiops([], None, [], answer_exists=False)["passed"] is False
+    assert evaluate_aiops([], None, [], answer_exists=False, rules=RULES)["passed"] is False
 
 
 def test_outcome_json_has_seed_fields() -> None:
-    data = verify(make_input(scenario("full-incident").structured_output)).to_json()
+    data = verify(
+        make_input(scenario("full-incident").structured_output), rules=RULES, phrases=PHRASES
+    ).to_json()
     for key in (
         "verdict",
         "groundedness_score",
@@ -275,6 +302,6 @@ def test_input_from_gatekeeper_event() -> None:
     inp = input_from_event(event)
     assert inp.original_query == evidence.request.query
     assert (inp.mode, inp.round, inp.retry_context) == ("CHAT", 1, None)
-    outcome = verify(inp)
+    outcome = verify(inp, rules=RULES, phrases=PHRASES)
     assert outcome.verdict == "PASS"
     assert outcome.composer_input.original_query == evidence.request.query

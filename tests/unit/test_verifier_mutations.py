@@ -37,6 +37,7 @@ from services.verifier.facts import extract
 from services.verifier.match import number_found
 from tests.support import demo_evidence as demo
 from tests.support.gate import gate
+from tests.support.rulebook import PHRASES, RULES
 
 SEED = 20260708
 KINDS = ("number", "unit", "entity", "negation_inserted", "negation_removed", "overclaim")
@@ -164,11 +165,11 @@ def run(so: dict[str, Any], invocations: list[dict[str, Any]]) -> Any:
             "gatekeeper_result": checked.result,
         }
     )
-    return verify(inp)
+    return verify(inp, rules=RULES, phrases=PHRASES)
 
 
 def _number_mutants(base: Base, rng: random.Random) -> Iterator[tuple[str, str]]:
-    text, evidence = base.claim["claim_text"], extract(base.evidence())
+    text, evidence = base.claim["claim_text"], extract(base.evidence(), rules=RULES)
     for match in re.finditer(
         r"(?<![\w.\-/:])(\d+(?:\.\d+)?)(\s*)(%|ms|s|min|minutes|GB|m)?"
         r"(?![\w])",
@@ -184,13 +185,15 @@ def _number_mutants(base: Base, rng: random.Random) -> Iterator[tuple[str, str]]
             if candidate is None:
                 continue
             mutated = text[: match.start(1)] + candidate + text[match.end(1) :]
-            numbers = extract(mutated).numbers
+            numbers = extract(mutated, rules=RULES).numbers
             if all(number_found(n, evidence.numbers) for n in numbers):
                 continue  # the evidence states the new value: not a falsification
             yield "number", mutated
         if unit in UNIT_SWAPS:
             mutated = text[: match.start(2)] + UNIT_SWAPS[unit] + text[match.end(3) :]
-            if not all(number_found(n, evidence.numbers) for n in extract(mutated).numbers):
+            if not all(
+                number_found(n, evidence.numbers) for n in extract(mutated, rules=RULES).numbers
+            ):
                 yield "unit", mutated
 
 

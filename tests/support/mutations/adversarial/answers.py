@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterator
 
 from services.composer import compose, guard_material
+from tests.support.rulebook import BOOK
 from tracebound.events import ComposerInput
 
 _VERSION = re.compile(r"v?\d+(?:\.\d+)+")
@@ -74,7 +75,7 @@ def _inserted(answer: str, claim: str, addition: str) -> str:
 def edits(rng: random.Random, material: ComposerInput, lang: str) -> Iterator[tuple[str, str, str]]:
     """(class, answer, the inserted text) for one material in one language; class
     ``answer_as_composed`` is the benign control."""
-    answer = compose(material, lang).user_facing_answer
+    answer = compose(material, lang, book=BOOK).user_facing_answer
     yield "answer_as_composed", answer, ""
     known = _material_text(material)
     claims = [c.claim_text for c in material.allowed_claims] or [""]
@@ -87,4 +88,4 @@ def edits(rng: random.Random, material: ComposerInput, lang: str) -> Iterator[tu
 
 def guarded(material: ComposerInput, answer: str) -> bool:
     """Whether the answer guard lets ``answer`` through for ``material``."""
-    return guard_material(material, answer).ok
+    return guard_material(material, answer, rules=BOOK).ok

@@ -16,6 +16,7 @@ from services.gatekeeper import Ruleset, check, default_ruleset
 from services.verifier import VerifierInput, verify
 from tests.support.gate import records
 from tests.support.mutations.adversarial.shapes import Shape, invocations
+from tests.support.rulebook import PHRASES, RULES
 from tracebound.events import ComposerInput, ToolInvocation
 
 
@@ -62,7 +63,9 @@ def judge_output(so: dict[str, Any], kind: str, name: str) -> Verdict:
                 "executor_output_parse_status": {"status": "valid", "detail": ""},
                 "gatekeeper_result": checked.result,
             }
-        )
+        ),
+        rules=RULES,
+        phrases=PHRASES,
     )
     claim = outcome.claim_checks[0]
     return Verdict(outcome.verdict, claim.status, claim.reason, outcome.composer_input)
