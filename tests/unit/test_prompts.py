@@ -15,7 +15,7 @@ from tracebound.prompts import load_prompt, load_prompts, prompt_audit
 EXPECTED = {
     "chat_planner": "chat-planner-v2",
     "chat_executor": "chat-executor-v2",
-    "chat_verifier": "chat-verifier-v1",
+    "chat_verifier": "chat-verifier-v2",
     "chat_composer": "chat-composer-v1",
     "aiops_planner": "aiops-planner-v2",
 }
