@@ -9,15 +9,25 @@ from dataclasses import dataclass
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from starlette.testclient import TestClient
 
+from projections import runs, trace
+from services.ingest.alertmanager import build_chat_request
+from services.ingest.runs import RunBuffer
+from services.ingest.settings import IngestSettings
+from services.ingest.traced import run_span
+from tests.unit.test_ingest_http import NoDedup, NoPublisher
 from tests.unit.test_runtime_inflight import CODEC, IN, OUT, FakeMessage, request, spec, step
+from tests.unit.test_trace_assemble import sample_rows
 from tracebound import tracing
-from tracebound.events import Event
+from tracebound.events import DiagnosisRequested, Event
 from tracebound.runtime.batch import transform
 from tracebound.runtime.inflight import InFlight
 from tracebound.tracing.context import carrier_of, record_headers, trace_id_of
 from tracebound.tracing.link import TraceLinkSettings
 from tracebound.tracing.otel import OtelTracing
+from web import trace_page
+from web.app import Ports, create_app
 
 TRACE, SPAN = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 PARENT = f"00-{TRACE}-{SPAN}-01"
@@ -172,3 +182,49 @@ def test_trace_link_template() -> None:
         TraceLinkSettings(url_template="https://jaeger.example/trace/")
     with pytest.raises(ValueError, match="http"):
         TraceLinkSettings(url_template="javascript:{trace_id}")
+
+
+def test_the_chat_caller_s_trace_reaches_the_request(exported: InMemorySpanExporter) -> None:
+    publisher = NoPublisher()
+    ports = Ports(publisher=publisher, dedup=NoDedup(), runs=RunBuffer(100))
+    app = create_app(IngestSettings(token=None), ports)
+    with TestClient(app, base_url="http://127.0.0.1") as client:
+        reply = client.post(
+            "/api/v1/chat",
+            json={"session_id": "s1", "question": "why is checkout slow?"},
+            headers={"traceparent": PARENT},
+        )
+    assert reply.status_code == 200
+    (published,) = publisher.published
+    assert isinstance(published, DiagnosisRequested) and published.trace_id == TRACE
+    tracing.shutdown()
+    spans = {s.name: s for s in exported.get_finished_spans()}
+    chat, run = spans["ingest chat"], spans["ingest run"]
+    assert chat.parent is not None and chat.parent.span_id == int(SPAN, 16)
+    assert run.parent is not None and run.parent.span_id == chat.context.span_id
+    assert dict(run.attributes or {})["tracebound.run_id"] == published.run_id
+
+
+def test_off_the_request_has_no_trace_id() -> None:
+    request = build_chat_request("why?", "s1", None)
+    with run_span(request) as (stamped, _span):
+        assert stamped is request and stamped.trace_id is None
+
+
+def test_the_read_model_keeps_the_request_s_trace_id_and_the_page_links_it() -> None:
+    traced = build_chat_request("why?", "s1", None).model_copy(update={"trace_id": TRACE})
+    carried = runs.apply(None, traced)
+    assert carried["request"]["value"]["trace_id"] == TRACE
+    assert runs.row(traced.run_id, carried)["request"]["trace_id"] == TRACE
+    untraced = build_chat_request("why?", "s1", None)
+    assert "trace_id" not in runs.apply(None, untraced)["request"]["value"]
+
+    run, invocations, steps = sample_rows()
+    run = {**run, "request": {**run["request"], "trace_id": TRACE}}
+    document = trace.assemble_trace(run, invocations, steps).document()
+    assert document["run"]["trace_id"] == TRACE
+    url = f"https://jaeger.example/trace/{TRACE}"
+    assert f'<a href="{url}" rel="noreferrer"><code>{TRACE}</code></a>' in trace_page.render_page(
+        document, url
+    )
+    assert f"<code>{TRACE}</code>" in trace_page.render_page(document)
