@@ -32,6 +32,7 @@ from tracebound.events import Event
 from tracebound.events import Producer as ProducerRef
 from tracebound.runtime.dead_letters import dead_letter
 from tracebound.settings import KafkaSettings
+from tracebound.tracing import active as active_tracing
 from tracebound.tracing import carrier_of
 
 log = logging.getLogger(__name__)
@@ -109,7 +110,7 @@ class AlertTopicReader:
                 letter.error_message[:200],
             )
             return
-        parent = carrier_of(message.headers())
+        parent = carrier_of(message.headers()) if active_tracing().enabled else None
         intake.accept(payload, source=f"topic {self._topic}", parent=parent)
 
     def _run(self, intake: Intake) -> None:

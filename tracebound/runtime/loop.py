@@ -46,6 +46,7 @@ from tracebound.runtime.metrics import ServiceMetrics
 from tracebound.runtime.pacing import pace
 from tracebound.runtime.service import ServiceSpec
 from tracebound.settings import KafkaSettings, RuntimeSettings
+from tracebound.tracing.context import Headers
 
 log = logging.getLogger("tracebound.runtime")
 
@@ -347,7 +348,7 @@ class ServiceLoop:
 
 
 def _produce(
-    producer: Any, topic: str, key: bytes | None, value: bytes, headers: Any = None
+    producer: Any, topic: str, key: bytes | None, value: bytes, headers: Headers | None = None
 ) -> None:
     while True:
         try:
