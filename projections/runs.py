@@ -117,7 +117,7 @@ def _carried(state: State, event: Event) -> bool:
             state,
             "request",
             [prio, event.event_id],
-            lambda: {"session_id": event.session_id, **request.model_dump(mode="json")},
+            lambda: _request_value(event, request),
         )
     plan = getattr(event, "plan", None)
     if plan is not None:
@@ -126,6 +126,14 @@ def _carried(state: State, event: Event) -> bool:
             state, "plan", [prio, event.event_id], lambda: plan.model_dump(mode="json")
         )
     return changed
+
+
+def _request_value(event: Event, request: Any) -> dict[str, Any]:
+    """The request slot: the request, its session and (original only) its trace id."""
+    value = {"session_id": event.session_id, **request.model_dump(mode="json")}
+    if isinstance(event, DiagnosisRequested) and event.trace_id is not None:
+        value["trace_id"] = event.trace_id
+    return value
 
 
 def _kept(event: Event, keys: tuple[str, ...]) -> Callable[[], dict[str, Any]]:

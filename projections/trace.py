@@ -182,6 +182,8 @@ def assemble_trace(run: Row, invocations: Sequence[Row], steps: Sequence[Row]) -
         "final_status": run.get("final_status"),
         "latency_ms": run.get("latency_ms"),
         "request": run.get("request"),
+        # The run's distributed trace, when the ingest traced it (see tracebound.tracing).
+        "trace_id": as_dict(run.get("request")).get("trace_id"),
         "plan": run.get("plan"),
         "updated_at": run.get("updated_at"),
         "resolved_at": run.get("resolved_at"),

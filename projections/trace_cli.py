@@ -29,6 +29,7 @@ from tracebound.errors import InvalidInputError, TransientError
 from tracebound.events.base import RUN_ID
 from tracebound.pages import PageAddress
 from tracebound.settings import PostgresSettings
+from tracebound.tracing.link import TraceLinkSettings
 
 Trace = Mapping[str, Any]
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -243,6 +244,9 @@ def _cmd_trace(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_text(document))
         print(f"\npage  {run_page(run_id)}")
+        trace_id = document["run"].get("trace_id")
+        if trace_id:
+            print(f"trace {TraceLinkSettings().url(trace_id) or clean(trace_id)}")
     return 0
 
 

@@ -114,6 +114,9 @@ class TraceRun(View):
     final_status: str | None
     latency_ms: int | None
     request: JsonValue
+    trace_id: str | None = Field(
+        description="the run's distributed trace (W3C trace id) when the ingest traced it"
+    )
     plan: JsonValue
     updated_at: Timestamp | None
     resolved_at: Timestamp | None = Field(description=RESOLVED_AT)

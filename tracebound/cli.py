@@ -41,6 +41,7 @@ COMMAND_MODULES: tuple[str, ...] = (
 SETTINGS_MODULES: tuple[str, ...] = (
     "tracebound.settings",
     "tracebound.pages",
+    "tracebound.tracing.link",
     "tracebound.llm.settings",
     "services.common.mode",
     "services.executor.settings",

@@ -17,6 +17,7 @@ from typing import Protocol
 from confluent_kafka import KafkaException
 
 from tracebound import kafka as edge
+from tracebound import tracing
 from tracebound.codec import Codec, make_codec
 from tracebound.errors import TransientError
 from tracebound.events import Event
@@ -59,6 +60,7 @@ class KafkaPublisher:
                 if pending == 0:
                     done.set()
 
+        headers = tracing.current_headers()  # the caller's span, when tracing is on
         try:
             with self._lock:
                 for event in events:
@@ -66,6 +68,7 @@ class KafkaPublisher:
                         event.topic,
                         key=event.run_id.encode(),
                         value=self._codec.encode(event),
+                        headers=headers,
                         on_delivery=delivered,
                     )
         except (KafkaException, BufferError) as exc:

@@ -32,10 +32,13 @@ from services.ingest.intake import Dedup, Intake
 from services.ingest.models import AlertmanagerWebhook, ChatRequest, validation_details
 from services.ingest.runs import EventReader, RunBuffer
 from services.ingest.settings import IngestSettings
+from services.ingest.traced import run_span
 from tracebound.errors import TransientError
-from tracebound.events import Event
+from tracebound.events import DiagnosisRequested, Event
 from tracebound.publisher import KafkaPublisher, Publisher
 from tracebound.settings import KafkaSettings, PostgresSettings
+from tracebound.tracing import Carrier, carrier_of
+from tracebound.tracing import active as active_tracing
 from web import dash_routes, stream, trace_routes
 from web.http import (
     ApiError,
@@ -107,10 +110,16 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
 
     intake = Intake(ports.dedup, publish, settings.group_by, settings.language)
 
+    def publish_chat(event: DiagnosisRequested, parent: Carrier) -> None:
+        attributes = {"tracebound.role": "ingest", "tracebound.source": "chat"}
+        with active_tracing().step("ingest chat", parent, attributes), run_span(event) as traced:
+            publish([traced[0]])
+
     async def alerts(request: Request) -> Response:
         payload = _validate(AlertmanagerWebhook, await read_json(request, settings.max_body_bytes))
         try:
-            body = await run_in_threadpool(intake.accept, payload)
+            parent = carrier_of(request.headers.items())  # the caller's traceparent
+            body = await run_in_threadpool(intake.accept, payload, "webhook", parent)
         except TransientError as exc:
             raise _unavailable(exc) from None
         return JSONResponse(body)
@@ -119,7 +128,7 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
         body = _validate(ChatRequest, await read_json(request, settings.max_body_bytes))
         event = alertmanager.build_chat_request(body.question, body.session_id, body.language)
         try:
-            await run_in_threadpool(publish, [event])
+            await run_in_threadpool(publish_chat, event, carrier_of(request.headers.items()))
         except TransientError as exc:
             raise _unavailable(exc) from None
         log.info(

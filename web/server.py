@@ -10,7 +10,7 @@ from __future__ import annotations
 import uvicorn
 
 from services.ingest.settings import IngestSettings
-from tracebound import logs
+from tracebound import logs, tracing
 from tracebound.settings_check import report_unknown_variables
 from web.app import create_app
 
@@ -19,12 +19,16 @@ def serve(settings: IngestSettings) -> int:
     """Run the API until it is told to stop (uvicorn shuts down gracefully)."""
     logs.configure()
     report_unknown_variables("ingest")
-    uvicorn.run(
-        create_app(settings),
-        host=settings.host,
-        port=settings.port,
-        log_config=None,  # uvicorn's records go through our JSON formatter
-        proxy_headers=False,
-        server_header=False,
-    )
+    tracing.configure("ingest")
+    try:
+        uvicorn.run(
+            create_app(settings),
+            host=settings.host,
+            port=settings.port,
+            log_config=None,  # uvicorn's records go through our JSON formatter
+            proxy_headers=False,
+            server_header=False,
+        )
+    finally:
+        tracing.shutdown()
     return 0

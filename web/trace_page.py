@@ -19,7 +19,13 @@ from web.trace_sections import Trace
 STAGE_TONE = {"gatekeeper": "gate", "verdict": "verify", "answer": "answer", "tools": "tools"}
 
 
-def _header(t: Trace) -> str:
+def _trace_link(trace_id: Any, url: str | None) -> str:
+    """The run's distributed trace: a link into the trace UI, or the bare id."""
+    code = f"<code>{esc(trace_id)}</code>"
+    return f'<a href="{esc(url)}" rel="noreferrer">{code}</a>' if url else code
+
+
+def _header(t: Trace, trace_url: str | None) -> str:
     run = t.get("run") or {}
     answer = t.get("answer") or {}
     verdict = run.get("verdict") or answer.get("verdict")
@@ -40,6 +46,8 @@ def _header(t: Trace) -> str:
         meta.insert(1, ("session", f"<code>{esc(run.get('session_id'))}</code>"))
     if run.get("resolved_at"):
         meta.append(("resolved", esc(run.get("resolved_at"))))
+    if run.get("trace_id"):
+        meta.append(("trace", _trace_link(run.get("trace_id"), trace_url)))
     for fallback in run.get("fallbacks") or []:
         cause = f"{fallback.get('kind')}: {fallback.get('reason')}"
         meta.append((f"{esc(fallback.get('role'))} rules fallback because", esc(cause)))
@@ -173,12 +181,12 @@ def _claim(c: Mapping[str, Any]) -> str:
     )
 
 
-def render_page(t: Trace) -> str:
-    """The whole trace page of one run, every value escaped."""
+def render_page(t: Trace, trace_url: str | None = None) -> str:
+    """The whole trace page of one run, every value escaped; ``trace_url`` links its trace."""
     run = t.get("run") or {}
     claims = list(t.get("claims") or [])
     body = (
-        _header(t)
+        _header(t, trace_url)
         + sections.resolved(t)
         + _timeline(t)
         + f"<h2>Claims ({len(claims)})</h2>"

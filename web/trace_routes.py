@@ -20,6 +20,7 @@ from starlette.routing import Route
 from projections import run_list, trace
 from tracebound.events.base import RUN_ID
 from tracebound.settings import PostgresSettings
+from tracebound.tracing.link import TraceLinkSettings
 from web import trace_page
 from web.dash_page import render_login
 from web.html import FORM_PAGE_HEADERS, PAGE_HEADERS, render_message
@@ -85,6 +86,7 @@ def routes(token: SecretStr | None, connect: Connect | None = None) -> list[Rout
     """
     opened = connect or default_connect()
     secret = token.get_secret_value().encode() if token is not None else None
+    link = TraceLinkSettings()
 
     async def list_runs(request: Request) -> Response:
         try:
@@ -115,7 +117,9 @@ def routes(token: SecretStr | None, connect: Connect | None = None) -> list[Rout
                 raise ApiError(404, f"no run {run_id} in the read model")
         except ApiError as exc:
             return page_error(exc)
-        return HTMLResponse(trace_page.render_page(found.document()), headers=PAGE_HEADERS)
+        document = found.document()
+        trace_url = link.url(document["run"].get("trace_id"))
+        return HTMLResponse(trace_page.render_page(document, trace_url), headers=PAGE_HEADERS)
 
     return [
         Route("/api/v1/runs", list_runs, methods=["GET"]),

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 from services.executor.ids import invocation_id
 from services.executor.settings import ExecutorSettings
 from services.executor.tools.base import EvidenceTool, RunContext, ToolOutcome
+from tracebound import tracing
 from tracebound.errors import TransientError
 from tracebound.events import DiagnosisRequest, RetrievalDetails, ToolBackend, ToolInvocation
 
@@ -104,9 +105,20 @@ class ToolGate:
             return self._refuse(tool_name, canonical, reason)
         self._seen.add(key)
         started = time.perf_counter()
-        outcome = self._run(tool, params)
+        with tracing.span("tool call", self._span_attributes(tool)) as span:
+            outcome = self._run(tool, params)
+            span.set(_outcome_attributes(outcome))
         elapsed_ms = int((time.perf_counter() - started) * 1000)
         return self._record(tool_name, canonical, outcome, elapsed_ms)
+
+    def _span_attributes(self, tool: EvidenceTool) -> tracing.Attributes:
+        return {
+            "tracebound.role": "executor",
+            "tracebound.run_id": self.run_id,
+            "tracebound.round": self.round_no,
+            "tracebound.tool": tool.name,
+            "tracebound.backend": tool.backend.name,
+        }
 
     def _run(self, tool: EvidenceTool, params: BaseModel) -> ToolOutcome:
         """Run with a timeout; a tool's own exceptions other than transient ones are failures."""
@@ -154,6 +166,16 @@ class ToolGate:
         refusal = Refusal(tool_name, dict(params), reason)
         self.refusals.append(refusal)
         return refusal
+
+
+def _outcome_attributes(outcome: ToolOutcome) -> tracing.Attributes:
+    attributes: dict[str, str | int | bool] = {
+        "tracebound.success": outcome.success,
+        "tracebound.evidence_status": outcome.retrieval_details.evidence_status,
+    }
+    if outcome.backend is not None:
+        attributes["tracebound.backend"] = outcome.backend.name
+    return attributes
 
 
 def _failed(message: str) -> ToolOutcome:

@@ -32,6 +32,8 @@ from tracebound.events import Event
 from tracebound.events import Producer as ProducerRef
 from tracebound.runtime.dead_letters import dead_letter
 from tracebound.settings import KafkaSettings
+from tracebound.tracing import active as active_tracing
+from tracebound.tracing import carrier_of
 
 log = logging.getLogger(__name__)
 GROUP = "ingest-alerts"
@@ -108,7 +110,8 @@ class AlertTopicReader:
                 letter.error_message[:200],
             )
             return
-        intake.accept(payload, source=f"topic {self._topic}")
+        parent = carrier_of(message.headers()) if active_tracing().enabled else None
+        intake.accept(payload, source=f"topic {self._topic}", parent=parent)
 
     def _run(self, intake: Intake) -> None:
         consumer: Any = None

@@ -19,7 +19,10 @@ from services.ingest import alertmanager
 from services.ingest.alertmanager import AlertGroup, GroupBy
 from services.ingest.dedup import Claimed
 from services.ingest.models import AlertmanagerWebhook
+from services.ingest.traced import run_span
 from tracebound.events import Alert, AlertsResolved, DiagnosisRequested, Event
+from tracebound.tracing import Carrier
+from tracebound.tracing import active as active_tracing
 
 log = logging.getLogger(__name__)
 
@@ -49,12 +52,30 @@ class Intake:
     group_by: GroupBy
     language: str
 
-    def accept(self, payload: AlertmanagerWebhook, source: str = "webhook") -> dict[str, Any]:
-        """``{"runs": [{run_id, deduplicated}], "resolved": n}``: what the payload made."""
+    def accept(
+        self, payload: AlertmanagerWebhook, source: str = "webhook", parent: Carrier | None = None
+    ) -> dict[str, Any]:
+        """``{"runs": [{run_id, deduplicated}], "resolved": n}``: what the payload made.
+
+        ``parent`` is the sender's W3C trace context: with tracing on, the payload is
+        one span continuing it, and each run it starts is a child span of its own.
+        """
+        tracing = active_tracing()
+        attributes = {"tracebound.role": "ingest", "tracebound.source": source[:80]}
+        with tracing.step("ingest alerts", parent or {}, attributes):
+            return self._accept(payload, source)
+
+    def _accept(self, payload: AlertmanagerWebhook, source: str) -> dict[str, Any]:
         runs = []
         for group in alertmanager.firing_groups(payload, self.group_by):
-            request = alertmanager.build_request(group, self.language)
-            claimed = self.dedup.claim(group, request, lambda e: self.publish([e]))
+            with run_span(alertmanager.build_request(group, self.language)) as (request, span):
+                claimed = self.dedup.claim(group, request, lambda e: self.publish([e]))
+                span.set(
+                    {
+                        "tracebound.run_id": claimed.run_id,
+                        "tracebound.deduplicated": claimed.deduplicated,
+                    }
+                )
             log.info(
                 "alert group %s from %s (%s): run %s%s",
                 group.dedup_key[:12],

@@ -109,7 +109,7 @@ def test_calls_overlap_and_outputs_keep_the_input_order(inflight: InFlight) -> N
     batch = messages([(f"q{i}", f"run-{i}") for i in range(4)])
     outputs, dead = transform(spec(handler), CODEC, batch, inflight)
     assert dead == []
-    texts = [CODEC.decode(value, topic).model_output for topic, _k, value in outputs]  # type: ignore[attr-defined]
+    texts = [CODEC.decode(value, topic).model_output for topic, _k, value, _h in outputs]  # type: ignore[attr-defined]
     assert texts == ["Q0", "Q1", "Q2", "Q3"]
     assert sorted(finish_order) == ["q0", "q1", "q2", "q3"]
 
@@ -137,7 +137,7 @@ def test_inputs_of_one_run_never_run_at_once_and_keep_their_order(inflight: InFl
     assert overlaps == []
     for run in ("a", "b", "c"):
         assert [q for q in order if q.startswith(run)] == [f"{run}-{n}" for n in range(5)]
-    texts = [CODEC.decode(value, topic).model_output for topic, _k, value in outputs]  # type: ignore[attr-defined]
+    texts = [CODEC.decode(value, topic).model_output for topic, _k, value, _h in outputs]  # type: ignore[attr-defined]
     assert texts == [q for q, _ in queries]
 
 
@@ -151,7 +151,7 @@ def test_poison_inputs_are_dead_lettered_in_place(inflight: InFlight) -> None:
     batch = messages([("a", "r1"), ("poison", "r2"), ("b", "r3")])
     batch.insert(2, FakeMessage(b"\x00not avro", b"r4", 9))
     outputs, dead = transform(spec(handler), CODEC, batch, inflight)
-    assert [topic for topic, _k, _v in outputs] == [OUT, DLQ, DLQ, OUT]
+    assert [o.topic for o in outputs] == [OUT, DLQ, DLQ, OUT]
     assert len(dead) == 2
     letter = CODEC.decode(outputs[1][2], DLQ)
     assert isinstance(letter, DeadLetter) and letter.run_id == "r2"

@@ -31,6 +31,8 @@ class DiagnosisRequested(Event):
     schema_name = "DiagnosisRequested"
     topic = topics.REQUESTS
     request: DiagnosisRequest
+    # Set by the ingest when tracing is on, so the read model can link the run's trace.
+    trace_id: str | None = None
 
 
 class PlanProduced(Event):

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
+from tracebound import tracing
 from tracebound.budget_note import budget_note
 from tracebound.events import AgentStep, Event, Producer
 from tracebound.llm.budget import Fitted, PromptBudget, Trim, budget_for
@@ -166,6 +167,16 @@ class StepRecorder:
         self.steps.append(step)
         return step
 
+    def _span_attributes(self, tools: Sequence[Mapping[str, Any]] | None) -> tracing.Attributes:
+        return {
+            "tracebound.role": self.service,
+            "tracebound.run_id": self.run_id,
+            "tracebound.agent": self.agent_name,
+            "tracebound.step_index": self.next_index,
+            "gen_ai.request.model": self.model.name,
+            "tracebound.tools_offered": len(tools or ()),
+        }
+
     def complete(
         self,
         messages: Sequence[Mapping[str, Any]],
@@ -184,9 +195,11 @@ class StepRecorder:
         try:
             fitted = self.budget.fit(messages, tools, trims)
             model_input = budget_input(fitted)
-            reply = self.model.complete(
-                fitted.messages, tools=tools, json_mode=json_mode, schema=schema
-            )
+            with tracing.span("model call", self._span_attributes(tools)) as span:
+                reply = self.model.complete(
+                    fitted.messages, tools=tools, json_mode=json_mode, schema=schema
+                )
+                span.set(_reply_attributes(reply))
         except ModelError as exc:
             step = self._step(
                 model_input=model_input,
@@ -212,6 +225,20 @@ class StepRecorder:
             finish_reason=reply.finish_reason,
         )
         return reply, step
+
+
+def _reply_attributes(reply: ModelReply) -> tracing.Attributes:
+    attributes: dict[str, str | int | bool] = {
+        "gen_ai.response.model": reply.model,
+        "tracebound.tool_calls": len(reply.tool_calls),
+    }
+    if reply.finish_reason:
+        attributes["gen_ai.response.finish_reasons"] = reply.finish_reason[:40]
+    if reply.prompt_tokens is not None:
+        attributes["gen_ai.usage.input_tokens"] = reply.prompt_tokens
+    if reply.completion_tokens is not None:
+        attributes["gen_ai.usage.output_tokens"] = reply.completion_tokens
+    return attributes
 
 
 __all__ = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from tracebound import tracing
 from tracebound.errors import ConfigError
 from tracebound.kafka import NotCopartitioned
 from tracebound.replica import ReplicaInUse
@@ -21,7 +22,7 @@ EXIT_NOT_COPARTITIONED = 4
 
 
 def run_service(spec: ServiceSpec, kafka: KafkaSettings | None = None) -> int:
-    """Process entry point of a role: logging, metrics endpoint, signals, the loop.
+    """Process entry point of a role: logging, metrics endpoint, signals, tracing, the loop.
 
     Settings that contradict each other stop the process at start (exit code 2),
     before it joins its group.
@@ -35,6 +36,7 @@ def run_service(spec: ServiceSpec, kafka: KafkaSettings | None = None) -> int:
         log.error("%s", exc)
         return 2
     loop.install_signal_handlers()
+    tracing.configure(spec.name)
     try:
         loop.run()
     except ReplicaInUse as exc:
@@ -43,6 +45,8 @@ def run_service(spec: ServiceSpec, kafka: KafkaSettings | None = None) -> int:
     except NotCopartitioned as exc:
         log.error("%s", exc)
         return EXIT_NOT_COPARTITIONED
+    finally:
+        tracing.shutdown()
     return 0
 
 

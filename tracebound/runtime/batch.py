@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from confluent_kafka import TopicPartition
 
@@ -19,11 +19,23 @@ from tracebound.events import Event
 from tracebound.events import Producer as ProducerRef
 from tracebound.runtime.dead_letters import dead_letter
 from tracebound.runtime.inflight import InFlight
-from tracebound.runtime.service import ServiceSpec
+from tracebound.runtime.service import Handler, ServiceSpec
+from tracebound.tracing import active as active_tracing
+from tracebound.tracing.context import Headers, record_headers
+from tracebound.tracing.steps import TracedHandler
 
 log = logging.getLogger("tracebound.runtime")
 
-Output = tuple[str, bytes | None, bytes]
+
+class Output(NamedTuple):
+    """One record to publish; ``headers`` carry the trace context when tracing is on."""
+
+    topic: str
+    key: bytes | None
+    value: bytes
+    headers: Headers | None = None
+
+
 SEQUENTIAL = InFlight(1)
 
 
@@ -35,22 +47,31 @@ def transform(
     The handler calls run on ``inflight`` (one at a time without it); the outputs
     keep the order of the inputs whatever order the calls finish in. A
     ``TransientError`` of the handler propagates: the loop retries the whole batch.
+    With tracing on, each call is a step span and its outputs carry the span's headers.
     """
     inputs = [_decode(spec, codec, message) for message in batch]
     calls = [(m.key(), e) for m, e in zip(batch, inputs, strict=True) if isinstance(e, Event)]
-    results = iter((inflight or SEQUENTIAL).outcomes(spec.handler, calls))
+    handler: Handler = spec.handler
+    traced: TracedHandler | None = None
+    tracing = active_tracing()
+    if tracing.enabled:
+        messages = {id(e): m for m, e in zip(batch, inputs, strict=True) if isinstance(e, Event)}
+        handler = traced = TracedHandler(tracing, spec.name, spec.handler, messages)
+    results = iter((inflight or SEQUENTIAL).outcomes(handler, calls))
     outputs: list[Output] = []
     dead: list[str] = []
     for message, decoded in zip(batch, inputs, strict=True):
         outcome = decoded if isinstance(decoded, PoisonInput) else next(results)
         if isinstance(outcome, PoisonInput):
             letter = _dead_letter(spec, codec, message, outcome)
-            outputs.append((spec.dead_letter_topic, message.key(), letter))
+            outputs.append(Output(spec.dead_letter_topic, message.key(), letter))
             dead.append(type(outcome).__name__)
             continue
+        headers = None if traced is None else record_headers(traced.carriers.get(id(decoded), {}))
         for result in outcome:
             topic = spec.route(result)
-            outputs.append((topic, result.run_id.encode(), codec.encode(result, topic)))
+            encoded = codec.encode(result, topic)
+            outputs.append(Output(topic, result.run_id.encode(), encoded, headers))
     return outputs, dead
 
 

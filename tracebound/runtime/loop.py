@@ -46,6 +46,7 @@ from tracebound.runtime.metrics import ServiceMetrics
 from tracebound.runtime.pacing import pace
 from tracebound.runtime.service import ServiceSpec
 from tracebound.settings import KafkaSettings, RuntimeSettings
+from tracebound.tracing.context import Headers
 
 log = logging.getLogger("tracebound.runtime")
 
@@ -287,8 +288,8 @@ class ServiceLoop:
             # One producer for the whole transaction: a worker outliving the watchdog
             # must never act on the producer the loop rebuilt meanwhile.
             producer.begin_transaction()
-            for topic, key, value in outputs:
-                _produce(producer, topic, key, value)
+            for output in outputs:
+                _produce(producer, *output)
             producer.send_offsets_to_transaction(offsets, group, timeout)
             _commit_with_retry(producer, timeout)
 
@@ -346,10 +347,12 @@ class ServiceLoop:
                 log.info("seek skipped for %s[%d]: %s", topic, partition, exc.args[0].str())
 
 
-def _produce(producer: Any, topic: str, key: bytes | None, value: bytes) -> None:
+def _produce(
+    producer: Any, topic: str, key: bytes | None, value: bytes, headers: Headers | None = None
+) -> None:
     while True:
         try:
-            producer.produce(topic, value=value, key=key)
+            producer.produce(topic, value=value, key=key, headers=headers)
             producer.poll(0)
             return
         except BufferError:

@@ -35,7 +35,8 @@ COMMON_PREFIXES: tuple[str, ...] = ("TRACEBOUND_KAFKA_", "TRACEBOUND_PG_")
 # The fixed prefixes each role reads besides its own ``TRACEBOUND_<ROLE>_`` and the
 # common ones. A test holds this table to the settings classes each role defines.
 ROLE_PREFIXES: dict[str, tuple[str, ...]] = {
-    "ingest": (),
+    # the trace page links a run's trace with TRACEBOUND_TRACE_URL_TEMPLATE
+    "ingest": ("TRACEBOUND_TRACE_",),
     "planner": ("TRACEBOUND_LLM_",),
     # the executor's repair check judges with the gatekeeper's rules file
     "executor": ("TRACEBOUND_LLM_", "TRACEBOUND_TOOLS_", "TRACEBOUND_GATEKEEPER_RULES_"),
