@@ -160,7 +160,8 @@ def rebuild_models(
     count = worker_count(workers, part)
     started = time.monotonic()
     names = [m.name for m in models]
-    totals = _read_groups(conn, kafka, postgres or PostgresSettings(), names, part, count, progress)
+    job = GroupJob(kafka, postgres or PostgresSettings(), names, part, "rebuild", progress is None)
+    totals = _read_groups(conn, job, count, progress)
     reports = []
     for model in models:
         ends = {key: end for key, end in part.ends.items() if key[0] in model.topics}
