@@ -35,7 +35,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from bench.processes import Sampler
+from bench.processes import Sampler, rss_mb
 from bench.report import dump_profiles
 from bench.topic_reads import read_range
 from projections.history import take_slice
@@ -72,17 +72,6 @@ def model_events(kafka: KafkaSettings) -> tuple[dict[str, int], int, dict[tuple[
     _, counts = read_range(kafka, {}, ends, decode=False)
     per_model = {m.name: sum(counts[t] for t in m.topics) for m in MODELS.values()}
     return per_model, sum(counts.values()), ends
-
-
-def _peak_rss_mb(pid: int) -> float:
-    """The peak resident set size of ``pid`` so far (VmHWM), NaN when unreadable."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return math.nan
 
 
 def _projection_process(kafka: KafkaSettings, postgres: PostgresSettings, log_to: Any) -> Any:
@@ -130,7 +119,7 @@ def catch_up(kafka: KafkaSettings, dsn: str, profile_to: Path | None = None) -> 
                         wanted = {tp: end for tp, end in ends.items() if tp[0] in model.topics}
                         if all(stored.get(tp, 0) >= end for tp, end in wanted.items()):
                             caught[model.name] = time.perf_counter() - started
-                    peak = _peak_rss_mb(proc.pid)
+                    peak = rss_mb(proc.pid, "VmHWM")
                     time.sleep(0.05)
         finally:
             if sampler is not None:
