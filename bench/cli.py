@@ -286,7 +286,21 @@ class Bench:
                 note=runs_note(len(runs)),
             )
         )
-        self.report["replay"] = {"events_per_second_median": eps, "runs": runs}
+        chain = replay_bench.pipeline(kafka, self.pipeline_since)
+        self.figures.append(
+            Figure(
+                "replay pipeline",
+                f"{fmt(chain['run_events_per_second'])} recorded events/s re-run"
+                f" ({chain['runs']} runs, {fmt(chain['runs_per_second'])} runs/s, rules mode;"
+                f" read {fmt(chain['read_events_per_second'])} events/s)",
+                note="(1 run)",
+            )
+        )
+        self.report["replay"] = {
+            "events_per_second_median": eps,
+            "runs": runs,
+            "pipeline": chain,
+        }
 
     def dashboard(self, dsn: str) -> None:
         # Its runs come from the test support package, importable from the checkout.

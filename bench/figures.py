@@ -7,6 +7,7 @@ The runs are measured in :mod:`bench.cli`; here they become the table's lines
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,7 @@ TARGETS = {
     "gatekeeper_cps": 20_000.0,
     "projections_live_eps": 5_000.0,
     "projections_rebuild_eps": 10_000.0,
+    "projections_rss_mb": 150.0,
     "rss_mb": 150.0,
     "llm_rps": 10.0,
     "dashboard_ms": 300.0,
@@ -132,6 +134,16 @@ def projections_figures(
             f">= {TARGETS['projections_rebuild_eps']:,.0f} events/s",
             rebuild_eps >= TARGETS["projections_rebuild_eps"],
             runs_note(len(rebuilt)),
+        )
+    )
+    peak = max((float(r.get("peak_rss_mb", math.nan)) for r in live), default=math.nan)
+    figures.append(
+        Figure(
+            "projections memory",
+            f"{fmt(peak)} MB peak RSS of python -m projections while catching up",
+            f"<= {TARGETS['projections_rss_mb']:.0f} MB",
+            peak <= TARGETS["projections_rss_mb"],
+            runs_note(len(live)),
         )
     )
     return figures, live_eps, rebuild_eps

@@ -34,11 +34,12 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / ticks
 
 
-def rss_mb(pid: int) -> float:
-    """Resident set size of ``pid`` in MB (VmRSS), NaN when unreadable."""
+def rss_mb(pid: int, field: str = "VmRSS") -> float:
+    """Resident set size of ``pid`` in MB (VmRSS; ``VmHWM``: its peak so far), NaN when
+    unreadable."""
     try:
         for line in Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines():
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     except (OSError, ValueError, IndexError):
         pass

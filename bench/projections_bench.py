@@ -21,7 +21,11 @@ from __future__ import annotations
 
 import contextlib
 import cProfile
-import threading
+import math
+import os
+import subprocess
+import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,15 +35,14 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from bench.processes import Sampler, rss_mb
 from bench.report import dump_profiles
 from bench.topic_reads import read_range
+from projections.history import take_slice
 from projections.migrate import migrate
 from projections.models import ALL_TOPICS, MODELS
-from projections.rebuild import end_offsets, rebuild_model
-from projections.runner import ModelWorker, model_workers
-from projections.settings import SERVICE, ProjectionRuntimeSettings, ProjectionSettings
+from projections.rebuild import end_offsets, rebuild_models, worker_count
 from projections.store import connect, read_checkpoints
-from tracebound.runtime.metrics import ServiceMetrics
 from tracebound.settings import KafkaSettings, PostgresSettings
 
 CATCH_UP_TIMEOUT_S = 300.0
@@ -71,47 +74,44 @@ def model_events(kafka: KafkaSettings) -> tuple[dict[str, int], int, dict[tuple[
     return per_model, sum(counts.values()), ends
 
 
+def _projection_process(kafka: KafkaSettings, postgres: PostgresSettings, log_to: Any) -> Any:
+    env = {
+        **os.environ,
+        "TRACEBOUND_KAFKA_BOOTSTRAP_SERVERS": kafka.bootstrap_servers,
+        "TRACEBOUND_PG_DSN": postgres.dsn.get_secret_value(),
+        "TRACEBOUND_PROJECTIONS_GROUP_PREFIX": f"bench-{uuid.uuid4().hex[:8]}.",
+        "TRACEBOUND_PROJECTIONS_METRICS_PORT": "0",
+    }
+    argv = [sys.executable, "-m", "projections"]
+    return subprocess.Popen(argv, env=env, stdout=log_to, stderr=subprocess.STDOUT)
+
+
 def catch_up(kafka: KafkaSettings, dsn: str, profile_to: Path | None = None) -> dict[str, Any]:
-    """The projection workers over the whole history into an empty schema; events/s."""
+    """``python -m projections`` over the whole history into an empty schema; events/s and
+    the process's peak RSS (sampled with py-spy when ``profile_to`` is given)."""
     per_model, distinct, ends = model_events(kafka)
-    with private_schema(dsn) as postgres:
+    with private_schema(dsn) as postgres, tempfile.TemporaryFile() as output:
         with connect(postgres) as conn:
             migrate(conn)
-        stop = threading.Event()
-        settings = ProjectionSettings(group_prefix=f"bench-{uuid.uuid4().hex[:8]}.")
-        runtime = ProjectionRuntimeSettings.for_service(SERVICE)
-        metrics = ServiceMetrics(SERVICE)
-        workers = model_workers(
-            kafka=kafka,
-            postgres=postgres,
-            runtime=runtime,
-            settings=settings,
-            metrics=metrics,
-            stop=stop,
-        )
-        profilers: list[cProfile.Profile] = []
-
-        def work(worker: ModelWorker) -> None:
-            if profile_to is None:
-                worker.run()
-                return
-            profiler = cProfile.Profile()
-            profilers.append(profiler)
-            profiler.runcall(worker.run)
-
-        threads = [
-            threading.Thread(target=work, args=(w,), name=f"bench-{w.model.name}", daemon=True)
-            for w in workers
-        ]
         started = time.perf_counter()
-        for thread in threads:
-            thread.start()
+        proc = _projection_process(kafka, postgres, output)
+        sampler = Sampler(profile_to.parent / "projections-catch-up") if profile_to else None
+        if sampler is not None:
+            sampler.start({"projections": proc.pid})
         caught: dict[str, float] = {}
+        peak = math.nan
         try:
             with connect(postgres) as conn:
                 while len(caught) < len(MODELS):
-                    if time.perf_counter() - started > CATCH_UP_TIMEOUT_S:
-                        raise RuntimeError(f"projection catch-up: only {sorted(caught)} caught up")
+                    if (
+                        time.perf_counter() - started > CATCH_UP_TIMEOUT_S
+                        or proc.poll() is not None
+                    ):
+                        output.seek(0)
+                        tail = output.read()[-2000:].decode("utf-8", "replace")
+                        raise RuntimeError(
+                            f"projection catch-up: only {sorted(caught)} caught up\n{tail}"
+                        )
                     for model in MODELS.values():
                         if model.name in caught:
                             continue
@@ -119,13 +119,13 @@ def catch_up(kafka: KafkaSettings, dsn: str, profile_to: Path | None = None) -> 
                         wanted = {tp: end for tp, end in ends.items() if tp[0] in model.topics}
                         if all(stored.get(tp, 0) >= end for tp, end in wanted.items()):
                             caught[model.name] = time.perf_counter() - started
+                    peak = rss_mb(proc.pid, "VmHWM")
                     time.sleep(0.05)
         finally:
-            stop.set()
-            for thread in threads:
-                thread.join(60)
-        if profile_to is not None and profilers:
-            dump_profiles(profilers, profile_to)
+            if sampler is not None:
+                sampler.stop()
+            proc.terminate()
+            proc.wait(60)
     seconds = max(caught.values())
     total = sum(per_model.values())
     return {
@@ -134,6 +134,7 @@ def catch_up(kafka: KafkaSettings, dsn: str, profile_to: Path | None = None) -> 
         "seconds": round(seconds, 3),
         "events_per_second": round(total / seconds, 1),
         "distinct_events_per_second": round(distinct / seconds, 1),
+        "peak_rss_mb": round(peak, 1),
         "per_model": {
             name: {
                 "events": per_model[name],
@@ -146,17 +147,22 @@ def catch_up(kafka: KafkaSettings, dsn: str, profile_to: Path | None = None) -> 
 
 
 def rebuild(kafka: KafkaSettings, dsn: str, profile_to: Path | None = None) -> dict[str, Any]:
-    """``projections rebuild`` of every model into a private schema; events/s."""
+    """``projections rebuild`` of every model into a private schema; events/s.
+
+    As the command runs it: the topics read once for all models, by one worker
+    process per core (the profile, when asked for, is of a single in-process worker).
+    """
     profiler = cProfile.Profile() if profile_to is not None else None
+    models = list(MODELS.values())
     with private_schema(dsn) as postgres, connect(postgres) as conn:
         migrate(conn)
         started = time.perf_counter()
-        reports = []
-        for model in MODELS.values():
-            if profiler is not None:
-                reports.append(profiler.runcall(rebuild_model, conn, kafka, model, None))
-            else:
-                reports.append(rebuild_model(conn, kafka, model, None))
+        if profiler is not None:
+            reports = profiler.runcall(
+                rebuild_models, conn, kafka, models, postgres=postgres, workers=1, progress=None
+            )
+        else:
+            reports = rebuild_models(conn, kafka, models, postgres=postgres, progress=None)
         seconds = time.perf_counter() - started
     if profiler is not None and profile_to is not None:
         dump_profiles([profiler], profile_to)
@@ -165,13 +171,6 @@ def rebuild(kafka: KafkaSettings, dsn: str, profile_to: Path | None = None) -> d
         "events": total,
         "seconds": round(seconds, 3),
         "events_per_second": round(total / seconds, 1),
-        "per_model": {
-            r.model: {
-                "events": r.events,
-                "rows": r.rows,
-                "seconds": round(r.seconds, 3),
-                "events_per_second": round(r.events / r.seconds, 1) if r.seconds else 0.0,
-            }
-            for r in reports
-        },
+        "workers": 1 if profiler is not None else worker_count(0, take_slice(kafka, ALL_TOPICS)),
+        "per_model": {r.model: {"events": r.events, "rows": r.rows} for r in reports},
     }

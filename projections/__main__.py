@@ -3,7 +3,8 @@
 One thread per read model, each with its own consumer and database connection.
 The process migrates the schema first (retrying while PostgreSQL is down), serves
 ``/healthz`` and ``/metrics`` on the ``TRACEBOUND_PROJECTIONS_METRICS_PORT``, and on
-SIGTERM lets every thread finish its batch before exiting 0. If a thread dies of
+SIGTERM lets every thread finish its batch before exiting 0. The garbage collector
+is tuned once start-up is done (:mod:`projections.heap`). If a thread dies of
 an unexpected error the others are stopped and the process exits 1, so a
 supervisor restarts it from the checkpoints.
 """
@@ -16,6 +17,7 @@ import signal
 import sys
 import threading
 
+from projections.heap import tune_collector
 from projections.migrate import migrate
 from projections.runner import DB_ERRORS, ModelWorker, model_workers
 from projections.settings import SERVICE, ProjectionRuntimeSettings, ProjectionSettings
@@ -60,6 +62,7 @@ def main() -> int:
         log.info("metrics on http://%s:%d/metrics", *server.server_address[:2])
     if not _migrate(postgres, runtime, stop):
         return 0
+    tune_collector()  # after start-up, before the workers grow the heap
     failed: list[BaseException] = []
 
     def work(worker: ModelWorker) -> None:

@@ -10,9 +10,10 @@ from typing import Any
 
 import psycopg
 
+from projections.heap import tune_collector
 from projections.migrate import migrate
 from projections.models import MODELS, select_models
-from projections.rebuild import rebuild_model, status
+from projections.rebuild import rebuild_models, status
 from projections.store import connect
 from tracebound.errors import TransientError
 from tracebound.settings import KafkaSettings, PostgresSettings
@@ -25,13 +26,28 @@ def _connect() -> Any:
         raise TransientError(f"cannot connect to PostgreSQL: {exc}") from exc
 
 
+def _workers(value: str) -> int:
+    try:
+        count = int(value)
+    except ValueError:
+        count = -1
+    if count < 0:
+        raise argparse.ArgumentTypeError(f"not a worker count: {value!r}")
+    return count
+
+
 def _cmd_rebuild(args: argparse.Namespace) -> int:
     models = select_models(args.name)
+    tune_collector()
     kafka = KafkaSettings()
     with _connect() as conn:
-        reports = [
-            rebuild_model(conn, kafka, m, None if args.quiet else sys.stderr) for m in models
-        ]
+        reports = rebuild_models(
+            conn,
+            kafka,
+            models,
+            workers=args.workers,
+            progress=None if args.quiet else sys.stderr,
+        )
     if args.json:
         print(json.dumps([dataclasses.asdict(r) for r in reports], sort_keys=True))
     else:
@@ -82,6 +98,13 @@ def register(subparsers: Any) -> None:
         description="Readers keep the old table until the rebuilt one is swapped in.",
     )
     rebuild.add_argument("name", nargs="?", choices=list(MODELS), help="one read model")
+    rebuild.add_argument(
+        "--workers",
+        type=_workers,
+        default=0,
+        metavar="N",
+        help="partition groups rebuilt in parallel processes (default: one per CPU core)",
+    )
     rebuild.add_argument("--json", action="store_true", help="print a JSON report")
     rebuild.add_argument("--quiet", action="store_true", help="no progress on stderr")
     rebuild.set_defaults(handler=_cmd_rebuild)

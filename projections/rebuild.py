@@ -1,29 +1,37 @@
-"""Rebuilding a read model from its topics, and the projections' status.
+"""Rebuilding read models from their topics, and the projections' status.
 
-A rebuild reads each topic of the model from the beginning up to the end offsets
-taken when it starts (event topics keep their whole history) into a new table
-``<name>__rebuild`` shaped like the live one. Then one transaction, under the
-model's advisory lock, renames the live table away, renames the new one in,
-replaces the model's checkpoints with those end offsets and drops the old table.
-Readers see either the old model or the new one, never an empty one. A running
-projection process notices that its checkpoints moved (its next batch is refused
-by the compare-and-set) and resumes from the rebuild's end offsets.
+A rebuild reads each topic of the models from the beginning up to the end offsets
+taken when it starts (event topics keep their whole history) into new tables
+``<name>__rebuild`` shaped like the live ones. Then, per model, one transaction
+under the model's advisory lock renames the live table away, renames the new one
+in, replaces the model's checkpoints with those end offsets and drops the old
+table. Readers see either the old model or the new one, never an empty one. A
+running projection process notices that its checkpoints moved (its next batch is
+refused by the compare-and-set) and resumes from the rebuild's end offsets.
+
+The topics are read once for all the models rebuilt together, and split into
+partition groups rebuilt in parallel by worker processes
+(:mod:`projections.rebuild_group`); the swap waits for every group.
 """
 
 from __future__ import annotations
 
-import logging
+import dataclasses
+import multiprocessing
+import os
 import sys
 import time
-from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TextIO
 
 from confluent_kafka import KafkaException
 from psycopg import sql
 
+from projections.history import Progress, Slice, take_slice
 from projections.migrate import migrate
 from projections.models import MODELS, ReadModel
+from projections.rebuild_group import GroupJob, GroupTotals, group_process, rebuild_group
 from projections.store import (
     Checkpoints,
     Connection,
@@ -31,16 +39,11 @@ from projections.store import (
     read_checkpoints,
     write_checkpoints,
 )
-from projections.timemerge import TimeMerge
 from tracebound import kafka as edge
-from tracebound.codec import Codec, make_codec
-from tracebound.errors import PoisonInput, TransientError
-from tracebound.events import Event
-from tracebound.settings import KafkaSettings
+from tracebound.errors import TransientError
+from tracebound.settings import KafkaSettings, PostgresSettings
 
-BATCH = 2000
-log = logging.getLogger("projections.rebuild")
-PROGRESS_EVERY_S = 1.0
+MAX_WORKERS = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,49 +67,11 @@ def end_offsets(kafka: KafkaSettings, topic_names: tuple[str, ...]) -> Checkpoin
         consumer.close()
 
 
-def _read_until(
-    kafka: KafkaSettings,
-    ends: Checkpoints,
-    sink: Callable[[list[Event], int], None],
-) -> None:
-    """Feed every committed event before ``ends`` to ``sink`` in batches.
-
-    Each partition's order is kept; across partitions events come merged by time
-    (:mod:`projections.timemerge`), so the events of a run are written together.
-    """
-    codec = make_codec(kafka)
-    consumer = edge.consumer(kafka, "projections-tool", config=edge.READ_TO_END)
-    try:
-        reader = edge.RangeReader(consumer, {}, ends)
-        merge = TimeMerge()
-        merge.track(reader.pending)
-        ready: list[Any] = []
-        while not reader.done or merge.queued() or ready:
-            reading = set(reader.pending)
-            messages = reader.next(BATCH, 0.5) if reading else []
-            merge.add(messages)
-            for key in reading - reader.pending:
-                merge.done(key)
-            ready += merge.take(BATCH - len(ready))
-            merge.pace(consumer)
-            if ready and (len(ready) >= BATCH or not messages or reader.done):
-                sink(*_decoded(codec, ready))
-                ready = []
-    except KafkaException as exc:
-        raise TransientError(f"reading topics for a rebuild failed: {exc}") from exc
-    finally:
-        consumer.close()
-
-
-def _decoded(codec: Codec, messages: list[Any]) -> tuple[list[Event], int]:
-    """The events of ``messages``, and how many could not be decoded."""
-    events: list[Event] = []
-    for message in messages:
-        try:
-            events.append(codec.decode(message.value(), message.topic()))
-        except PoisonInput as exc:  # the roles dead-lettered it already
-            log.warning("rebuild skipped an undecodable event: %s", exc)
-    return events, len(messages) - len(events)
+def worker_count(asked: int, part: Slice) -> int:
+    """``asked`` workers (0: one per CPU core), at most one per partition number."""
+    numbers = {partition for _topic, partition in part.reading()}
+    wanted = asked if asked > 0 else os.cpu_count() or 1
+    return max(1, min(wanted, len(numbers), MAX_WORKERS))
 
 
 def _swap(conn: Connection, model: str, ends: Checkpoints) -> None:
@@ -132,11 +97,7 @@ def _swap(conn: Connection, model: str, ends: Checkpoints) -> None:
         write_checkpoints(conn, model, ends)
 
 
-def rebuild_model(
-    conn: Connection, kafka: KafkaSettings, model: ReadModel, progress: TextIO | None = sys.stderr
-) -> RebuildReport:
-    """Rebuild one model into a new table and swap it in; see the module docstring."""
-    migrate(conn)
+def _prepare(conn: Connection, model: ReadModel) -> None:
     target = f"{model.name}__rebuild"
     with conn.transaction():
         conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(target)))
@@ -145,50 +106,93 @@ def rebuild_model(
                 sql.Identifier(target), sql.Identifier(model.name)
             )
         )
-    ends = end_offsets(kafka, model.topics)
-    started = time.monotonic()
-    totals = {"events": 0, "skipped": 0, "rows": 0}
-    last_report = started
 
-    writer = model.rebuild_writer(conn, target)
 
-    def sink(events: list[Event], skipped: int) -> None:
-        nonlocal last_report
-        with conn.transaction():
-            totals["rows"] += writer.apply(events)
-        totals["events"] += len(events) + skipped
-        totals["skipped"] += skipped
-        now = time.monotonic()
-        if progress is not None and now - last_report >= PROGRESS_EVERY_S:
-            last_report = now
-            rate = totals["events"] / max(now - started, 1e-6)
-            print(
-                f"rebuild {model.name}: {totals['events']} events ({rate:.0f} events/s)",
-                file=progress,
-                flush=True,
+def _read_groups(
+    conn: Connection,
+    job: GroupJob,
+    workers: int,
+    progress: TextIO | None,
+) -> GroupTotals:
+    """Every group of ``part`` into the new tables: inline with one worker, else in processes."""
+    if workers == 1:
+        meter = Progress("rebuild", job.part.total, progress)
+        return rebuild_group(conn, job.kafka, job.names, job.part, meter)
+    totals = GroupTotals()
+    context = multiprocessing.get_context("spawn")  # no client state crosses a fork
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = [
+            pool.submit(
+                group_process,
+                dataclasses.replace(
+                    job, part=job.part.group(i, workers), label=f"rebuild group {i + 1}/{workers}"
+                ),
             )
+            for i in range(workers)
+        ]
+        for future in futures:
+            done = future.result()
+            totals.events.update(done.events)
+            totals.skipped.update(done.skipped)
+            totals.rows.update(done.rows)
+    return totals
 
-    _read_until(kafka, ends, sink)
-    with conn.transaction():
-        totals["rows"] += writer.flush()
-    _swap(conn, model.name, ends)
-    seconds = time.monotonic() - started
+
+def rebuild_models(
+    conn: Connection,
+    kafka: KafkaSettings,
+    models: list[ReadModel],
+    *,
+    postgres: PostgresSettings | None = None,
+    workers: int = 0,
+    progress: TextIO | None = sys.stderr,
+) -> list[RebuildReport]:
+    """Rebuild ``models`` into new tables and swap them in; see the module docstring.
+
+    ``postgres`` is where worker processes connect (the settings' database when
+    None); ``workers`` the partition groups read in parallel (0: one per core).
+    """
+    migrate(conn)
+    for model in models:
+        _prepare(conn, model)
+    topics = tuple(dict.fromkeys(t for m in models for t in m.topics))
+    part = take_slice(kafka, topics)
+    count = worker_count(workers, part)
+    started = time.monotonic()
+    names = [m.name for m in models]
+    job = GroupJob(kafka, postgres or PostgresSettings(), names, part, "rebuild", progress is None)
+    totals = _read_groups(conn, job, count, progress)
+    reports = []
+    for model in models:
+        ends = {key: end for key, end in part.ends.items() if key[0] in model.topics}
+        _swap(conn, model.name, ends)
+        reports.append(
+            RebuildReport(
+                model=model.name,
+                events=totals.events[model.name],
+                skipped=totals.skipped[model.name],
+                rows=totals.rows[model.name],
+                seconds=time.monotonic() - started,
+                end_offsets={f"{t}[{p}]": o for (t, p), o in sorted(ends.items())},
+            )
+        )
     if progress is not None:
-        rate = totals["events"] / max(seconds, 1e-6)
+        seconds = time.monotonic() - started
+        rate = part.total / max(seconds, 1e-6)
         print(
-            f"rebuilt {model.name}: {totals['events']} events, {totals['skipped']} skipped, "
-            f"{seconds:.1f}s ({rate:.0f} events/s)",
+            f"rebuilt {', '.join(names)}: {part.total:,} events read with {count} worker(s), "
+            f"{seconds:.1f}s ({rate:,.0f} events/s)",
             file=progress,
             flush=True,
         )
-    return RebuildReport(
-        model=model.name,
-        events=totals["events"],
-        skipped=totals["skipped"],
-        rows=totals["rows"],
-        seconds=seconds,
-        end_offsets={f"{t}[{p}]": o for (t, p), o in sorted(ends.items())},
-    )
+    return reports
+
+
+def rebuild_model(
+    conn: Connection, kafka: KafkaSettings, model: ReadModel, progress: TextIO | None = sys.stderr
+) -> RebuildReport:
+    """Rebuild one model (a shorthand of :func:`rebuild_models`)."""
+    return rebuild_models(conn, kafka, [model], progress=progress)[0]
 
 
 def status(conn: Connection, kafka: KafkaSettings) -> list[dict[str, Any]]:

@@ -124,10 +124,11 @@ class ModelWorker:
             # Unknown checkpoints: -1 never matches a stored one, so any batch read from
             # these partitions is refused by the compare-and-set instead of written.
             stored, fenced = {}, True
+        firsts = _first_offsets(consumer, [(tp.topic, tp.partition) for tp in partitions], stored)
         for tp in partitions:
             key = (tp.topic, tp.partition)
             self._positions[key] = UNKNOWN if fenced else stored.get(key)
-            tp.offset = stored.get(key, OFFSET_BEGINNING)
+            tp.offset = stored.get(key, firsts.get(key, OFFSET_BEGINNING))
         consumer.assign(partitions)
         consumer.resume(partitions)  # nothing carries a pause over from an earlier assignment
         self._merge.track((tp.topic, tp.partition) for tp in partitions)
@@ -252,6 +253,25 @@ class ModelWorker:
                 consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
             except KafkaException as exc:
                 log.warning("seek failed for %s[%d]: %s", tp.topic, tp.partition, exc)
+
+
+def _first_offsets(
+    consumer: Any, keys: list[TopicPartitionKey], stored: Checkpoints
+) -> dict[TopicPartitionKey, int]:
+    """The first offset of each partition without a checkpoint.
+
+    Starting there explicitly spares the client its own look-up of
+    ``OFFSET_BEGINNING`` before the first fetch (about half a second per
+    assignment); if the broker cannot say, the client looks it up after all.
+    """
+    missing = [key for key in keys if key not in stored]
+    if not missing:
+        return {}
+    try:
+        return {key: low for key, (low, _high) in edge.watermarks(consumer, missing).items()}
+    except KafkaException as exc:
+        log.info("first offsets unknown, the client looks them up: %s", exc)
+        return {}
 
 
 def model_workers(

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from projections.heap import tune_collector
 from replay.chain import Chain, prompts_folder
 from replay.compare import gatekeeper_report, pipeline_report, verifier_report
 from replay.evals import load_suite, run_suite
@@ -182,6 +183,7 @@ def _finish(report: Report, args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
+    tune_collector()  # a replay holds every recorded event it read
     selection = Selection(args.since, args.until, frozenset(args.run))
     if args.export:
         recording = _recording(args, EXPORT_TOPICS, Selection(run_ids=selection.run_ids))

@@ -13,24 +13,23 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-from confluent_kafka import KafkaException
-
+from projections import history
+from projections.history import read_slice, take_slice
 from tracebound import kafka as edge
 from tracebound.codec import make_codec
-from tracebound.errors import InvalidInputError, PoisonInput, TransientError
+from tracebound.errors import InvalidInputError, PoisonInput
 from tracebound.events import EVENT_TYPES, Event
 from tracebound.settings import KafkaSettings
 
 E = TypeVar("E", bound=Event)
 Progress = Callable[[str], None]
-READ_TIMEOUT_S = 120.0
+READ_TIMEOUT_S = 120.0  # without a message from the broker
 
 
 def stderr_progress(message: str) -> None:
@@ -110,33 +109,30 @@ def read_topics(
     progress: Progress = quiet,
     timeout_s: float = READ_TIMEOUT_S,
 ) -> Recording:
-    """Every committed event of ``topic_names`` inside ``selection``, up to today's end."""
+    """Every committed event of ``topic_names`` inside ``selection``, up to today's end.
+
+    Read once for the whole replay, in the rebuild's batches and decoding path
+    (:mod:`projections.history`); progress with events/s and the time left goes
+    to stderr unless ``progress`` is :func:`quiet`.
+    """
     codec = make_codec(kafka)
     names = list(topic_names)
-    consumer = edge.consumer(kafka, "replay", config=edge.READ_TO_END)
     recording = Recording()
     since_ms = None if selection.since is None else int(selection.since.timestamp() * 1000)
 
     def undecodable(_message: Any, _exc: PoisonInput) -> None:
         recording.undecodable += 1
 
-    try:
-        keys = edge.partitions(consumer, names, required=True)
-        starts = edge.offsets_since(consumer, keys, since_ms)
-        ends = edge.end_offsets(consumer, names)
-        reading = sum(1 for key, end in ends.items() if starts[key] < end)
-        progress(f"reading {reading} partition(s) of {len(names)} topic(s)")
-        last_report = time.monotonic()
-        for messages in edge.read_range(consumer, starts, ends, timeout_s=timeout_s, batch=500):
-            events = edge.decoded(codec, messages, undecodable)
-            recording.events += [e for e in events if selection.keeps_run(e)]
-            if time.monotonic() - last_report > 5:
-                progress(f"… {len(recording.events)} event(s) so far")
-                last_report = time.monotonic()
-    except KafkaException as exc:
-        raise TransientError(f"cannot read the recorded events: {exc}") from exc
-    finally:
-        consumer.close()
+    part = take_slice(kafka, names, since_ms=since_ms, required=True)
+    progress(f"reading {len(part.reading())} partition(s) of {len(names)} topic(s)")
+    meter = history.Progress(
+        "replay: reading", part.total, None if progress is quiet else sys.stderr
+    )
+    keeps = selection.keeps_run
+    for messages, _finished in read_slice(kafka, part, timeout_s=timeout_s):
+        events = edge.decoded(codec, messages, undecodable)
+        recording.events += [e for e in events if keeps(e)] if selection.run_ids else events
+        meter.add(len(messages))
     progress(f"read {len(recording.events)} event(s)")
     return recording
 
