@@ -33,9 +33,10 @@ Answered = tuple[str, int]  # a run id and its answer's timestamp (ms)
 class AnswerTail:
     """Where the composer has read the answers topic up to, partition by partition."""
 
-    def __init__(self, kafka: KafkaSettings, codec: Codec) -> None:
+    def __init__(self, kafka: KafkaSettings, codec: Codec, topic: str = topics.ANSWERS) -> None:
         self._kafka = kafka
         self._codec = codec
+        self.topic = topic
         self._consumer: Any = None
         self.positions: edge.Offsets = {}
 
@@ -68,7 +69,7 @@ class AnswerTail:
 
     def _starts(self, since_ms: int) -> edge.Offsets:
         """Known partitions from where the last read stopped, new ones from the window."""
-        keys = edge.partitions(self._consumer, [topics.ANSWERS], required=True)
+        keys = edge.partitions(self._consumer, [self.topic], required=True)
         new = [key for key in keys if key not in self.positions]
         starts = {key: self.positions[key] for key in keys if key in self.positions}
         if new:

@@ -37,6 +37,7 @@ from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from services.composer.answer_tail import AnswerTail
+from tracebound import topics
 from tracebound.codec import Codec
 from tracebound.errors import TransientError
 from tracebound.events import Answer, Event
@@ -99,8 +100,9 @@ class AnsweredRuns:
         codec: Codec,
         window_s: float = DAY_S,
         clock: Callable[[], float] = time.time,
+        topic: str = topics.ANSWERS,
     ) -> None:
-        self._tail = AnswerTail(kafka, codec)
+        self._tail = AnswerTail(kafka, codec, topic)
         self._clock = clock
         self._memory = RunMemory(window_s)
         self._pending: set[str] = set()
@@ -146,6 +148,9 @@ class AnsweredRuns:
                 self._catch_up()
         except TransientError as exc:
             log.warning("answered runs not restored yet: %s", exc)
+
+    def __len__(self) -> int:
+        return len(self._memory)
 
     def _catch_up(self) -> None:
         now_ms = int(self._clock() * 1000)

@@ -47,6 +47,17 @@ def _ask(stack: StackHandle, reader: AnswerReader, count: int) -> set[str]:
     return run_ids
 
 
+def _both_watching(tmp_path: Path, timeout_s: float) -> bool:
+    """Both replicas were given partitions (the group's second cooperative round)."""
+    logs = [tmp_path / r / "services" / "sentinel.log" for r in "ab"]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if all(p.exists() and "watching partitions" in p.read_text() for p in logs):
+            return True
+        time.sleep(0.5)
+    return False
+
+
 def test_two_sentinel_replicas_give_up_once_and_survive_a_kill(
     stack: StackHandle, tmp_path: Path
 ) -> None:
@@ -69,10 +80,8 @@ def test_two_sentinel_replicas_give_up_once_and_survive_a_kill(
                 roles=("sentinel",),
             ),
         ):
+            assert _both_watching(tmp_path, timeout_s=90), "each replica owns a share"
             first = _ask(stack, reader, RUNS_PER_PHASE)
-            logs = {r: (tmp_path / r / "services" / "sentinel.log").read_text() for r in "ab"}
-            watching = {r: "watching partitions" in logs[r] for r in "ab"}
-            assert watching == {"a": True, "b": True}, "each replica owns a share"
             pid = int((tmp_path / "b" / "services" / "sentinel.pid").read_text().split()[0])
             os.kill(pid, signal.SIGKILL)
             second = _ask(stack, reader, RUNS_PER_PHASE)
