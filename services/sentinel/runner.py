@@ -76,12 +76,15 @@ class Sentinel:
     def run(self) -> None:
         with ReplicaLock(self.member_id, self.kafka.bootstrap_servers):
             self._build_producer()
-            self._run(Ownership(self.kafka, self.member_id, self.settings.lookback_s))
+            self._run(self._ownership())
 
     def _build_producer(self) -> None:
         timeout_ms = self.process.runtime.transaction_timeout_ms
         self._producer = edge.transactional_producer(self.kafka, self.member_id, timeout_ms)
         self._producer.init_transactions(self._timeout_s)
+
+    def _ownership(self) -> Ownership:
+        return Ownership(self.kafka, self.member_id, self.settings.lookback_s)
 
     def _run(self, ownership: Ownership) -> None:
         log.info("sentinel watching with a %.0fs deadline", self.deadline.total_seconds())
@@ -89,8 +92,12 @@ class Sentinel:
         try:
             while not self.process.stop.is_set():
                 metrics.beat()
-                for problem in ownership.poll():
-                    edge.consumer_error(problem)
+                fatal = [p for p in ownership.poll() if edge.consumer_error(p) is Severity.FATAL]
+                if fatal:  # a dead member (e.g. fenced): rejoin, watching from scratch
+                    ownership.close()
+                    self.watch = Watch(self.deadline)
+                    ownership = self._ownership()
+                    continue
                 released = ownership.take_released()
                 if released:
                     self._lag.forget((t, p) for t in topics.copartitioned() for p in released)
