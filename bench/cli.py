@@ -7,7 +7,9 @@ pipeline in llm mode against a scripted model server with a fixed delay per call
 (a burst with each role's default concurrency and one with a single call at a
 time), the runtime against a plain Kafka loop, the gatekeeper, the projections (catch-up
 and rebuild into private schemas), the gatekeeper replay and the runs dashboard's
-page reads over 100,000 runs (:mod:`bench.dashboard_bench`). Each figure is the
+page reads over 100,000 runs (:mod:`bench.dashboard_bench`), and the composer's
+restore of its answered runs over a million answers older than its window
+(:mod:`bench.answered_bench`). Each figure is the
 median of repeated runs; the table goes to stdout, progress to stderr, and the
 whole report (every run, the machine, the git commit) to ``bench-results/``.
 

@@ -57,7 +57,6 @@ def test_runs_in_flight_survive_every_topic_growing_together(
     stack: StackHandle, tmp_path: Path
 ) -> None:
     answers = Collector(stack.kafka, topics.ANSWERS, from_end=True)
-    asked = [new_request(f"payment-service HighCPUUsage {n}?") for n in range(RUNS)]
     try:
         with (
             running_pipeline(stack, tmp_path / "a", ENV, roles=(*ROLES, "sentinel")),
@@ -65,9 +64,12 @@ def test_runs_in_flight_survive_every_topic_growing_together(
                 stack, tmp_path / "b", {"TRACEBOUND_COMPOSER_REPLICA_ID": "b"}, roles=("composer",)
             ),
         ):
-            first = asked[: RUNS // 2]
-            publish(stack.kafka, first)
-            assert answers.wait_until(_answered({first[0].run_id}), 180), "pipeline not up"
+            warm = new_request("payment-service HighCPUUsage?")
+            publish(stack.kafka, [warm])
+            assert answers.wait_until(_answered({warm.run_id}), 180), "pipeline not up"
+            # Requested now (the sentinel's deadline counts from the request's time).
+            asked = [new_request(f"payment-service HighCPUUsage {n}?") for n in range(RUNS)]
+            publish(stack.kafka, asked[: RUNS // 2])
             later = threading.Thread(target=publish, args=(stack.kafka, asked[RUNS // 2 :]))
             later.start()
             count = _grow_every_run_keyed_topic(stack, by=2)
