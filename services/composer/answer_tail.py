@@ -39,6 +39,7 @@ class AnswerTail:
         self.topic = topic
         self._consumer: Any = None
         self.positions: edge.Offsets = {}
+        self.messages_read = 0  # in all, for the figures
 
     def read_new(self, since_ms: int) -> list[Answered]:
         """Every answer committed since the last call (since ``since_ms`` on the first).
@@ -56,6 +57,7 @@ class AnswerTail:
             found: list[Answered] = []
             for messages in edge.read_range(self._consumer, starts, ends, timeout_s=READ_TIMEOUT_S):
                 found += _answers(self._codec, messages)
+                self.messages_read += len(messages)
             self.positions = {key: max(starts[key], ends[key]) for key in starts}
             return found
         except KafkaException as exc:
@@ -68,7 +70,11 @@ class AnswerTail:
             consumer.close()
 
     def _starts(self, since_ms: int) -> edge.Offsets:
-        """Known partitions from where the last read stopped, new ones from the window."""
+        """Known partitions from where the last read stopped, new ones from the window.
+
+        The partitions are asked of the broker each time: an answer on a partition
+        added a moment ago must count as much as any other.
+        """
         keys = edge.partitions(self._consumer, [self.topic], required=True)
         new = [key for key in keys if key not in self.positions]
         starts = {key: self.positions[key] for key in keys if key in self.positions}

@@ -152,6 +152,11 @@ class AnsweredRuns:
     def __len__(self) -> int:
         return len(self._memory)
 
+    @property
+    def messages_read(self) -> int:
+        """Answers-topic records read so far (what a restore costs)."""
+        return self._tail.messages_read
+
     def _catch_up(self) -> None:
         now_ms = int(self._clock() * 1000)
         started = time.monotonic()
