@@ -7,7 +7,9 @@ pipeline in llm mode against a scripted model server with a fixed delay per call
 (a burst with each role's default concurrency and one with a single call at a
 time), the runtime against a plain Kafka loop, the gatekeeper, the projections (catch-up
 and rebuild into private schemas), the gatekeeper replay and the runs dashboard's
-page reads over 100,000 runs (:mod:`bench.dashboard_bench`). Each figure is the
+page reads over 100,000 runs (:mod:`bench.dashboard_bench`), and the composer's
+restore of its answered runs over a million answers older than its window
+(:mod:`bench.answered_bench`). Each figure is the
 median of repeated runs; the table goes to stdout, progress to stderr, and the
 whole report (every run, the machine, the git commit) to ``bench-results/``.
 
@@ -44,7 +46,16 @@ from tracebound.stack import stack
 from tracebound.stack.services import start_services, stop_services
 from tracebound.stack.topics import stack_kafka_settings
 
-FIGURES = ("runtime", "gatekeeper", "pipeline", "llm", "projections", "replay", "dashboard")
+FIGURES = (
+    "runtime",
+    "gatekeeper",
+    "pipeline",
+    "llm",
+    "projections",
+    "replay",
+    "dashboard",
+    "restore",
+)
 PROFILE_ENV = "TRACEBOUND_BENCH_PROFILE"
 
 
@@ -77,6 +88,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--llm-delay", type=float, default=1.0, help="seconds per model call (default 1)"
+    )
+    parser.add_argument(
+        "--answered-runs", type=int, default=1_000_000, help="restore: answers past the window"
     )
     parser.add_argument(
         "--only", action="append", choices=FIGURES, help="run only these figures (repeatable)"
@@ -324,6 +338,15 @@ class Bench:
         )
         self.report["dashboard"] = result
 
+    def restore(self, kafka: Any) -> None:
+        # Its answer comes from the test support package, importable from the checkout.
+        if str(REPO) not in sys.path:
+            sys.path.insert(0, str(REPO))
+        answered_bench: Any = importlib.import_module("bench.answered_bench")
+        result = answered_bench.run(kafka, self.args.answered_runs, 10_000)
+        self.figures.append(answered_bench.figure(result))
+        self.report["restore"] = result
+
     # -- the whole run ------------------------------------------------------------------
 
     def run(self) -> int:
@@ -370,6 +393,8 @@ class Bench:
                 self.replay(kafka)
             if "dashboard" in self.only:
                 self.dashboard(status.pg_dsn)
+            if "restore" in self.only:
+                self.restore(kafka)
         finally:
             if paused:
                 for note in start_services(settings, env, paused):

@@ -48,6 +48,7 @@ SETTINGS_MODULES: tuple[str, ...] = (
     "services.executor.tools.settings",
     "services.gatekeeper.settings",
     "services.verifier.handler",
+    "services.composer.answered",
     "services.sentinel.runner",
     "services.ingest.settings",
     "projections.settings",

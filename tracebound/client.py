@@ -54,16 +54,20 @@ def publish(kafka: KafkaSettings, events: Sequence[Event], codec: Codec | None =
 
 
 class AnswerReader:
-    """Reads ``tracebound.answers`` from the offsets current at construction."""
+    """Reads ``tracebound.answers`` from the offsets current at construction.
+
+    Partitions added to the topic later are read too, from their start.
+    """
 
     def __init__(self, kafka: KafkaSettings, *, from_start: bool = False) -> None:
         self.codec = make_codec(kafka)
         self.consumer = edge.consumer(kafka, "reader")
         try:
-            edge.assign_whole(self.consumer, [topics.ANSWERS], from_end=not from_start)
+            starts = edge.assign_whole(self.consumer, [topics.ANSWERS], from_end=not from_start)
         except (KafkaException, TransientError) as exc:
             self.consumer.close()
             raise TransientError(f"cannot read {topics.ANSWERS}: {exc}") from exc
+        self._follower = edge.PartitionFollower([topics.ANSWERS], starts)
 
     def answers(self, timeout_s: float | None) -> Iterator[Answer]:
         """Answers as they arrive, until ``timeout_s`` passes (None: forever)."""
@@ -73,6 +77,7 @@ class AnswerReader:
             for event in edge.decoded(self.codec, messages):
                 if isinstance(event, Answer):
                     yield event
+            self._follower.follow(self.consumer)
 
     def wait_for(self, run_ids: set[str], timeout_s: float) -> dict[str, Answer]:
         found: dict[str, Answer] = {}

@@ -7,7 +7,7 @@ import sys
 from services.common.budget import single_call_budget
 from services.common.inputs import role_inputs
 from services.common.mode import model_for
-from services.composer.answered import AnsweredRuns, OncePerRun
+from services.composer.answered import AnsweredRuns, AnsweredSettings, OncePerRun
 from services.composer.handler import SERVICE, ComposerHandler
 from services.verifier.rules_file import load_verifier_rules
 from tracebound.codec import make_codec
@@ -19,7 +19,7 @@ from tracebound.settings import KafkaSettings
 
 def main() -> int:
     kafka = KafkaSettings()
-    answered = AnsweredRuns(kafka, make_codec(kafka))
+    answered = AnsweredRuns(kafka, make_codec(kafka), AnsweredSettings().answered_window_s)
     monitor = FallbackMonitor()
     input_topics, accepts = role_inputs(SERVICE)
     model = model_for(SERVICE)

@@ -28,6 +28,7 @@ from tracebound.topology import role
 
 log = logging.getLogger(__name__)
 MAX_EVENTS_PER_RUN = 2000
+WATCHED = role("ingest").watched_topics
 
 
 @dataclass
@@ -121,6 +122,7 @@ class EventReader:
         self._buffer = buffer
         self._lookback_s = lookback_s
         self._stop = threading.Event()
+        self._follower = edge.PartitionFollower(WATCHED, {})
         self.ready = threading.Event()
         self._thread = threading.Thread(target=self._run, name="ingest-events", daemon=True)
 
@@ -133,10 +135,11 @@ class EventReader:
 
     def _consumer(self) -> Any:
         consumer = edge.consumer(self._kafka, "ingest")
-        names = role("ingest").watched_topics
         since_ms = int((time.time() - self._lookback_s) * 1000)
-        keys = edge.partitions(consumer, names)
-        edge.assign(consumer, edge.offsets_since(consumer, keys, since_ms))
+        starts = edge.offsets_since(consumer, edge.partitions(consumer, WATCHED), since_ms)
+        edge.assign(consumer, starts)
+        # After a partition-count change, the new partitions are read too.
+        self._follower = edge.PartitionFollower(WATCHED, starts)
         return consumer
 
     def _run(self) -> None:
@@ -153,5 +156,9 @@ class EventReader:
                     continue
             for event in edge.decoded(codec, edge.next_batch(consumer, 500, 0.5)):
                 self._buffer.add(event)  # poison: the dead-letter path of the roles deals with it
+            try:
+                self._follower.follow(consumer)
+            except KafkaException as exc:  # the broker's trouble: asked again later
+                log.debug("partitions not checked: %s", exc)
         if consumer is not None:
             consumer.close()

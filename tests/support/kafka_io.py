@@ -64,7 +64,9 @@ class Collector:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._consumer = edge.consumer(kafka, "test-reader")
-        edge.assign_whole(self._consumer, [topic], from_end=from_end)
+        starts = edge.assign_whole(self._consumer, [topic], from_end=from_end)
+        # Partitions added while it reads (a partition-count change) are read too.
+        self._follower = edge.PartitionFollower([topic], starts, interval_s=2.0)
         self._thread = threading.Thread(target=self._run, name=f"tail-{topic}", daemon=True)
         self._thread.start()
 
@@ -72,6 +74,7 @@ class Collector:
         while not self._stop.is_set():
             try:
                 batch = edge.next_batch(self._consumer, 500, 0.2)
+                self._follower.follow(self._consumer)
             except KafkaException:
                 time.sleep(0.2)
                 continue

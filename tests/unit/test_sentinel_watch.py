@@ -48,3 +48,25 @@ def test_answered_runs_are_never_given_up_whatever_the_reading_order() -> None:
     watch.observe(answer)  # the answers topic may be read before the requests topic
     watch.observe(request)
     assert watch.overdue(request.occurred_at + timedelta(hours=1)) == []
+
+
+def test_runs_of_a_partition_handed_over_are_dropped() -> None:
+    mine, theirs = new_request("mine"), new_request("theirs")
+    watch = Watch(DEADLINE)
+    watch.observe(mine, 0)
+    watch.observe(theirs, 2)
+    assert watch.drop({2}) == 1
+    late = theirs.occurred_at + timedelta(seconds=31)
+    assert [s.run_id for s in watch.overdue(late)] == [mine.run_id]
+
+
+def test_a_deadline_verdict_read_back_counts_as_given_up() -> None:
+    request = new_request("q")
+    watch = Watch(DEADLINE)
+    watch.observe(request, 1)
+    [state] = watch.overdue(request.occurred_at + timedelta(seconds=31))
+    sent = deadline_verdict(state, DEADLINE)
+    successor = Watch(DEADLINE)  # the partition's next owner reads the window again
+    successor.observe(request, 1)
+    successor.observe(sent, 1)
+    assert successor.overdue(sent.occurred_at + timedelta(seconds=90)) == []

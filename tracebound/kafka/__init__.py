@@ -34,6 +34,7 @@ from tracebound.kafka.lag import LagGauge
 from tracebound.kafka.offsets import (
     Key,
     Offsets,
+    PartitionFollower,
     assign,
     assign_whole,
     end_offsets,
@@ -49,6 +50,7 @@ __all__ = [
     "LagGauge",
     "NotCopartitioned",
     "Offsets",
+    "PartitionFollower",
     "RangeReader",
     "Severity",
     "assign",

@@ -7,7 +7,10 @@ process reading many partitions at once (a projection catching up, a replay)
 would otherwise queue up to 64 MiB per consumer before handing out a message.
 The session settings of a group member are shared too (a dead member is noticed
 within seconds); a caller adds only what is particular to it, such as
-:data:`READ_TO_END` for a read that must know where a partition ends.
+:data:`READ_TO_END` for a read that must know where a partition ends. Every
+client refreshes its topics' metadata every 10 s (librdkafka's default is five
+minutes): after a partition-count change, producers agree on a run's new
+partition and groups hand the new partitions out within seconds.
 """
 
 from __future__ import annotations
@@ -19,7 +22,10 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tracebound.settings import KafkaSettings
 
+# How soon a client sees a topic's new partitions (and moved leaders).
+METADATA_REFRESH = {"topic.metadata.refresh.interval.ms": "10000"}
 CONSUMER_DEFAULTS: dict[str, str] = {
+    **METADATA_REFRESH,
     "enable.auto.commit": "false",
     "enable.auto.offset.store": "false",
     "isolation.level": "read_committed",
@@ -31,7 +37,7 @@ CONSUMER_DEFAULTS: dict[str, str] = {
     "session.timeout.ms": "10000",
     "heartbeat.interval.ms": "2000",
 }
-PRODUCER_DEFAULTS: dict[str, str] = {"enable.idempotence": "true"}
+PRODUCER_DEFAULTS: dict[str, str] = {**METADATA_REFRESH, "enable.idempotence": "true"}
 # Reading to the end offsets needs to hear that a partition has nothing more.
 READ_TO_END = {"enable.partition.eof": "true"}
 

@@ -97,6 +97,41 @@ def assign(consumer: Any, offsets: Mapping[Key, int]) -> None:
     consumer.assign([TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())])
 
 
+class PartitionFollower:
+    """Keeps a consumer that assigns partitions itself reading new ones as they appear.
+
+    Such a consumer never hears of a partition-count change; a reader of every run
+    calls :meth:`follow` after each batch, and every ``interval_s`` it looks for
+    partitions added since. Those it reads go on from their current positions (from
+    where they were assigned if nothing was read yet), the new ones from their
+    first offset: they hold nothing older than the change.
+    """
+
+    def __init__(
+        self, topic_names: Iterable[str], starts: Mapping[Key, int], interval_s: float = 10.0
+    ) -> None:
+        self.topic_names = tuple(topic_names)
+        self.starts: Offsets = dict(starts)
+        self.interval_s = interval_s
+        self._next = time.monotonic() + interval_s
+
+    def follow(self, consumer: Any) -> list[Key]:
+        """The partitions just added to the assignment (usually none)."""
+        if time.monotonic() < self._next:
+            return []
+        self._next = time.monotonic() + self.interval_s
+        new = [key for key in partitions(consumer, self.topic_names) if key not in self.starts]
+        if not new:
+            return []
+        known = [TopicPartition(t, p) for t, p in self.starts]
+        for tp in consumer.position(known):
+            if tp.offset >= 0:
+                self.starts[(tp.topic, tp.partition)] = tp.offset
+        self.starts.update(offsets_since(consumer, new, None))
+        assign(consumer, self.starts)
+        return new
+
+
 def assign_whole(consumer: Any, topic_names: Iterable[str], *, from_end: bool) -> Offsets:
     """Read every partition of ``topic_names`` from its first offset, or ``from_end``: from
     the end offsets now, so only what is published from now on. A missing topic is a
