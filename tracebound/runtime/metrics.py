@@ -66,6 +66,14 @@ class ServiceMetrics:
         self._last_beat = time.monotonic()
         self.healthy = True
 
+    def committed(self, service: str, inputs: int, outputs: int, dead: list[str], s: float) -> None:
+        """Count one committed transaction: its inputs, its outputs, its dead letters."""
+        self.processed.labels(service).inc(inputs)
+        self.produced.labels(service).inc(outputs - len(dead))
+        for error_type in dead:
+            self.dead_lettered.labels(service, error_type).inc()
+        self.batch_seconds.labels(service).observe(s)
+
     def beat(self) -> None:
         """Called by the loop on every iteration; /healthz checks it is recent."""
         self._last_beat = time.monotonic()
