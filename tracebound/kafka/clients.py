@@ -128,3 +128,14 @@ def transactional_producer(
             **TRANSACTION_RETRY,
         },
     )
+
+
+def produce(producer: Producer, topic: str, key: bytes | None, value: bytes) -> None:
+    """Produce one message, serving delivery reports while the local queue is full."""
+    while True:
+        try:
+            producer.produce(topic, value=value, key=key)
+            producer.poll(0)
+            return
+        except BufferError:
+            producer.poll(0.05)

@@ -20,6 +20,7 @@ from tracebound.events import Producer as ProducerRef
 from tracebound.runtime.dead_letters import dead_letter
 from tracebound.runtime.inflight import InFlight
 from tracebound.runtime.service import ServiceSpec
+from tracebound.runtime.stages import CLOCK
 
 log = logging.getLogger("tracebound.runtime")
 
@@ -36,21 +37,24 @@ def transform(
     keep the order of the inputs whatever order the calls finish in. A
     ``TransientError`` of the handler propagates: the loop retries the whole batch.
     """
-    inputs = [_decode(spec, codec, message) for message in batch]
+    with CLOCK.timing("codec"):
+        inputs = [_decode(spec, codec, message) for message in batch]
     calls = [(m.key(), e) for m, e in zip(batch, inputs, strict=True) if isinstance(e, Event)]
-    results = iter((inflight or SEQUENTIAL).outcomes(spec.handler, calls))
+    with CLOCK.timing("handler"):
+        results = iter((inflight or SEQUENTIAL).outcomes(spec.handler, calls))
     outputs: list[Output] = []
     dead: list[str] = []
-    for message, decoded in zip(batch, inputs, strict=True):
-        outcome = decoded if isinstance(decoded, PoisonInput) else next(results)
-        if isinstance(outcome, PoisonInput):
-            letter = _dead_letter(spec, codec, message, outcome)
-            outputs.append((spec.dead_letter_topic, message.key(), letter))
-            dead.append(type(outcome).__name__)
-            continue
-        for result in outcome:
-            topic = spec.route(result)
-            outputs.append((topic, result.run_id.encode(), codec.encode(result, topic)))
+    with CLOCK.timing("codec"):
+        for message, decoded in zip(batch, inputs, strict=True):
+            outcome = decoded if isinstance(decoded, PoisonInput) else next(results)
+            if isinstance(outcome, PoisonInput):
+                letter = _dead_letter(spec, codec, message, outcome)
+                outputs.append((spec.dead_letter_topic, message.key(), letter))
+                dead.append(type(outcome).__name__)
+                continue
+            for result in outcome:
+                topic = spec.route(result)
+                outputs.append((topic, result.run_id.encode(), codec.encode(result, topic)))
     return outputs, dead
 
 

@@ -50,6 +50,7 @@ from tracebound.runtime.inflight import InFlight
 from tracebound.runtime.metrics import ServiceMetrics
 from tracebound.runtime.pacing import pace
 from tracebound.runtime.service import ServiceSpec
+from tracebound.runtime.stages import CLOCK
 from tracebound.settings import KafkaSettings, RuntimeSettings
 
 log = logging.getLogger("tracebound.runtime")
@@ -225,9 +226,11 @@ class ServiceLoop:
             log.info("service stopped", extra={"service": self.spec.name})
 
     def _next_batch(self) -> list[Message]:
-        # With a transaction open, only ask what is already waiting: nothing means commit.
-        wait = 0.0 if self._open.inputs else self.runtime.batch_timeout_ms / 1000
-        return edge.next_batch(self._consumer, self.pacing.batch_size, wait)
+        size, wait = self.pacing.batch_size, self.runtime.batch_timeout_ms / 1000
+        if not self._open.inputs:
+            return edge.next_batch(self._consumer, size, wait)
+        with CLOCK.timing("kafka"):  # a transaction is open: only take what is waiting
+            return edge.next_batch(self._consumer, size, 0.0)
 
     def _is_error(self, message: Message) -> bool:
         if edge.replaced_member(message):
@@ -316,12 +319,13 @@ class ServiceLoop:
             # must never act on the producer the loop rebuilt meanwhile.
             producer.begin_transaction()
             for topic, key, value in outputs:
-                _produce(producer, topic, key, value)
+                edge.produce(producer, topic, key, value)
             producer.send_offsets_to_transaction(offsets, group, timeout)
             _commit_with_retry(producer, timeout)
 
         try:
-            self._calls.run(transact, timeout)
+            with CLOCK.timing("kafka"):
+                self._calls.run(transact, timeout)
             return True
         except KafkaException as exc:
             return self._recover(batch, exc)
@@ -372,16 +376,6 @@ class ServiceLoop:
                 self._consumer.seek(TopicPartition(topic, partition, offset))
             except KafkaException as exc:  # partition no longer ours: its new owner resumes
                 log.info("seek skipped for %s[%d]: %s", topic, partition, exc.args[0].str())
-
-
-def _produce(producer: Any, topic: str, key: bytes | None, value: bytes) -> None:
-    while True:
-        try:
-            producer.produce(topic, value=value, key=key)
-            producer.poll(0)
-            return
-        except BufferError:
-            producer.poll(0.05)
 
 
 def _commit_with_retry(producer: Any, timeout: float) -> None:

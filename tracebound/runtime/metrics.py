@@ -15,6 +15,8 @@ from prometheus_client import (
     generate_latest,
 )
 
+from tracebound.runtime.stages import StageCollector
+
 
 class ServiceMetrics:
     """The figures every service loop reports, in a registry of its own."""
@@ -22,6 +24,7 @@ class ServiceMetrics:
     def __init__(self, service: str) -> None:
         self.service = service
         self.registry = CollectorRegistry()
+        self.registry.register(StageCollector(service))
         labels = ["service"]
         self.processed = Counter(
             "tracebound_messages_processed",
