@@ -19,7 +19,7 @@ Failure policy:
 - ``TransientError`` from the handler → rewind everything not yet committed, back
   off and read it again, never dead-lettered;
 - abortable Kafka error → abort, rewind the consumer to the first uncommitted input;
-- partitions revoked or lost → rewind to the first uncommitted input (another
+- partitions assigned, revoked or lost → rewind to the first uncommitted input (another
   member may own some of them next);
 - retriable Kafka error while committing → retry the commit;
 - fatal Kafka error (e.g. fenced) → rebuild the clients and resume from the
@@ -144,7 +144,9 @@ class ServiceLoop:
 
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         # Cooperative rebalancing: ``partitions`` are the ones added, not the whole set.
+        # The hook rebuilds state from committed output, so nothing may stay uncommitted.
         log.info("partitions assigned: %s", edge.describe_partitions(partitions))
+        self._drop_uncommitted()
         if self.spec.on_assign is not None:
             self.spec.on_assign(list(partitions))
 
