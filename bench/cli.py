@@ -5,7 +5,8 @@ the end if it was started here): the pipeline (a burst of requests and an
 open-loop run at a fixed offered rate, five role processes in rules mode), the
 pipeline in llm mode against a scripted model server with a fixed delay per call
 (a burst with each role's default concurrency and one with a single call at a
-time), the runtime against a plain Kafka loop, the gatekeeper, the projections (catch-up
+time), the runtime against exactly-once peers (a raw loop, the fastavro floor,
+Quix Streams), the gatekeeper, the projections (catch-up
 and rebuild into private schemas), the gatekeeper replay and the runs dashboard's
 page reads over 100,000 runs (:mod:`bench.dashboard_bench`), and the composer's
 restore of its answered runs over a million answers older than its window
@@ -38,6 +39,7 @@ from bench.figures import (
     pipeline_figures,
     projections_figures,
     runs_note,
+    runtime_figures,
 )
 from bench.report import REPO, RESULTS, Figure, fmt, git_commit, log, machine, save, table
 from tracebound.codec import make_codec
@@ -172,27 +174,8 @@ class Bench:
                 profile_to=self._profile_path("runtime-loop") if i == 0 else None,
             ),
         )
-        ratio = med(runs, "ratio")
-        tb = med(runs, "tracebound", "messages_per_second")
-        plain = med(runs, "plain", "messages_per_second")
-        target = TARGETS["runtime_ratio"]
-        size = med(runs, "message_bytes_mean")
-        self.figures.append(
-            Figure(
-                "runtime ratio",
-                f"{ratio:.2f} (tracebound {fmt(tb, 0)} msg/s / plain {fmt(plain, 0)} msg/s,"
-                f" {size:.0f}-byte messages)",
-                f">= {target}",
-                ratio >= target,
-                runs_note(len(runs)),
-            )
-        )
-        self.report["runtime"] = {
-            "ratio_median": ratio,
-            "tracebound_mps_median": tb,
-            "plain_mps_median": plain,
-            "runs": runs,
-        }
+        self.figures += runtime_figures(runs)
+        self.report["runtime"] = {"runs": runs}
 
     def pipeline(self, kafka: Any, env: dict[str, str]) -> None:
         codec = make_codec(kafka)
@@ -204,7 +187,9 @@ class Bench:
             bursts = _repeat(
                 self.args.pipeline_repeat,
                 "pipeline burst",
-                lambda _i: pipeline_bench.burst(kafka, codec, self.args.requests, pids),
+                lambda _i: pipeline_bench.burst(
+                    kafka, codec, self.args.requests, pids, metrics_ports=roles.metrics_ports
+                ),
             )
             rss = processes.roles_rss(pids)
             loops = _repeat(

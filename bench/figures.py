@@ -13,11 +13,13 @@ from typing import Any
 
 from bench import processes
 from bench.report import Figure, fmt, median
+from tracebound.runtime.stages import STAGES
 
 TARGETS = {
-    "pipeline_rps": 200.0,
-    "open_loop_p99_ms": 1000.0,
-    "runtime_ratio": 0.5,
+    "pipeline_rps": 400.0,
+    "open_loop_p99_ms": 400.0,
+    "runtime_vs_raw": 0.5,  # of the raw exactly-once loop at the same commit policy
+    "runtime_vs_quix": 1.0,  # of Quix Streams' exactly-once JSON path, same interval
     "gatekeeper_cps": 20_000.0,
     "projections_live_eps": 5_000.0,
     "projections_rebuild_eps": 10_000.0,
@@ -95,6 +97,7 @@ def pipeline_figures(
             f" requested_at; burst: {fmt(burst_over, 0)} ms); CPU ms/request: {cpu_text}",
         )
     )
+    figures += stage_figures(bursts)
     top_role, top_rss = max(rss_end.items(), key=lambda kv: kv[1]) if rss_end else ("-", 0.0)
     figures.append(
         Figure(
@@ -175,3 +178,62 @@ def llm_figures(runs: dict[str, Any]) -> list[Figure]:
             note="(1 run)",
         ),
     ]
+
+
+def runtime_figures(runs: Sequence[dict[str, Any]]) -> list[Figure]:
+    """The runtime's throughput, and its ratio to each peer that ran in every run."""
+    first = runs[0]
+    tb = med(runs, "tracebound", "messages_per_second")
+    peers = []
+    for name in ("raw", "fastavro", "quix"):
+        if all(name in run["ratio"] for run in runs):
+            peers.append(f"{name} {fmt(med(runs, name, 'messages_per_second'), 0)}")
+    figures = [
+        Figure(
+            "runtime",
+            f"{fmt(tb, 0)} msg/s (ServiceLoop, trivial handler; exactly-once peers: "
+            + ", ".join(peers)
+            + f" msg/s; {first['message_bytes_mean']:.0f}-byte messages, commit every"
+            f" {first['commit_interval_ms']} ms or {first['commit_max_messages']} inputs)",
+            note=runs_note(len(runs)),
+        )
+    ]
+    targets = {"raw": TARGETS["runtime_vs_raw"], "quix": TARGETS["runtime_vs_quix"]}
+    for name in ("raw", "fastavro", "quix"):
+        ratios = [run["ratio"][name] for run in runs if name in run["ratio"]]
+        if len(ratios) < len(runs):
+            why = next((run[name]["error"] for run in runs if "error" in run[name]), "missing")
+            figures.append(Figure(f"runtime / {name}", f"not measured: {why}"))
+            continue
+        ratio = median(ratios)
+        target = targets.get(name)
+        figures.append(
+            Figure(
+                f"runtime / {name}",
+                f"{ratio:.2f}",
+                f">= {target}" if target is not None else "",
+                ratio >= target if target is not None else None,
+                runs_note(len(runs)),
+            )
+        )
+    return figures
+
+
+def stage_figures(bursts: Sequence[dict[str, Any]]) -> list[Figure]:
+    """One line per role: CPU and loop time per request, split by stage (burst medians)."""
+    figures = []
+    for role in processes.ROLES:
+        if not all(role in b.get("stage_ms_per_request", {}) for b in bursts):
+            continue
+        ms = {s: med(bursts, "stage_ms_per_request", role, s) for s in STAGES}
+        cpu = med(bursts, "cpu_ms_per_request", role)
+        figures.append(
+            Figure(
+                f"stages {role}",
+                f"codec {ms['codec']:.2f}, handler {ms['handler'] - ms['postgres']:.2f},"
+                f" postgres {ms['postgres']:.2f}, kafka {ms['kafka']:.2f} ms/request"
+                f" (process CPU {cpu:.2f} ms/request)",
+                note=runs_note(len(bursts)),
+            )
+        )
+    return figures

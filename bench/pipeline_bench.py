@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.processes import Sampler, cpu_seconds
+from bench.processes import Sampler, cpu_seconds, stage_seconds
 from bench.report import log, percentile
 from bench.topic_reads import READ_TIMEOUT_S, Offsets, run_costs, watermarks
 from tracebound import topics
@@ -121,10 +121,18 @@ def burst(
     count: int,
     pids: Mapping[str, int],
     profile_dir: Path | None = None,
+    *,
+    metrics_ports: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """``count`` requests at once; throughput and latency of the saturated pipeline."""
+    """``count`` requests at once; throughput and latency of the saturated pipeline.
+
+    With ``metrics_ports``, each role's time per stage (codec, handler, Kafka,
+    PostgreSQL) is read from its ``/metrics`` before and after.
+    """
     reader = AnswerReader(kafka)
     starts = watermarks(kafka, (topics.TOOL_INVOCATIONS, topics.AGENT_STEPS))
+    ports = metrics_ports or {}
+    stages_before = {role: stage_seconds(port) for role, port in ports.items()}
     cpu_before = {role: cpu_seconds(pid) for role, pid in pids.items()}
     sampler = Sampler(profile_dir) if profile_dir is not None else None
     if sampler is not None:
@@ -151,6 +159,14 @@ def burst(
         profile = sampler.stop() if sampler is not None else {}
     finished = max((t for t, _ in received.values()), default=time.time())
     cpu = {role: cpu_seconds(pid) - cpu_before[role] for role, pid in pids.items()}
+    per_request = 1000 / max(len(received), 1)
+    stages = {
+        role: {
+            stage: round((seconds - stages_before[role].get(stage, 0.0)) * per_request, 3)
+            for stage, seconds in stage_seconds(port).items()
+        }
+        for role, port in ports.items()
+    }
     seconds = finished - started
     result = _summarise(kafka, sent, received, starts)
     result.update(
@@ -161,6 +177,7 @@ def burst(
             "cpu_ms_per_request": {
                 role: round(1000 * c / max(len(received), 1), 2) for role, c in cpu.items()
             },
+            "stage_ms_per_request": stages,
             "profile": profile,
         }
     )

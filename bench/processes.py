@@ -7,14 +7,18 @@ import math
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench.report import log
 from services.executor.tools.settings import DEMO_ENV
@@ -46,6 +50,29 @@ def rss_mb(pid: int, field: str = "VmRSS") -> float:
     return math.nan
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def stage_seconds(port: int) -> dict[str, float]:
+    """A role's ``tracebound_stage_seconds_total`` per stage (empty when unreadable)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as reply:
+            text = reply.read().decode()
+    except OSError:
+        return {}
+    return {
+        sample.labels["stage"]: sample.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "tracebound_stage_seconds"
+        for sample in family.samples
+        if sample.name.endswith("_total")
+    }
+
+
 class Roles:
     """The five roles as detached processes with a private state folder (pid files, logs)."""
 
@@ -57,6 +84,10 @@ class Roles:
         self.env = {**stack_env, **DEMO_ENV}  # the benchmark runs on the demo environment
         for role in ROLES:
             self.env[f"TRACEBOUND_{role.upper()}_MODE"] = "rules"
+        # Each role serves /metrics on a port of its own: its per-stage seconds.
+        self.metrics_ports = {role: free_port() for role in ROLES}
+        for role, port in self.metrics_ports.items():
+            self.env[f"TRACEBOUND_{role.upper()}_METRICS_PORT"] = str(port)
         self.env.update(overrides or {})  # e.g. the llm figure's modes and model endpoint
 
     def start(self) -> None:

@@ -1,18 +1,21 @@
-"""What the exactly-once runtime costs against a plain consume→produce loop.
+"""What the exactly-once runtime costs against its real peers, measured in one run.
 
-Both loops read the same fresh input topic (real encoded ``DiagnosisRequested``
-events, keyed by run id) in the same process, one after the other, each into a
-fresh output topic of its own:
+Every loop reads the same requests (real encoded ``DiagnosisRequested`` events,
+keyed by run id) from a fresh input topic, each in a consumer group of its own,
+into a fresh output topic of its own, one after the other in one run, all
+exactly-once at the runtime's own commit policy
+(:class:`~tracebound.runtime.commit_policy.CommitPolicy`):
 
+- raw: confluent-kafka, bytes forwarded (:mod:`bench.eos_loops`);
+- fastavro: the same, each value decoded and encoded with a pre-parsed schema;
+- quix: Quix Streams' exactly-once JSON path, the same requests as JSON, at the
+  same commit interval, in its own environment (:mod:`bench.quix_bench`);
 - tracebound: a :class:`~tracebound.runtime.ServiceLoop` with a trivial handler
-  (the input event re-issued with a new event id): Avro decode, handler, Avro
-  encode, one Kafka transaction per batch with its input offsets;
-- plain: a confluent-kafka consumer and producer, bytes in and the same bytes out,
-  offsets committed asynchronously, no transactions and no Avro.
+  (the input event returned as it is): Avro decode, model, handler, Avro encode.
 
-Throughput is the count over the time from the first message handled to the last
-batch committed (tracebound) or flushed (plain), so group join and start-up are
-left out of both. The ratio is tracebound / plain.
+Throughput is the count over the time from the first message handled to the
+last transaction committed, so group join and start-up are left out. The
+runtime's figure is given as a ratio to each of the others.
 """
 
 from __future__ import annotations
@@ -22,35 +25,41 @@ import math
 import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from confluent_kafka.admin import AdminClient
 
+from bench import eos_loops, quix_bench
 from bench.pipeline_bench import QUESTIONS
 from bench.report import dump_profiles, log
+from tracebound import fastjson
 from tracebound import kafka as edge
 from tracebound.client import new_request
 from tracebound.codec import make_codec
 from tracebound.events import DiagnosisRequested, Event
-from tracebound.events.base import new_event_id
 from tracebound.runtime import ServiceLoop, ServiceSpec
 from tracebound.settings import KafkaSettings, RuntimeSettings, StackSettings
 from tracebound.stack.topics import ensure_topics, quiet_admin_config
 
 LOOP_TIMEOUT_S = 180.0
+LOOPS = ("tracebound", "raw", "fastavro", "quix")
 
 
-def encoded_requests(kafka: KafkaSettings, count: int) -> list[tuple[bytes, bytes]]:
-    """(key, value) pairs of ``count`` real encoded requests of the bench's mix."""
+def encoded_requests(
+    kafka: KafkaSettings, count: int
+) -> tuple[list[tuple[bytes, bytes]], list[tuple[bytes, bytes]]]:
+    """``count`` real requests of the bench's mix as (key, value): encoded, and as JSON."""
     codec = make_codec(kafka)
-    pairs = []
+    avro, json = [], []
     for i in range(count):
         query, language = QUESTIONS[i % len(QUESTIONS)]
         event = new_request(query, language=language, requested_by="bench")
-        pairs.append((event.run_id.encode(), codec.encode(event)))
-    return pairs
+        key = event.run_id.encode()
+        avro.append((key, codec.encode(event)))
+        json.append((key, fastjson.dumps_bytes(event.to_json())))
+    return avro, json
 
 
 def _fill(kafka: KafkaSettings, topic: str, pairs: Sequence[tuple[bytes, bytes]]) -> None:
@@ -94,9 +103,7 @@ def tracebound_loop(
         if state["handled"] == 0:
             state["first"] = time.perf_counter()
         state["handled"] += 1
-        return [
-            event.model_copy(update={"event_id": new_event_id(), "causation_id": event.event_id})
-        ]
+        return [event]
 
     def committed() -> None:
         if state["handled"] >= count and not done.is_set():
@@ -142,92 +149,72 @@ def tracebound_loop(
     return result
 
 
-def plain_loop(kafka: KafkaSettings, in_topic: str, out_topic: str, count: int) -> dict[str, Any]:
-    """Bytes in, the same bytes out, offsets committed asynchronously; messages per second."""
-    # The loop's own consumer settings, but plain: no transactions, offsets stored as read.
-    consumer = edge.consumer(
-        kafka,
-        "bench-plain",
-        group=f"bench-plain-{uuid.uuid4().hex[:8]}",
-        config={"isolation.level": "read_uncommitted", "enable.auto.offset.store": "true"},
-    )
-    plain = {"enable.idempotence": "false", "linger.ms": "5", "compression.type": "lz4"}
-    producer = edge.producer(kafka, "bench-plain", config=plain)
-    consumer.subscribe([in_topic])
-    handled = 0
-    first = math.nan
-    deadline = time.monotonic() + LOOP_TIMEOUT_S
-    try:
-        while handled < count and time.monotonic() < deadline:
-            batch = [m for m in consumer.consume(500, 0.1) if m.error() is None]
-            if not batch:
-                continue
-            if handled == 0:
-                first = time.perf_counter()
-            for m in batch:
-                while True:
-                    try:
-                        producer.produce(out_topic, key=m.key(), value=m.value())
-                        break
-                    except BufferError:
-                        producer.poll(0.05)
-                producer.poll(0)
-            consumer.commit(asynchronous=True)
-            handled += len(batch)
-        if producer.flush(60):
-            raise RuntimeError("plain loop: producer did not flush")
-        last = time.perf_counter()
-    finally:
-        consumer.close()
-    if handled < count:
-        raise RuntimeError(f"plain loop handled {handled}/{count} in time")
-    seconds = last - first
-    return {
-        "messages": count,
-        "seconds": round(seconds, 3),
-        "messages_per_second": round(count / seconds, 1),
-    }
-
-
 def run(
     kafka: KafkaSettings,
     count: int = 20_000,
     order: int = 0,
     profile_to: Path | None = None,
 ) -> dict[str, Any]:
-    """Both loops over one fresh input topic; ``order`` alternates which one goes first."""
+    """Every loop over one fresh input topic; ``order`` rotates which one goes first."""
     tag = uuid.uuid4().hex[:8]
-    names = [f"bench.runtime.{tag}.{suffix}" for suffix in ("in", "out-tb", "out-plain", "dlq")]
-    in_topic, out_tb, out_plain, dlq = names
-    ensure_topics(kafka, {n: {} for n in names}, StackSettings().partitions)
+    names = {
+        s: f"bench.runtime.{tag}.{s}"
+        for s in ("in", "in-json", "out-tb", "out-raw", "out-fastavro", "out-quix", "dlq")
+    }
+    ensure_topics(kafka, {n: {} for n in names.values()}, StackSettings().partitions)
+    runtime = RuntimeSettings.for_service("bench_runtime")
     try:
-        pairs = encoded_requests(kafka, count)
-        _fill(kafka, in_topic, pairs)
-        sizes = [len(v) for _, v in pairs]
-        measure = {
+        avro, json = encoded_requests(kafka, count)
+        _fill(kafka, names["in"], avro)
+        _fill(kafka, names["in-json"], json)
+
+        def eos(out: str, forward: eos_loops.Forward) -> dict[str, Any]:
+            return eos_loops.eos_loop(
+                kafka, runtime, in_topic=names["in"], out_topic=out, count=count, forward=forward
+            )
+
+        measure: dict[str, Callable[[], dict[str, Any]]] = {
             "tracebound": lambda: tracebound_loop(
                 kafka,
-                in_topic=in_topic,
-                out_topic=out_tb,
-                dead_letters=dlq,
+                in_topic=names["in"],
+                out_topic=names["out-tb"],
+                dead_letters=names["dlq"],
                 count=count,
                 profile_to=profile_to,
             ),
-            "plain": lambda: plain_loop(kafka, in_topic, out_plain, count),
+            "raw": lambda: eos(names["out-raw"], eos_loops.forward_bytes),
+            "fastavro": lambda: eos(
+                names["out-fastavro"], eos_loops.fastavro_forward("DiagnosisRequested")
+            ),
+            "quix": lambda: quix_bench.quix_loop(
+                kafka,
+                in_topic=names["in-json"],
+                out_topic=names["out-quix"],
+                count=count,
+                interval_s=runtime.commit_interval_ms / 1000,
+            ),
         }
-        first = ("tracebound", "plain") if order % 2 == 0 else ("plain", "tracebound")
-        done = {name: measure[name]() for name in first}
-        tb, plain = done["tracebound"], done["plain"]
+        turn = order % len(LOOPS)
+        done = {name: measure[name]() for name in (*LOOPS[turn:], *LOOPS[:turn])}
     finally:
-        _delete_topics(kafka, names)
-    ratio = tb["messages_per_second"] / plain["messages_per_second"]
+        _delete_topics(kafka, list(names.values()))
+    tb = done["tracebound"]["messages_per_second"]
+    ratios = {
+        name: round(tb / done[name]["messages_per_second"], 4)
+        for name in LOOPS[1:]
+        if "messages_per_second" in done[name]
+    }
     log(
-        f"runtime: tracebound {tb['messages_per_second']:.0f} msg/s,"
-        f" plain {plain['messages_per_second']:.0f} msg/s, ratio {ratio:.3f}"
+        "runtime: "
+        + ", ".join(f"{n} {done[n].get('messages_per_second', math.nan):.0f}" for n in LOOPS)
+        + " msg/s; tracebound / "
+        + ", ".join(f"{n} {r:.2f}" for n, r in ratios.items())
     )
     return {
-        "ratio": round(ratio, 4),
-        "tracebound": tb,
-        "plain": plain,
-        "message_bytes_mean": round(sum(sizes) / len(sizes), 1),
+        **done,
+        "ratio": ratios,
+        "commit_interval_ms": runtime.commit_interval_ms,
+        "commit_max_messages": runtime.commit_max_messages,
+        "message_bytes_mean": round(sum(len(v) for _, v in avro) / count, 1),
+        "json_bytes_mean": round(sum(len(v) for _, v in json) / count, 1),
     }

@@ -5,16 +5,23 @@ JSONB; both are written for every event, and orjson writes several times faster.
 It refuses what it cannot write exactly (integers beyond 64 bits, unusual
 types); those values take the standard library's path with the same result:
 compact separators, keys sorted, non-ASCII kept. NaN and infinities become
-null (JSON has no such numbers; PostgreSQL refuses them). Reading stays with the standard
-library, which keeps integers of any size exact (orjson reads big ones as floats).
+null (JSON has no such numbers; PostgreSQL refuses them).
+
+Reading takes orjson too, except for text holding a run of 20 or more digits:
+orjson reads integers beyond 64 bits as floats, the standard library keeps them
+exact, so such text (rare: the digits may as well be inside a string) and
+whatever orjson refuses (``1e400``) go the standard library's way, with its result.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import orjson
+
+_LONG_DIGITS = re.compile(r"\d{20}")
 
 _OPTIONS = orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS
 
@@ -33,3 +40,13 @@ def dumps_bytes(value: Any) -> bytes:
         return orjson.dumps(value, option=_OPTIONS)
     except TypeError:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
+
+
+def loads(text: str) -> Any:
+    """The value of JSON ``text``, exactly as :func:`json.loads` reads it."""
+    if _LONG_DIGITS.search(text) is None:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)

@@ -152,6 +152,15 @@ class RuntimeSettings(TraceboundSettings):
     batch_size: int = Field(default=500, ge=1, le=100_000)
     batch_timeout_ms: int = Field(default=100, ge=1, le=60_000)
     transaction_timeout_ms: int = Field(default=30_000, ge=1_000)
+    commit_interval_ms: int = Field(
+        default=100,
+        ge=0,
+        le=60_000,
+        description="longest a transaction stays open while input keeps coming; 0: every poll",
+    )
+    commit_max_messages: int = Field(
+        default=5_000, ge=1, le=1_000_000, description="most inputs in one transaction"
+    )
     concurrency: int | None = Field(
         default=None,
         ge=1,

@@ -15,6 +15,7 @@ from tracebound.kafka.clients import (
     consumer,
     describe_partitions,
     member_config,
+    produce,
     producer,
     transactional_producer,
 )
@@ -67,6 +68,7 @@ __all__ = [
     "offsets_since",
     "partition_counts",
     "partitions",
+    "produce",
     "producer",
     "read_range",
     "replaced_member",

@@ -38,6 +38,8 @@ CONSUMER_DEFAULTS: dict[str, str] = {
     "heartbeat.interval.ms": "2000",
 }
 PRODUCER_DEFAULTS: dict[str, str] = {**METADATA_REFRESH, "enable.idempotence": "true"}
+# Retries of a transactional producer (see :func:`transactional_producer`).
+TRANSACTION_RETRY = {"retry.backoff.ms": "5", "retry.backoff.max.ms": "500"}
 # Reading to the end offsets needs to hear that a partition has nothing more.
 READ_TO_END = {"enable.partition.eof": "true"}
 
@@ -110,7 +112,15 @@ def producer(
 def transactional_producer(
     kafka: KafkaSettings, transactional_id: str, timeout_ms: int
 ) -> Producer:
-    """The producer of an exactly-once loop; a stable id fences a zombie predecessor."""
+    """The producer of an exactly-once loop; a stable id fences a zombie predecessor.
+
+    A transaction begun right after the previous commit often finds the
+    coordinator still writing that commit's markers: ``AddPartitionsToTxn`` and
+    ``AddOffsetsToTxn`` are answered CONCURRENT_TRANSACTIONS and retried after
+    ``retry.backoff.ms``. librdkafka's 100 ms default would make that wait longer
+    than the whole transaction; the backoff starts at a few milliseconds instead
+    and still grows (to ``retry.backoff.max.ms``) while a broker stays away.
+    """
     timeout = str(timeout_ms)
     return producer(
         kafka,
@@ -121,5 +131,23 @@ def transactional_producer(
             "message.timeout.ms": timeout,
             "linger.ms": "5",
             "compression.type": "lz4",
+            **TRANSACTION_RETRY,
         },
     )
+
+
+def produce(
+    producer: Producer,
+    topic: str,
+    key: bytes | None,
+    value: bytes,
+    headers: list[tuple[str, str | bytes | None]] | None = None,
+) -> None:
+    """Produce one message, serving delivery reports while the local queue is full."""
+    while True:
+        try:
+            producer.produce(topic, value=value, key=key, headers=headers)
+            producer.poll(0)
+            return
+        except BufferError:
+            producer.poll(0.05)

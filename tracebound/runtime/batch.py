@@ -20,6 +20,7 @@ from tracebound.events import Producer as ProducerRef
 from tracebound.runtime.dead_letters import dead_letter
 from tracebound.runtime.inflight import InFlight
 from tracebound.runtime.service import Handler, ServiceSpec
+from tracebound.runtime.stages import CLOCK
 from tracebound.tracing import active as active_tracing
 from tracebound.tracing.context import Headers, record_headers
 from tracebound.tracing.steps import TracedHandler
@@ -49,7 +50,8 @@ def transform(
     ``TransientError`` of the handler propagates: the loop retries the whole batch.
     With tracing on, each call is a step span and its outputs carry the span's headers.
     """
-    inputs = [_decode(spec, codec, message) for message in batch]
+    with CLOCK.timing("codec"):
+        inputs = [_decode(spec, codec, message) for message in batch]
     calls = [(m.key(), e) for m, e in zip(batch, inputs, strict=True) if isinstance(e, Event)]
     handler: Handler = spec.handler
     traced: TracedHandler | None = None
@@ -57,21 +59,24 @@ def transform(
     if tracing.enabled:
         messages = {id(e): m for m, e in zip(batch, inputs, strict=True) if isinstance(e, Event)}
         handler = traced = TracedHandler(tracing, spec.name, spec.handler, messages)
-    results = iter((inflight or SEQUENTIAL).outcomes(handler, calls))
+    with CLOCK.timing("handler"):
+        results = iter((inflight or SEQUENTIAL).outcomes(handler, calls))
     outputs: list[Output] = []
     dead: list[str] = []
-    for message, decoded in zip(batch, inputs, strict=True):
-        outcome = decoded if isinstance(decoded, PoisonInput) else next(results)
-        if isinstance(outcome, PoisonInput):
-            letter = _dead_letter(spec, codec, message, outcome)
-            outputs.append(Output(spec.dead_letter_topic, message.key(), letter))
-            dead.append(type(outcome).__name__)
-            continue
-        headers = None if traced is None else record_headers(traced.carriers.get(id(decoded), {}))
-        for result in outcome:
-            topic = spec.route(result)
-            encoded = codec.encode(result, topic)
-            outputs.append(Output(topic, result.run_id.encode(), encoded, headers))
+    with CLOCK.timing("codec"):
+        for message, decoded in zip(batch, inputs, strict=True):
+            outcome = decoded if isinstance(decoded, PoisonInput) else next(results)
+            if isinstance(outcome, PoisonInput):
+                letter = _dead_letter(spec, codec, message, outcome)
+                outputs.append(Output(spec.dead_letter_topic, message.key(), letter))
+                dead.append(type(outcome).__name__)
+                continue
+            carrier = None if traced is None else traced.carriers.get(id(decoded), {})
+            headers = None if carrier is None else record_headers(carrier)
+            for result in outcome:
+                topic = spec.route(result)
+                encoded = codec.encode(result, topic)
+                outputs.append(Output(topic, result.run_id.encode(), encoded, headers))
     return outputs, dead
 
 

@@ -1,10 +1,12 @@
 """The consume-transform-produce loop, exactly once with Kafka transactions.
 
-One transaction per batch: the outputs of every message in the batch and the
-batch's input offsets (``send_offsets_to_transaction``) commit together, so a
-crash at any point either publishes the whole batch and its progress, or
-nothing. Inputs are read ``read_committed``; the ``transactional.id`` is stable
-per replica so a restarted process fences its zombie predecessor.
+One transaction per commit: the outputs of every message handled since the
+last commit and their input offsets (``send_offsets_to_transaction``) commit
+together, so a crash at any point either publishes them all and their
+progress, or nothing. The outputs wait in memory until then; a commit is due
+by size, by time or when input runs dry (:mod:`~tracebound.runtime.commit_policy`).
+Inputs are read ``read_committed``; the ``transactional.id`` is stable per
+replica so a restarted process fences its zombie predecessor.
 
 A role that waits on a model runs the handler calls of a batch concurrently
 (:mod:`~tracebound.runtime.inflight`), in batches and with a poll interval sized
@@ -14,9 +16,11 @@ keep the order of the inputs and commit in the batch's one transaction.
 Failure policy:
 - undecodable or invalid input → a ``DeadLetter`` in the same transaction; the
   partition keeps moving;
-- ``TransientError`` from the handler → back off and retry the batch, never
-  dead-lettered;
-- abortable Kafka error → abort, rewind the consumer to the batch start;
+- ``TransientError`` from the handler → rewind everything not yet committed, back
+  off and read it again, never dead-lettered;
+- abortable Kafka error → abort, rewind the consumer to the first uncommitted input;
+- partitions assigned, revoked or lost → rewind to the first uncommitted input (another
+  member may own some of them next);
 - retriable Kafka error while committing → retry the commit;
 - fatal Kafka error (e.g. fenced) → rebuild the clients and resume from the
   committed offsets.
@@ -41,12 +45,13 @@ from tracebound.kafka import Severity, severity_of
 from tracebound.replica import ReplicaInUse, ReplicaLock
 from tracebound.runtime.batch import Output, first_offsets, next_offsets, transform
 from tracebound.runtime.bounded import BoundedCalls, ClientStuckError
+from tracebound.runtime.commit_policy import CommitPolicy, Uncommitted
 from tracebound.runtime.inflight import InFlight
 from tracebound.runtime.metrics import ServiceMetrics
 from tracebound.runtime.pacing import pace
 from tracebound.runtime.service import ServiceSpec
+from tracebound.runtime.stages import CLOCK
 from tracebound.settings import KafkaSettings, RuntimeSettings
-from tracebound.tracing.context import Headers
 
 log = logging.getLogger("tracebound.runtime")
 
@@ -87,6 +92,9 @@ class ServiceLoop:
             {**self.kafka.extra, **spec.extra_consumer_config},
         )
         self._inflight = InFlight(self.pacing.concurrency, heartbeat=self.metrics.beat)
+        self.commit_policy = CommitPolicy.of(spec.name, self.runtime)
+        self._open = Uncommitted()
+        self._backoff = self.runtime.retry_backoff_initial_ms / 1000
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -136,21 +144,25 @@ class ServiceLoop:
 
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         # Cooperative rebalancing: ``partitions`` are the ones added, not the whole set.
+        # The hook rebuilds state from committed output, so nothing may stay uncommitted.
         log.info("partitions assigned: %s", edge.describe_partitions(partitions))
+        self._drop_uncommitted()
         if self.spec.on_assign is not None:
             self.spec.on_assign(list(partitions))
 
     def _on_revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
-        # Batches are committed before the next poll, so no transaction is open when
-        # the group rebalances: there is no uncommitted work to hand over or discard.
+        # Nothing is produced before the commit, so the uncommitted work is only
+        # dropped and read again: its revoked part by the partitions' next owner.
         log.info("partitions revoked: %s", edge.describe_partitions(partitions))
         self._lag.forget((tp.topic, tp.partition) for tp in partitions)
+        self._drop_uncommitted()
 
     def _on_lost(self, consumer: Any, partitions: list[TopicPartition]) -> None:
-        # Lost (not revoked): another member may already own them. Nothing of ours is
-        # uncommitted, and a zombie commit would be fenced by the group generation.
+        # Lost (not revoked): another member may already own them, and a zombie
+        # commit would be fenced by the group generation.
         log.warning("partitions lost: %s", edge.describe_partitions(partitions))
         self._lag.forget((tp.topic, tp.partition) for tp in partitions)
+        self._drop_uncommitted()
 
     def _connect(self) -> None:
         """Build the clients, retrying with backoff while the cluster is unreachable."""
@@ -180,10 +192,13 @@ class ServiceLoop:
         self._check_topics(time.monotonic())
         pacing = self.pacing
         log.info(
-            "service started: %d in flight, batches of up to %d, max.poll.interval.ms %d",
+            "service started: %d in flight, batches of up to %d, max.poll.interval.ms %d,"
+            " commits every %g ms or %d inputs",
             pacing.concurrency,
             pacing.batch_size,
             pacing.max_poll_interval_ms,
+            self.commit_policy.interval_s * 1000,
+            self.commit_policy.max_messages,
             extra={"service": self.spec.name},
         )
         try:
@@ -192,13 +207,20 @@ class ServiceLoop:
                 batch = [m for m in self._next_batch() if not self._is_error(m)]
                 if self._consumer_failed:
                     self._consumer_failed = False
+                    self._drop_uncommitted(rewind=False)
                     self._close_clients()
                     self._connect()
                     continue
                 if batch:
                     self._process(batch)
+                open_ = self._open
+                if self.commit_policy.due(
+                    len(open_.inputs), open_.opened_at, time.perf_counter(), bool(batch)
+                ):
+                    self._commit_open()
                 self._lag.refresh(self._consumer)
                 self._check_topics(time.monotonic())
+            self._commit_open()
         finally:
             self._close_clients()
             self._calls.shutdown()
@@ -206,9 +228,11 @@ class ServiceLoop:
             log.info("service stopped", extra={"service": self.spec.name})
 
     def _next_batch(self) -> list[Message]:
-        return edge.next_batch(
-            self._consumer, self.pacing.batch_size, self.runtime.batch_timeout_ms / 1000
-        )
+        size, wait = self.pacing.batch_size, self.runtime.batch_timeout_ms / 1000
+        if not self._open.inputs:
+            return edge.next_batch(self._consumer, size, wait)
+        with CLOCK.timing("kafka"):  # a transaction is open: only take what is waiting
+            return edge.next_batch(self._consumer, size, 0.0)
 
     def _is_error(self, message: Message) -> bool:
         if edge.replaced_member(message):
@@ -249,31 +273,39 @@ class ServiceLoop:
     # -- one batch -------------------------------------------------------------------
 
     def _process(self, batch: Sequence[Message]) -> None:
-        started = time.perf_counter()
-        backoff = self.runtime.retry_backoff_initial_ms / 1000
-        while True:
-            try:
-                outputs, dead = transform(self.spec, self.codec, batch, self._inflight)
-            except TransientError as exc:
-                self.metrics.retries.labels(self.spec.name).inc()
-                log.warning("transient failure, retrying batch in %.1fs: %s", backoff, exc)
-                self._forget_uncommitted()
-                if self._stop.wait(backoff):
-                    self._rewind(batch)
-                    return
-                backoff = min(backoff * 2, self.runtime.retry_backoff_max_ms / 1000)
-                continue
-            if self._commit(batch, outputs):
-                if self.spec.on_commit is not None:
-                    self.spec.on_commit()
-                self.metrics.processed.labels(self.spec.name).inc(len(batch))
-                self.metrics.produced.labels(self.spec.name).inc(len(outputs) - len(dead))
-                for error_type in dead:
-                    self.metrics.dead_lettered.labels(self.spec.name, error_type).inc()
-                self.metrics.batch_seconds.labels(self.spec.name).observe(
-                    time.perf_counter() - started
-                )
+        """Handle ``batch`` into the open transaction, or rewind it all on a transient error."""
+        try:
+            outputs, dead = transform(self.spec, self.codec, batch, self._inflight)
+        except TransientError as exc:
+            self.metrics.retries.labels(self.spec.name).inc()
+            log.warning("transient failure, reading again in %.1fs: %s", self._backoff, exc)
+            self._drop_uncommitted(also=batch)
+            self._stop.wait(self._backoff)
+            self._backoff = min(self._backoff * 2, self.runtime.retry_backoff_max_ms / 1000)
             return
+        self._open.add(batch, outputs, dead, time.perf_counter())
+
+    def _commit_open(self) -> None:
+        """Commit the open transaction (if anything is open) and count what it held."""
+        open_, self._open = self._open, Uncommitted()
+        if not open_.inputs or not self._commit(open_.inputs, open_.outputs):
+            return
+        if self.spec.on_commit is not None:
+            self.spec.on_commit()
+        self._backoff = self.runtime.retry_backoff_initial_ms / 1000
+        seconds = time.perf_counter() - open_.opened_at
+        self.metrics.committed(
+            self.spec.name, len(open_.inputs), len(open_.outputs), open_.dead, seconds
+        )
+
+    def _drop_uncommitted(self, also: Sequence[Message] = (), *, rewind: bool = True) -> None:
+        """Forget the open transaction's work; unless the consumer is gone, read it again."""
+        inputs = [*self._open.inputs, *also]
+        self._open = Uncommitted()
+        if rewind and inputs:
+            self._rewind(inputs)
+        else:
+            self._forget_uncommitted()
 
     # -- transactions ----------------------------------------------------------------
 
@@ -289,12 +321,13 @@ class ServiceLoop:
             # must never act on the producer the loop rebuilt meanwhile.
             producer.begin_transaction()
             for output in outputs:
-                _produce(producer, *output)
+                edge.produce(producer, *output)
             producer.send_offsets_to_transaction(offsets, group, timeout)
             _commit_with_retry(producer, timeout)
 
         try:
-            self._calls.run(transact, timeout)
+            with CLOCK.timing("kafka"):
+                self._calls.run(transact, timeout)
             return True
         except KafkaException as exc:
             return self._recover(batch, exc)
@@ -345,18 +378,6 @@ class ServiceLoop:
                 self._consumer.seek(TopicPartition(topic, partition, offset))
             except KafkaException as exc:  # partition no longer ours: its new owner resumes
                 log.info("seek skipped for %s[%d]: %s", topic, partition, exc.args[0].str())
-
-
-def _produce(
-    producer: Any, topic: str, key: bytes | None, value: bytes, headers: Headers | None = None
-) -> None:
-    while True:
-        try:
-            producer.produce(topic, value=value, key=key, headers=headers)
-            producer.poll(0)
-            return
-        except BufferError:
-            producer.poll(0.05)
 
 
 def _commit_with_retry(producer: Any, timeout: float) -> None:

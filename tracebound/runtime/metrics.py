@@ -15,6 +15,8 @@ from prometheus_client import (
     generate_latest,
 )
 
+from tracebound.runtime.stages import StageCollector
+
 
 class ServiceMetrics:
     """The figures every service loop reports, in a registry of its own."""
@@ -22,6 +24,7 @@ class ServiceMetrics:
     def __init__(self, service: str) -> None:
         self.service = service
         self.registry = CollectorRegistry()
+        self.registry.register(StageCollector(service))
         labels = ["service"]
         self.processed = Counter(
             "tracebound_messages_processed",
@@ -65,6 +68,14 @@ class ServiceMetrics:
         )
         self._last_beat = time.monotonic()
         self.healthy = True
+
+    def committed(self, service: str, inputs: int, outputs: int, dead: list[str], s: float) -> None:
+        """Count one committed transaction: its inputs, its outputs, its dead letters."""
+        self.processed.labels(service).inc(inputs)
+        self.produced.labels(service).inc(outputs - len(dead))
+        for error_type in dead:
+            self.dead_lettered.labels(service, error_type).inc()
+        self.batch_seconds.labels(service).observe(s)
 
     def beat(self) -> None:
         """Called by the loop on every iteration; /healthz checks it is recent."""

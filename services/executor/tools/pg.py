@@ -19,6 +19,7 @@ import psycopg
 from psycopg.rows import TupleRow
 
 from tracebound.errors import TransientError
+from tracebound.runtime.stages import CLOCK
 
 CONNECT_TIMEOUT_S = 5
 
@@ -69,8 +70,9 @@ def connect(dsn: str) -> Iterator[Connection]:
     """
     conn = _cached(dsn)
     try:
-        yield conn
-        conn.commit()
+        with CLOCK.timing("postgres"):
+            yield conn
+            conn.commit()
     except psycopg.OperationalError as exc:
         _drop(dsn)
         raise TransientError(f"PostgreSQL failed: {exc}".strip()) from exc
