@@ -120,15 +120,16 @@ def _pictures(s: Summary) -> str:
             charts.latency_histogram(s.latencies, s.percentiles, "latency distribution"),
         ),
         (
-            "Fallback and unfinished runs",
+            "Fallback, unfinished runs and dead letters",
             charts.share_bars(
                 [
                     (f"{FALLBACK} (any role)", s.fallbacks, s.judged),
                     ("not answered", s.unfinished, s.sampled),
+                    ("dead letters / runs", s.dead_letters, s.sampled),
                 ]
                 if s.sampled
                 else [],
-                "fallback and unfinished rate",
+                "fallback, unfinished and dead-letter rate",
             ),
         ),
         ("Time per stage (mean)", charts.stage_bars(s.stages, "per-stage time")),
@@ -223,14 +224,15 @@ def _pager(view: DashView) -> str:
     return f"<div class='pager'>{join(links)}</div>"
 
 
-def _nav(signed_in: bool) -> str:
+def nav(signed_in: bool) -> str:
+    """The header every browsing page shares (with the forget-token form when signed in)."""
     leave = (
         "<form method='post' action='/logout'><button type='submit'>forget token</button></form>"
         if signed_in
         else ""
     )
     return (
-        "<nav class='top'><b>tracebound</b><a href='/'>runs</a>"
+        "<nav class='top'><b>tracebound</b><a href='/'>runs</a><a href='/reports'>reports</a>"
         f"<a href='/openapi.json'>API</a>{leave}</nav>"
     )
 
@@ -238,7 +240,7 @@ def _nav(signed_in: bool) -> str:
 def render_dashboard(view: DashView) -> str:
     """The whole dashboard page."""
     body = (
-        _nav(view.signed_in)
+        nav(view.signed_in)
         + "<h1>Runs</h1>"
         + _filters(view.params)
         + _counts(view)

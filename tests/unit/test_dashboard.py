@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -121,6 +122,14 @@ def test_the_page_escapes_every_value_and_links_only_to_this_server() -> None:
     assert inputs["q"] == "a&b <x>"
     assert "rules-fallback" in page and "1.50 s" in page
     assert "forget token" not in page and "forget token" in render_dashboard(_view({}, True))
+
+
+def test_the_dead_letter_rate_sits_beside_the_fallback_share() -> None:
+    view = _view({})
+    view = replace(view, summary=replace(view.summary, dead_letters=6))
+    page = render_dashboard(view)
+    assert "dead letters / runs" in page and "200.0% (6/3)" in page
+    assert "/reports" in [a["href"] for t, a in parsed(page).tags if t == "a"]
 
 
 def test_an_empty_selection_says_so() -> None:
