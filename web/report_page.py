@@ -25,7 +25,8 @@ table.matrix td.same{color:#667085}
 table.matrix td.moved{background:#fff3d6;font-weight:700}
 table.side td.side{width:38%}
 dl.kv{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;margin:0}
-dl.kv dt{color:#556}dl.kv dd{margin:0;word-break:break-word}
+dl.kv dt{color:#556}dl.kv dd{margin:0;word-break:break-word;white-space:pre-wrap}
+td.run .q{margin-top:4px;max-width:260px;word-break:break-word}
 """
 TRANSITIONS = ("verdict_transitions", "severity_transitions")
 # candidate/baseline fields a list row names, in this order, with a person's label
@@ -38,8 +39,8 @@ COMPARED = (
     ("model", "model"),
     ("tools", "tools"),
 )
+OUTCOMES = ("verdict", "outcome", "status", "severity")  # shown first, as badges
 SIDE_NOTES = (
-    "query",
     "round",
     "failed_rules_added",
     "failed_rules_removed",
@@ -227,14 +228,27 @@ def _totals(head: ReportHead) -> str:
 
 
 def _side(values: Any) -> str:
-    return _kv(values) if isinstance(values, Mapping) else esc(values)
+    """One side of a change: its outcome as badges, then the rest (an answer, rounds, …)."""
+    if not isinstance(values, Mapping):
+        return esc(values)
+    marks = join(
+        badge(values[k], values[k] if k in ("verdict", "outcome") else f"{k} {values[k]}")
+        for k in OUTCOMES
+        if values.get(k) is not None
+    )
+    rest = {k: v for k, v in values.items() if k not in OUTCOMES}
+    return f"<div class='row'>{marks}</div>{_kv(rest) if rest else ''}"
+
+
+def _query(query: Any) -> str:
+    return f"<div class='q'>{esc(query)}</div>" if isinstance(query, str) and query else ""
 
 
 def _changed_row(row: Mapping[str, Any]) -> str:
     notes = {k: row[k] for k in SIDE_NOTES if row.get(k) not in (None, [], "")}
     return (
         f"<tr class='changed' data-run='{esc(row.get('run_id'))}'>"
-        f"<td>{_trace_link(row.get('run_id'))}</td>"
+        f"<td class='run'>{_trace_link(row.get('run_id'))}{_query(row.get('query'))}</td>"
         f"<td class='side old'>{_side(row.get('old'))}</td>"
         f"<td class='side new'>{_side(row.get('new'))}</td><td>{_kv(notes)}</td></tr>"
     )
