@@ -37,7 +37,7 @@ from tracebound.errors import TransientError
 from tracebound.events import Event
 from tracebound.publisher import KafkaPublisher, Publisher
 from tracebound.settings import KafkaSettings, PostgresSettings
-from web import dash_routes, report_routes, stream, trace_routes
+from web import dash_routes, live, report_routes, stream, trace_routes
 from web.http import (
     ApiError,
     BearerAuth,
@@ -186,6 +186,7 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
             *trace_routes.routes(settings.token),
             *dash_routes.routes(settings.token),
             *report_routes.routes(settings.token),
+            *live.routes(),
         ],
         middleware=[Middleware(BearerAuth, token=settings.token)],
         exception_handlers={ApiError: api_error_handler, HTTPException: http_error_handler},

@@ -2,9 +2,11 @@
 
 Everything is server-rendered and works without script: the filters are a GET
 form, paging is a link carrying the run list's cursor, and the pictures are
-inline SVG from :mod:`web.charts`. Queries, alert labels, skills and model names
-come from events, so every value goes through :func:`web.html.esc`, and links
-are built with ``urlencode`` from the parsed filter, never from raw text.
+inline SVG from :mod:`web.charts`; the one same-origin script
+(:mod:`web.live`) only refreshes the counts and the newest runs. Queries, alert
+labels, skills and model names come from events, so every value goes through
+:func:`web.html.esc`, and links are built with ``urlencode`` from the parsed
+filter, never from raw text.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from urllib.parse import quote, urlencode
 
 from projections.dashboard import FALLBACK, RunDetails, Summary
 from projections.views import STATUSES, VERDICTS, RunList, RunSummary
-from web import charts
+from web import charts, live
 from web.html import badge, document, esc, join, ms_text
 
 FILTER_FIELDS = ("verdict", "mode", "status", "skill", "service", "since", "until", "q")
@@ -107,7 +109,7 @@ def _counts(view: DashView) -> str:
         if verdict != "none":
             pill = f"<a href='{esc(_link(view.params, verdict=verdict, cursor=None))}'>{pill}</a>"
         parts.append(pill)
-    return f"<div class='counts card'>{join(parts)}</div>"
+    return f"<div class='counts card' id='counts'>{join(parts)}</div>"
 
 
 def _pictures(s: Summary) -> str:
@@ -245,9 +247,9 @@ def render_dashboard(view: DashView) -> str:
         + _filters(view.params)
         + _counts(view)
         + _pictures(view.summary)
-        + "<h2>Latest runs</h2>"
-        + _table(view)
-        + _pager(view)
+        + "<h2>Latest runs <span class='muted' id='live' hidden></span></h2>"
+        + f"<section id='latest'>{_table(view)}{_pager(view)}</section>"
+        + live.SCRIPT_TAG
     )
     return document("tracebound · runs", body, DASH_CSS)
 

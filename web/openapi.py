@@ -199,6 +199,18 @@ def _pages(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
                 },
             }
         },
+        "/assets/live.js": {
+            "get": {
+                "summary": "The dashboard's live-refresh script (no data; no authentication)",
+                "security": [],
+                "responses": {
+                    "200": {
+                        "description": "the script",
+                        "content": {"text/javascript": {"schema": {"type": "string"}}},
+                    }
+                },
+            }
+        },
         "/logout": {
             "post": {
                 "summary": "Forget the sign-in cookie",
