@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -9,6 +11,8 @@ import pytest
 
 from projections import reports
 from projections.reports import ReportHead, StoredReport
+from replay import cli as replay_cli
+from replay.report import Report
 from tests.unit.test_trace_assemble import HOSTILE
 from tests.unit.test_trace_page import TOKEN, client_for, parsed
 from tracebound.errors import InvalidInputError
@@ -139,3 +143,23 @@ def test_open_tells_a_report_from_a_run() -> None:
     for bad in ("reports/0", "reports/x", "a/b", ""):
         with pytest.raises(InvalidInputError):
             page_path(bad)
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_replay_and_eval_end_with_the_report_page(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], as_json: bool
+) -> None:
+    monkeypatch.setenv("TRACEBOUND_INGEST_PORT", "18123")
+    monkeypatch.setattr(replay_cli, "store_report", lambda _report: 42)
+    report = Report("eval", {"suite": "s"}, {"mode": "rules"}, {"cases": 0})
+    args = argparse.Namespace(no_store=False, out=None, json=as_json)
+    assert replay_cli._finish(report, args) == 0
+    out, err = capsys.readouterr()
+    line = "page  http://127.0.0.1:18123/reports/42"
+    if as_json:  # stdout stays one JSON document
+        assert json.loads(out)["kind"] == "eval" and "page http://127.0.0.1:18123/reports/42" in err
+    else:
+        assert out.rstrip().endswith(line)
+    monkeypatch.setattr(replay_cli, "store_report", lambda _report: pytest.fail("stored"))
+    assert replay_cli._finish(report, argparse.Namespace(no_store=True, out=None, json=False)) == 0
+    assert "page" not in capsys.readouterr().out
