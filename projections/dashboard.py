@@ -9,7 +9,8 @@ two reads, both with the same filter:
   mode (``rules-fallback`` when the model failed and the rules answered);
 - :func:`read_summary` — counts per verdict over the whole selection, and the
   pictures' numbers over its latest :data:`SAMPLE` runs (read in the order of the
-  paging index, so the cost is bounded however many runs the table holds).
+  paging index, so the cost is bounded however many runs the table holds), with
+  the dead letters written since the oldest of them (an index range, capped).
 
 The arithmetic is pure (:func:`summarize`) so it can be checked without a database.
 """
@@ -17,7 +18,7 @@ The arithmetic is pure (:func:`summarize`) so it can be checked without a databa
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -38,6 +39,7 @@ BUCKET_STEPS = tuple(
 )
 PERCENTILES = (50, 95, 99)
 LATENCY_BINS = 20
+MAX_DEAD_LETTERS = 100_000  # counted for the rate; more reads as this many
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +76,7 @@ class Summary:
     judged: int = 0  # runs judged at all (a verifier mode recorded)
     unfinished: int = 0  # runs not answered (yet)
     stages: list[tuple[str, float, int]] = field(default_factory=list)  # label, mean ms, runs
+    dead_letters: int = 0  # of the whole pipeline, since the oldest sampled run was requested
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +150,26 @@ def read_summary(conn: Connection, selection: RunFilter, sample: int = SAMPLE) -
         verdicts = {str(r["verdict"]): int(r["n"]) for r in cur.fetchall()}
         cur.execute(latest, [*params, sample])
         rows = cur.fetchall()
-    return summarize(verdicts, rows)
+    summary = summarize(verdicts, rows)
+    times = [r["requested_at"] for r in rows if isinstance(r["requested_at"], datetime)]
+    if not times:
+        return summary
+    return replace(summary, dead_letters=count_dead_letters(conn, min(times)))
+
+
+_DEAD_LETTERS = (
+    "SELECT count(*) FROM (SELECT 1 FROM dead_letter WHERE occurred_at >= %s LIMIT %s) AS d"
+)
+
+
+def count_dead_letters(conn: Connection, since: datetime, cap: int = MAX_DEAD_LETTERS) -> int:
+    """Dead letters written since ``since`` (at most ``cap``: an index range, never a scan).
+
+    They are counted for the whole pipeline, not the filtered runs: a refused input
+    often has no run a filter could match.
+    """
+    row = conn.execute(_DEAD_LETTERS, (since, cap)).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _width(span: timedelta) -> timedelta:

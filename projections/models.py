@@ -81,7 +81,7 @@ class _Immediate:
 
 
 class FactModel(ReadModel):
-    """A model with one row per event (``tool_invocation``, ``agent_step``).
+    """A model with one row per event (``tool_invocation``, ``agent_step``, ``dead_letter``).
 
     ``update_when`` says which stored rows a re-delivered or competing event may
     overwrite (``{t}`` is the table).
@@ -183,6 +183,8 @@ MODELS: dict[str, ReadModel] = {
         ),
         # a model call is written once; a re-delivery changes nothing
         FactModel(_SPECS["agent_step"], reducers.STEP_ROWS, sql.SQL("WHERE FALSE")),
+        # so is a dead letter
+        FactModel(_SPECS["dead_letter"], reducers.DEAD_LETTER_ROWS, sql.SQL("WHERE FALSE")),
     )
 }
 ALL_TOPICS: tuple[str, ...] = tuple(dict.fromkeys(t for m in MODELS.values() for t in m.topics))

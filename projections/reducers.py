@@ -1,8 +1,8 @@
 """Pure reducers: decoded events → row changes of each read model.
 
 Nothing here touches a database; the read models (:mod:`projections.models`)
-write what these functions return. ``tool_invocation`` and ``agent_step`` rows are facts of a
-single event each, so their reducers are plain mappings; ``diagnosis_run``
+write what these functions return. ``tool_invocation``, ``agent_step`` and ``dead_letter``
+rows are facts of a single event each, so their reducers are plain mappings; ``diagnosis_run``
 merges many events per run (:mod:`projections.runs`).
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 from projections import runs
 from tracebound import topology
-from tracebound.events import EVENT_TYPES, AgentStep, Event, ToolInvoked
+from tracebound.events import EVENT_TYPES, AgentStep, DeadLetter, Event, ToolInvoked
 
 # The events of a run, as the topology names them for the ``diagnosis_run`` model.
 RUN_EVENTS: tuple[type[Event], ...] = tuple(EVENT_TYPES[name] for name in topology.RUN_EVENTS)
@@ -72,6 +72,25 @@ def step_row(event: AgentStep) -> dict[str, Any]:
     }
 
 
+MAX_DEAD_LETTER_MESSAGE = 1000  # of the error text; the event on the topic keeps all of it
+UNKNOWN_RUN = "unknown"  # the run id of a dead letter whose input had no readable key
+
+
+def dead_letter_row(event: DeadLetter) -> dict[str, Any]:
+    """One ``dead_letter`` row: where the refused input was, who refused it, and why."""
+    return {
+        "event_id": event.event_id,
+        "run_id": None if event.run_id == UNKNOWN_RUN else event.run_id,
+        "occurred_at": event.occurred_at,
+        "service": event.service,
+        "source_topic": event.source_topic,
+        "source_partition": event.source_partition,
+        "source_offset": event.source_offset,
+        "error_type": event.error_type,
+        "error_message": event.error_message[:MAX_DEAD_LETTER_MESSAGE],
+    }
+
+
 @dataclass(frozen=True, slots=True)
 class KeyedRows:
     """The reducer of a model whose rows are facts of one event each: ``event`` → ``row``."""
@@ -99,6 +118,7 @@ class KeyedRows:
 
 INVOCATION_ROWS = KeyedRows(ToolInvoked, invocation_row, "id")
 STEP_ROWS = KeyedRows(AgentStep, step_row, "event_id")
+DEAD_LETTER_ROWS = KeyedRows(DeadLetter, dead_letter_row, "event_id")
 
 
 @dataclass

@@ -6,7 +6,7 @@ excerpt, the recorded ref text and the gatekeeper's outcome, then the
 verifier's judgement), answer, timings. Trace text comes from tools and models,
 so control characters are shown escaped: a log line cannot move the cursor or
 recolour the terminal. The text form ends with the URL of the run's page, and
-``tracebound open RUN_ID`` opens that page in a browser.
+``tracebound open RUN_ID`` (or ``reports/REPORT_ID``) opens that page in a browser.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import textwrap
 import webbrowser
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import quote
 
 import psycopg
 
@@ -27,7 +26,7 @@ from projections import trace
 from projections.store import connect
 from tracebound.errors import InvalidInputError, TransientError
 from tracebound.events.base import RUN_ID
-from tracebound.pages import PageAddress
+from tracebound.pages import PageAddress, page_path
 from tracebound.settings import PostgresSettings
 from tracebound.tracing.link import TraceLinkSettings
 
@@ -252,11 +251,11 @@ def _cmd_trace(args: argparse.Namespace) -> int:
 
 def run_page(run_id: str) -> str:
     """The URL of a run's trace page on the configured ingest."""
-    return PageAddress().page_url(f"/runs/{quote(run_id, safe='')}")
+    return PageAddress().page_url(page_path(run_id))
 
 
 def _cmd_open(args: argparse.Namespace) -> int:
-    url = run_page(_run_id(args))
+    url = PageAddress().page_url(page_path(args.name))
     print(url)  # also where to go when no browser can be started from here
     webbrowser.open(url)
     return 0
@@ -275,9 +274,13 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=_cmd_trace)
     opener = subparsers.add_parser(
         "open",
-        help="open the trace page of one run in a browser (and print its URL)",
-        description="Print the URL of RUN_ID's trace page on the ingest "
-        "(TRACEBOUND_INGEST_HOST/PORT) and open it in the default browser, if there is one.",
+        help="open the page of a run or of a stored report in a browser (and print its URL)",
+        description="Print the URL of RUN_ID's trace page, or of report REPORT_ID's page "
+        "(written reports/REPORT_ID, as replay and eval print it; a run id never holds a "
+        "slash), on the ingest (TRACEBOUND_INGEST_HOST/PORT) and open it in the default "
+        "browser, if there is one.",
     )
-    opener.add_argument("run_id", metavar="RUN_ID", help="the run id")
+    opener.add_argument(
+        "name", metavar="RUN_ID|reports/REPORT_ID", help="a run id, or reports/ and a report id"
+    )
     opener.set_defaults(handler=_cmd_open)

@@ -11,7 +11,8 @@ use them; nothing process-wide is changed. ``--export FILE``
 writes the selected recorded events as JSON Lines instead — the recording an
 eval suite can run against with ``--frozen``. Progress goes to stderr; the
 report goes to stdout (readable, or JSON with ``--json``) and ``--out FILE``,
-and into the eval tables unless ``--no-store``. Exit 0 whenever the replay ran:
+and into the eval tables unless ``--no-store``; a stored report ends with the
+URL of its page (``page <url>``, ``/reports/ID`` on the ingest). Exit 0 whenever the replay ran:
 changes are its result, not an error.
 """
 
@@ -48,6 +49,7 @@ from tracebound.errors import InvalidInputError
 from tracebound.events import ToolInvoked
 from tracebound.llm import ChatModel, LLMSettings, chat_model_from_settings
 from tracebound.llm.monitor import FallbackMonitor
+from tracebound.pages import PageAddress, report_path
 from tracebound.prompts import PromptSet
 from tracebound.settings import KafkaSettings
 from tracebound.topology import EXPORT_TOPICS, REPLAY_TOPICS
@@ -170,15 +172,21 @@ def _recording(args: argparse.Namespace, names: tuple[str, ...], sel: Selection)
 
 
 def _finish(report: Report, args: argparse.Namespace) -> int:
+    page = None
     if not args.no_store:
         report_id = store_report(report)
+        page = PageAddress().page_url(report_path(report_id))
         stderr_progress(f"stored as eval_report {report_id}")
     if args.out:
         report.write_json(args.out)
     if args.json:
         print(json.dumps(report.to_json(), ensure_ascii=False, indent=2, default=str))
+        if page:  # stdout stays one JSON document
+            stderr_progress(f"page {page}")
     else:
         print(render_text(report))
+        if page:
+            print(f"\npage  {page}")
     return 0
 
 

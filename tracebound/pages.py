@@ -7,10 +7,18 @@ itself (whose settings extend :class:`PageAddress`) and the terminal commands.
 
 from __future__ import annotations
 
+import re
+from urllib.parse import quote
+
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
+from tracebound.errors import InvalidInputError
+from tracebound.events.base import RUN_ID
 from tracebound.settings import TraceboundSettings
+
+# A report is named by its page path, ``reports/ID``: a run id never holds a slash.
+REPORT_NAME = re.compile(r"^/?reports/([1-9][0-9]{0,18})$")
 
 
 class PageAddress(TraceboundSettings):
@@ -32,3 +40,20 @@ class PageAddress(TraceboundSettings):
         if ":" in host:
             host = f"[{host}]"
         return f"http://{host}:{self.port}{path}"
+
+
+def report_path(report_id: int) -> str:
+    """The path of a stored replay or eval report's page."""
+    return f"/reports/{int(report_id)}"
+
+
+def page_path(name: str) -> str:
+    """The page path of ``RUN_ID`` or ``reports/ID`` (what ``tracebound open`` takes)."""
+    found = REPORT_NAME.match(name)
+    if found:
+        return report_path(int(found.group(1)))
+    if name in ("reports", "/reports"):
+        return "/reports"
+    if RUN_ID.match(name):
+        return f"/runs/{quote(name, safe='')}"
+    raise InvalidInputError(f"{name!r} is neither a run id nor reports/REPORT_ID")

@@ -97,6 +97,7 @@ READ_MODELS: tuple[ReadModelSpec, ...] = (
     ReadModelSpec("diagnosis_run", "run_id", RUN_EVENTS),
     ReadModelSpec("tool_invocation", "id", ("ToolInvoked",)),
     ReadModelSpec("agent_step", "event_id", (AGENT_STEP,)),
+    ReadModelSpec("dead_letter", "event_id", (DEAD_LETTER,)),
 )
 
 # In start order: the front door first, the read side last.

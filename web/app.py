@@ -4,8 +4,9 @@ Handlers validate first and publish last; blocking work (PostgreSQL, waiting
 for Kafka acks) runs in the thread pool, and waiting for answers costs no thread
 (see :mod:`services.ingest.runs`). The ports are injected so the refusal paths
 can be tested without a broker. The runs and trace routes are in
-:mod:`web.trace_routes`, the dashboard and its sign-in in :mod:`web.dash_routes`;
-every ``/api/v1`` route sits behind the token check.
+:mod:`web.trace_routes`, the dashboard and its sign-in in :mod:`web.dash_routes`,
+the replay and eval reports in :mod:`web.report_routes`; every ``/api/v1`` route
+sits behind the token check.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from tracebound.publisher import KafkaPublisher, Publisher
 from tracebound.settings import KafkaSettings, PostgresSettings
 from tracebound.tracing import Carrier, carrier_of
 from tracebound.tracing import active as active_tracing
-from web import dash_routes, stream, trace_routes
+from web import dash_routes, live, report_routes, stream, trace_routes
 from web.http import (
     ApiError,
     BearerAuth,
@@ -193,6 +194,8 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
             Route("/openapi.json", openapi, methods=["GET"]),
             *trace_routes.routes(settings.token),
             *dash_routes.routes(settings.token),
+            *report_routes.routes(settings.token),
+            *live.routes(),
         ],
         middleware=[Middleware(BearerAuth, token=settings.token)],
         exception_handlers={ApiError: api_error_handler, HTTPException: http_error_handler},

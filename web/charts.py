@@ -130,13 +130,20 @@ def share_bars(rows: Sequence[tuple[str, int, int]], label: str) -> str:
     parts: list[str] = []
     for i, (name, count, out_of) in enumerate(rows):
         y = 8 + i * line
-        share = count / out_of if out_of else 0.0
+        share = count / out_of if out_of else 0.0  # a rate may pass 100%; its bar stops there
         parts.append(_text(left - 6, y + 14, name, "end", "#1d2330"))
         parts.append(
             _rect(left, y + 2, right - left, 16, fill="#eef1f5", title=f"{count}/{out_of}")
         )
         parts.append(
-            _rect(left, y + 2, (right - left) * share, 16, fill=BAR, title=f"{name}: {count}")
+            _rect(
+                left,
+                y + 2,
+                (right - left) * min(share, 1.0),
+                16,
+                fill=BAR,
+                title=f"{name}: {count}",
+            )
         )
         parts.append(_text(right + 6, y + 14, f"{share:.1%} ({count}/{out_of})"))
     return _svg(label, height, join(parts))

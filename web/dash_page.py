@@ -2,9 +2,11 @@
 
 Everything is server-rendered and works without script: the filters are a GET
 form, paging is a link carrying the run list's cursor, and the pictures are
-inline SVG from :mod:`web.charts`. Queries, alert labels, skills and model names
-come from events, so every value goes through :func:`web.html.esc`, and links
-are built with ``urlencode`` from the parsed filter, never from raw text.
+inline SVG from :mod:`web.charts`; the one same-origin script
+(:mod:`web.live`) only refreshes the counts and the newest runs. Queries, alert
+labels, skills and model names come from events, so every value goes through
+:func:`web.html.esc`, and links are built with ``urlencode`` from the parsed
+filter, never from raw text.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from urllib.parse import quote, urlencode
 
 from projections.dashboard import FALLBACK, RunDetails, Summary
 from projections.views import STATUSES, VERDICTS, RunList, RunSummary
-from web import charts
+from web import charts, live
 from web.html import badge, document, esc, join, ms_text
 
 FILTER_FIELDS = ("verdict", "mode", "status", "skill", "service", "since", "until", "q")
@@ -107,7 +109,7 @@ def _counts(view: DashView) -> str:
         if verdict != "none":
             pill = f"<a href='{esc(_link(view.params, verdict=verdict, cursor=None))}'>{pill}</a>"
         parts.append(pill)
-    return f"<div class='counts card'>{join(parts)}</div>"
+    return f"<div class='counts card' id='counts'>{join(parts)}</div>"
 
 
 def _pictures(s: Summary) -> str:
@@ -120,15 +122,16 @@ def _pictures(s: Summary) -> str:
             charts.latency_histogram(s.latencies, s.percentiles, "latency distribution"),
         ),
         (
-            "Fallback and unfinished runs",
+            "Fallback, unfinished runs and dead letters",
             charts.share_bars(
                 [
                     (f"{FALLBACK} (any role)", s.fallbacks, s.judged),
                     ("not answered", s.unfinished, s.sampled),
+                    ("dead letters / runs", s.dead_letters, s.sampled),
                 ]
                 if s.sampled
                 else [],
-                "fallback and unfinished rate",
+                "fallback, unfinished and dead-letter rate",
             ),
         ),
         ("Time per stage (mean)", charts.stage_bars(s.stages, "per-stage time")),
@@ -223,14 +226,15 @@ def _pager(view: DashView) -> str:
     return f"<div class='pager'>{join(links)}</div>"
 
 
-def _nav(signed_in: bool) -> str:
+def nav(signed_in: bool) -> str:
+    """The header every browsing page shares (with the forget-token form when signed in)."""
     leave = (
         "<form method='post' action='/logout'><button type='submit'>forget token</button></form>"
         if signed_in
         else ""
     )
     return (
-        "<nav class='top'><b>tracebound</b><a href='/'>runs</a>"
+        "<nav class='top'><b>tracebound</b><a href='/'>runs</a><a href='/reports'>reports</a>"
         f"<a href='/openapi.json'>API</a>{leave}</nav>"
     )
 
@@ -238,14 +242,14 @@ def _nav(signed_in: bool) -> str:
 def render_dashboard(view: DashView) -> str:
     """The whole dashboard page."""
     body = (
-        _nav(view.signed_in)
+        nav(view.signed_in)
         + "<h1>Runs</h1>"
         + _filters(view.params)
         + _counts(view)
         + _pictures(view.summary)
-        + "<h2>Latest runs</h2>"
-        + _table(view)
-        + _pager(view)
+        + "<h2>Latest runs <span class='muted' id='live' hidden></span></h2>"
+        + f"<section id='latest'>{_table(view)}{_pager(view)}</section>"
+        + live.SCRIPT_TAG
     )
     return document("tracebound · runs", body, DASH_CSS)
 

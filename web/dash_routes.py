@@ -23,6 +23,7 @@ from web import trace_routes
 from web.dash_page import DashView, form_values, render_dashboard, render_login
 from web.html import FORM_PAGE_HEADERS
 from web.http import SIGN_IN_COOKIE, ApiError, cookie_value, credentials_match
+from web.live import LIVE_PAGE_HEADERS
 from web.trace_routes import Connect, page_error, page_unauthorized, read
 
 MAX_LOGIN_BYTES = 4096
@@ -62,7 +63,7 @@ def routes(token: SecretStr | None, connect: Connect | None = None) -> list[Rout
         view = DashView(params, found.page, found.details, found.summary, cookie)
         return HTMLResponse(
             render_dashboard(view),
-            headers={**FORM_PAGE_HEADERS, "Server-Timing": f"db;dur={spent_ms:.1f}"},
+            headers={**LIVE_PAGE_HEADERS, "Server-Timing": f"db;dur={spent_ms:.1f}"},
         )
 
     async def runs_alias(request: Request) -> Response:

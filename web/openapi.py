@@ -112,7 +112,7 @@ def _html(description: str) -> dict[str, Any]:
 
 
 def _pages(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
-    """The browser's pages: the dashboard and the sign-in that trades the token for a cookie."""
+    """The browser's pages: the dashboard, the reports and the sign-in that sets the cookie."""
     to_dashboard = {"description": "to the dashboard (`/`)"}
     return {
         "/": {
@@ -162,6 +162,54 @@ def _pages(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
                     "413": _html("the form is larger than a token"),
                 },
             },
+        },
+        "/reports": {
+            "get": {
+                "summary": "Every stored replay and eval report, newest first (HTML)",
+                "security": secured,
+                "parameters": [
+                    _query("before", {"type": "integer", "minimum": 1}, "the next page's report id")
+                ],
+                "responses": {
+                    "200": _html("the list"),
+                    "401": _html("the sign-in form: missing or wrong token"),
+                    "404": _html("`before` is not a report id"),
+                    "503": _html("the read models are unavailable; retry later"),
+                },
+            }
+        },
+        "/reports/{report_id}": {
+            "get": {
+                "summary": "One replay or eval report: what was compared, totals, changed runs"
+                " or cases (HTML)",
+                "security": secured,
+                "parameters": [
+                    {
+                        "name": "report_id",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "integer", "minimum": 1},
+                    }
+                ],
+                "responses": {
+                    "200": _html("the report"),
+                    "401": _html("the sign-in form: missing or wrong token"),
+                    "404": _html("no such report"),
+                    "503": _html("the read models are unavailable; retry later"),
+                },
+            }
+        },
+        "/assets/live.js": {
+            "get": {
+                "summary": "The dashboard's live-refresh script (no data; no authentication)",
+                "security": [],
+                "responses": {
+                    "200": {
+                        "description": "the script",
+                        "content": {"text/javascript": {"schema": {"type": "string"}}},
+                    }
+                },
+            }
         },
         "/logout": {
             "post": {

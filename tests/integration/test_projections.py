@@ -25,7 +25,14 @@ from tests.support.projection import Projection
 from tests.support.stack import StackHandle
 from tracebound.client import AnswerReader, new_request, publish
 from tracebound.errors import ConfigError
-from tracebound.events import AgentStep, Alert, DiagnosisRequest, DiagnosisRequested, Event
+from tracebound.events import (
+    AgentStep,
+    Alert,
+    DeadLetter,
+    DiagnosisRequest,
+    DiagnosisRequested,
+    Event,
+)
 from tracebound.events import Producer as ProducerRef
 from tracebound.events.base import utcnow
 from tracebound.settings import PostgresSettings
@@ -227,6 +234,40 @@ def test_sigkill_mid_stream_equals_an_uninterrupted_run_and_a_rebuild(
     assert "diagnosis_run_status_idx" in indexes and "diagnosis_run_pkey" in indexes
     assert not any("__rebuild" in name for name in indexes)
     assert live.snapshot() == uninterrupted
+
+
+def test_dead_letters_are_projected_without_their_bytes(
+    stack: StackHandle, projection: Callable[[], Projection]
+) -> None:
+    """The projection process reads the dead-letter topic into ``dead_letter``."""
+    letters = [
+        DeadLetter(
+            run_id=run_id,
+            producer=ProducerRef(service="test"),
+            source_topic="tracebound.evidence",
+            source_partition=1,
+            source_offset=7,
+            key=None if run_id == "unknown" else run_id.encode(),
+            value=b"\xc3\x01 not avro",
+            error_type="PoisonInput",
+            error_message="cannot decode: " + "x" * 3000,
+            service="gatekeeper",
+        )
+        for run_id in (f"dl-{uuid.uuid4()}", "unknown")
+    ]
+    model = projection()
+    model.start()
+    publish(stack.kafka, letters)
+    model.wait_caught_up()
+    ids = [e.event_id for e in letters]
+    with model.conn() as conn, conn.cursor(row_factory=dict_row) as cur:
+        cur.execute("SELECT * FROM dead_letter WHERE event_id = ANY(%s) ORDER BY run_id", (ids,))
+        rows = cur.fetchall()
+    assert [r["run_id"] for r in rows] == [letters[0].run_id, None]
+    assert {(r["service"], r["source_topic"], r["source_offset"]) for r in rows} == {
+        ("gatekeeper", "tracebound.evidence", 7)
+    }
+    assert all(len(r["error_message"]) == 1000 and "value" not in r for r in rows)
 
 
 def test_an_edited_applied_migration_is_refused(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -15,7 +16,7 @@ from projections.dashboard import RunDetails, Summary, summarize
 from projections.views import RunList, RunSummary
 from tests.unit.test_trace_assemble import HOSTILE
 from tests.unit.test_trace_page import client_for, parsed
-from web import charts
+from web import charts, live
 from web.dash_page import DashView, render_dashboard
 from web.http import SIGN_IN_COOKIE, cookie_value
 
@@ -101,7 +102,10 @@ def test_the_page_escapes_every_value_and_links_only_to_this_server() -> None:
     page = render_dashboard(_view({"verdict": "PASS", "q": "a&b <x>", "cursor": "old"}))
     tags = parsed(page)
     names = {t for t, _ in tags.tags}
-    assert "script" not in names and "img" not in names
+    assert "img" not in names
+    # the one script is this server's file, never inline
+    assert [a for t, a in tags.tags if t == "script"] == [{"src": live.PATH, "defer": None}]
+    assert page.count("<script") == 1
     assert not any(k.startswith("on") for _, attrs in tags.tags for k in attrs)
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert "".join(tags.text).count("<script>alert('x')</script>") == 2  # alert name and query
@@ -121,6 +125,14 @@ def test_the_page_escapes_every_value_and_links_only_to_this_server() -> None:
     assert inputs["q"] == "a&b <x>"
     assert "rules-fallback" in page and "1.50 s" in page
     assert "forget token" not in page and "forget token" in render_dashboard(_view({}, True))
+
+
+def test_the_dead_letter_rate_sits_beside_the_fallback_share() -> None:
+    view = _view({})
+    view = replace(view, summary=replace(view.summary, dead_letters=6))
+    page = render_dashboard(view)
+    assert "dead letters / runs" in page and "200.0% (6/3)" in page
+    assert "/reports" in [a["href"] for t, a in parsed(page).tags if t == "a"]
 
 
 def test_an_empty_selection_says_so() -> None:
@@ -175,7 +187,11 @@ def test_sign_in_trades_the_token_for_a_strict_cookie(monkeypatch: pytest.Monkey
         page = client.get("/")  # the client sends the cookie back
         assert page.status_code == 200 and "forget token" in page.text
         policy = page.headers["Content-Security-Policy"]
-        assert "default-src 'none'" in policy and "script-src" not in policy
+        assert "default-src 'none'" in policy and "script-src 'self'" in policy
+        assert "unsafe-inline" not in policy.split("script-src", 1)[1]
+        script = client.get(live.PATH)  # no data in it: served without the token
+        assert script.status_code == 200 and "javascript" in script.headers["content-type"]
+        assert "DOMParser" in script.text and "innerHTML" not in script.text
         assert client.get("/api/v1/runs").status_code == 200  # the API takes the cookie too
         assert client.get("/runs/run-1").status_code == 200  # the trace page takes it too
         left = client.post("/logout", follow_redirects=False)

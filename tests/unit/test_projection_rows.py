@@ -1,4 +1,4 @@
-"""tool_invocation and agent_step rows, model selection and migration files."""
+"""tool_invocation, agent_step and dead_letter rows, model selection and migration files."""
 
 from __future__ import annotations
 
@@ -8,12 +8,19 @@ import pytest
 
 from projections.migrate import load_migrations
 from projections.models import ALL_TOPICS, MODELS, select_models
-from projections.reducers import INVOCATION_ROWS, STEP_ROWS, invocation_row, step_row
+from projections.reducers import (
+    DEAD_LETTER_ROWS,
+    INVOCATION_ROWS,
+    STEP_ROWS,
+    dead_letter_row,
+    invocation_row,
+    step_row,
+)
 from projections.store import RunStates
 from tests.support.samples import sample
 from tracebound import topics
 from tracebound.errors import ConfigError, InvalidInputError
-from tracebound.events import AgentStep, EvidenceRef, RetrievalDetails, ToolInvoked
+from tracebound.events import AgentStep, DeadLetter, EvidenceRef, RetrievalDetails, ToolInvoked
 from tracebound.stack.services import CHECKPOINTED_ROLES, ROLE_INPUTS, role_module
 
 
@@ -57,16 +64,30 @@ def test_a_step_row_and_its_duplicate() -> None:
     assert STEP_ROWS([_invoked("e-1")]) == {}
 
 
+def test_a_dead_letter_row_keeps_where_and_why_but_not_the_bytes() -> None:
+    letter = sample(DeadLetter).model_copy(
+        update={"run_id": "unknown", "error_message": "x" * 5000, "value": b"\x00secret"}
+    )
+    row = dead_letter_row(letter)
+    assert row["run_id"] is None  # the input had no readable key
+    assert row["source_topic"] == letter.source_topic and row["service"] == letter.service
+    assert len(row["error_message"]) == 1000 and "value" not in row and "key" not in row
+    keyed = letter.model_copy(update={"run_id": "run-7"})
+    assert dead_letter_row(keyed)["run_id"] == "run-7"
+    assert list(DEAD_LETTER_ROWS([letter, letter])) == [letter.event_id]
+
+
 def test_models_and_their_topics() -> None:
     assert [m.name for m in select_models(None)] == [
         "diagnosis_run",
         "tool_invocation",
         "agent_step",
+        "dead_letter",
     ]
     assert select_models("agent_step") == [MODELS["agent_step"]]
     with pytest.raises(InvalidInputError):
         select_models("nope")
-    assert topics.DEAD_LETTERS not in ALL_TOPICS
+    assert MODELS["dead_letter"].topics == (topics.DEAD_LETTERS,)
     assert set(ROLE_INPUTS["projections"]) == set(ALL_TOPICS)
 
 
