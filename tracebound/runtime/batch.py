@@ -32,13 +32,22 @@ def transform(
 ) -> tuple[list[Output], list[str]]:
     """The encoded outputs of ``batch``, and the error type of each dead-lettered input.
 
-    The handler calls run on ``inflight`` (one at a time without it); the outputs
-    keep the order of the inputs whatever order the calls finish in. A
-    ``TransientError`` of the handler propagates: the loop retries the whole batch.
+    The handler calls run on ``inflight`` (one at a time without it), each encoding
+    its own outputs as it finishes; the outputs keep the order of the inputs
+    whatever order the calls finish in. A ``TransientError`` of the handler (or of
+    the codec) propagates: the loop retries the whole batch.
     """
     inputs = [_decode(spec, codec, message) for message in batch]
     calls = [(m.key(), e) for m, e in zip(batch, inputs, strict=True) if isinstance(e, Event)]
-    results = iter((inflight or SEQUENTIAL).outcomes(spec.handler, calls))
+
+    def encoded(event: Event) -> list[Output]:
+        out: list[Output] = []
+        for result in spec.handler(event):
+            topic = spec.route(result)
+            out.append((topic, result.run_id.encode(), codec.encode(result, topic)))
+        return out
+
+    results = iter((inflight or SEQUENTIAL).outcomes(encoded, calls))
     outputs: list[Output] = []
     dead: list[str] = []
     for message, decoded in zip(batch, inputs, strict=True):
@@ -48,9 +57,7 @@ def transform(
             outputs.append((spec.dead_letter_topic, message.key(), letter))
             dead.append(type(outcome).__name__)
             continue
-        for result in outcome:
-            topic = spec.route(result)
-            outputs.append((topic, result.run_id.encode(), codec.encode(result, topic)))
+        outputs += outcome
     return outputs, dead
 
 
