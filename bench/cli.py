@@ -19,33 +19,17 @@ groups and transactional ids with the bench's; they are started again at the end
 from __future__ import annotations
 
 import argparse
-import importlib
-import os
-import sys
 import time
-from collections.abc import Callable, Sequence
-from datetime import UTC, datetime
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
-from bench import pipeline_bench, processes, projections_bench, replay_bench, runtime_bench
-from bench.figures import (
-    TARGETS,
-    llm_figures,
-    med,
-    pipeline_figures,
-    projections_figures,
-    runs_note,
-)
-from bench.report import REPO, RESULTS, Figure, fmt, git_commit, log, machine, save, table
-from tracebound.codec import make_codec
+from bench import processes
+from bench.report import git_commit, log, machine, save, table
+from bench.runners import FIGURES, PROFILE_ENV, FigureRunners
 from tracebound.settings import StackSettings
 from tracebound.stack import stack
 from tracebound.stack.services import start_services, stop_services
 from tracebound.stack.topics import stack_kafka_settings
-
-FIGURES = ("runtime", "gatekeeper", "pipeline", "llm", "projections", "replay", "dashboard")
-PROFILE_ENV = "TRACEBOUND_BENCH_PROFILE"
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -100,215 +84,8 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run_bench)
 
 
-def _repeat(times: int, what: str, fn: Callable[[int], dict[str, Any]]) -> list[dict[str, Any]]:
-    runs = []
-    for i in range(times):
-        log(f"{what}: run {i + 1}/{times}")
-        runs.append(fn(i))
-    return runs
-
-
-class Bench:
-    def __init__(self, args: argparse.Namespace) -> None:
-        self.args = args
-        self.only = set(args.only or FIGURES)
-        self.profile = bool(args.profile) or os.environ.get(PROFILE_ENV, "") not in ("", "0")
-        self.stamp = time.strftime("%Y%m%d-%H%M%S")
-        self.profile_dir = RESULTS / f"profile-{self.stamp}" if self.profile else None
-        self.figures: list[Figure] = []
-        self.report: dict[str, Any] = {}
-        self.pipeline_since: datetime | None = None
-
-    def _profile_path(self, name: str) -> Path | None:
-        return self.profile_dir / f"{name}.pstats" if self.profile_dir is not None else None
-
-    # -- figures ------------------------------------------------------------------------
-
-    def gatekeeper(self) -> None:
-        # Its workload comes from the test support package, importable from the checkout.
-        if str(REPO) not in sys.path:
-            sys.path.insert(0, str(REPO))
-        gatekeeper_bench: Any = importlib.import_module("bench.gatekeeper_bench")
-        runs = _repeat(
-            self.args.repeat,
-            "gatekeeper",
-            lambda _i: gatekeeper_bench.run(seconds=self.args.gatekeeper_seconds),
-        )
-        rate = med(runs, "claims_per_second")
-        target = TARGETS["gatekeeper_cps"]
-        self.figures.append(
-            Figure(
-                "gatekeeper",
-                f"{fmt(rate)} claims/s (single process)",
-                f">= {target:,.0f} claims/s",
-                rate >= target,
-                runs_note(len(runs)),
-            )
-        )
-        self.report["gatekeeper"] = {"claims_per_second_median": rate, "runs": runs}
-
-    def runtime(self, kafka: Any) -> None:
-        runs = _repeat(
-            self.args.repeat,
-            "runtime",
-            lambda i: runtime_bench.run(
-                kafka,
-                self.args.runtime_messages,
-                order=i,
-                profile_to=self._profile_path("runtime-loop") if i == 0 else None,
-            ),
-        )
-        ratio = med(runs, "ratio")
-        tb = med(runs, "tracebound", "messages_per_second")
-        plain = med(runs, "plain", "messages_per_second")
-        target = TARGETS["runtime_ratio"]
-        size = med(runs, "message_bytes_mean")
-        self.figures.append(
-            Figure(
-                "runtime ratio",
-                f"{ratio:.2f} (tracebound {fmt(tb, 0)} msg/s / plain {fmt(plain, 0)} msg/s,"
-                f" {size:.0f}-byte messages)",
-                f">= {target}",
-                ratio >= target,
-                runs_note(len(runs)),
-            )
-        )
-        self.report["runtime"] = {
-            "ratio_median": ratio,
-            "tracebound_mps_median": tb,
-            "plain_mps_median": plain,
-            "runs": runs,
-        }
-
-    def pipeline(self, kafka: Any, env: dict[str, str]) -> None:
-        codec = make_codec(kafka)
-        self.pipeline_since = datetime.now(UTC)
-        with processes.running_roles(env) as roles:
-            warm = pipeline_bench.warm_up(kafka, codec)
-            pids = roles.pids()
-            log(f"pipeline: roles warm after {warm:.1f}s (pids {pids})")
-            bursts = _repeat(
-                self.args.pipeline_repeat,
-                "pipeline burst",
-                lambda _i: pipeline_bench.burst(kafka, codec, self.args.requests, pids),
-            )
-            rss = processes.roles_rss(pids)
-            loops = _repeat(
-                self.args.pipeline_repeat,
-                "pipeline open loop",
-                lambda _i: pipeline_bench.open_loop(
-                    kafka, codec, self.args.rate, self.args.rate_seconds
-                ),
-            )
-            profiled = None
-            if self.profile_dir is not None:
-                log("pipeline: extra burst under py-spy (not counted)")
-                profiled = pipeline_bench.burst(
-                    kafka,
-                    codec,
-                    min(self.args.requests, 1000),
-                    pids,
-                    self.profile_dir / "pipeline",
-                )
-            rss_end = processes.roles_rss(pids)
-        figures, rps, p99 = pipeline_figures(self.args, bursts, loops, rss_end)
-        self.figures += figures
-        self.report["pipeline"] = {
-            "requests_per_second_median": rps,
-            "open_loop_p99_ms_median": p99,
-            "latency_definition": "answer received by the reader − request requested_at (ms)",
-            "bursts": bursts,
-            "open_loops": loops,
-            "rss_mb_after_bursts": rss,
-            "rss_mb_at_end": rss_end,
-            "warm_up_seconds": round(warm, 2),
-            "profiled_burst": profiled,
-        }
-
-    def llm(self, kafka: Any, env: dict[str, str]) -> None:
-        # The scripted model server comes from the test support package.
-        if str(REPO) not in sys.path:
-            sys.path.insert(0, str(REPO))
-        llm_bench: Any = importlib.import_module("bench.llm_bench")
-        runs = llm_bench.run(
-            kafka,
-            env,
-            self.args.llm_requests,
-            self.args.llm_baseline_requests,
-            self.args.llm_delay,
-        )
-        self.figures += llm_figures(runs)
-        self.report["llm"] = runs
-
-    def projections(self, kafka: Any, dsn: str) -> None:
-        live = _repeat(
-            self.args.repeat,
-            "projections catch-up",
-            lambda i: projections_bench.catch_up(
-                kafka, dsn, self._profile_path("projections-catch-up") if i == 0 else None
-            ),
-        )
-        rebuilt = _repeat(
-            self.args.repeat,
-            "projections rebuild",
-            lambda i: projections_bench.rebuild(
-                kafka, dsn, self._profile_path("projections-rebuild") if i == 0 else None
-            ),
-        )
-        figures, live_eps, rebuild_eps = projections_figures(live, rebuilt)
-        self.figures += figures
-        self.report["projections"] = {
-            "live_events_per_second_median": live_eps,
-            "rebuild_events_per_second_median": rebuild_eps,
-            "event_definition": "one event applied to one read model",
-            "catch_up_runs": live,
-            "rebuild_runs": rebuilt,
-        }
-
-    def replay(self, kafka: Any) -> None:
-        runs = _repeat(
-            self.args.repeat,
-            "replay",
-            lambda i: replay_bench.run(
-                kafka,
-                self.pipeline_since,
-                self._profile_path("replay-gatekeeper") if i == 0 else None,
-            ),
-        )
-        eps = med(runs, "events_per_second")
-        since = self.pipeline_since.isoformat() if self.pipeline_since else "the beginning"
-        self.figures.append(
-            Figure(
-                "replay",
-                f"{fmt(eps)} events/s re-judged (--stage gatekeeper --no-store,"
-                f" {med(runs, 'inputs'):,.0f} evidence events since {since};"
-                f" judging alone {fmt(med(runs, 'judge_events_per_second'))}/s)",
-                note=runs_note(len(runs)),
-            )
-        )
-        self.report["replay"] = {"events_per_second_median": eps, "runs": runs}
-
-    def dashboard(self, dsn: str) -> None:
-        # Its runs come from the test support package, importable from the checkout.
-        if str(REPO) not in sys.path:
-            sys.path.insert(0, str(REPO))
-        dashboard_bench: Any = importlib.import_module("bench.dashboard_bench")
-        log("dashboard: 100,000 runs in a private schema")
-        result = dashboard_bench.run(dsn)
-        medians = result["median_ms"]
-        first = medians["first page"]
-        filtered = medians["first page, verdict=REJECT mode=CHAT"]
-        self.figures.append(
-            Figure(
-                "dashboard",
-                f"{first:.0f} ms first page, {filtered:.0f} ms with two filters"
-                f" ({result['runs']:,} runs; database reads of one page)",
-                f"< {TARGETS['dashboard_ms']:.0f} ms",
-                max(first, filtered) < TARGETS["dashboard_ms"],
-                f"median of {len(result['all_ms']['first page'])}",
-            )
-        )
-        self.report["dashboard"] = result
+class Bench(FigureRunners):
+    """The whole bench run: the figures asked for, on the stack, then the report."""
 
     # -- the whole run ------------------------------------------------------------------
 
