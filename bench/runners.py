@@ -57,6 +57,16 @@ class FigureRunners:
     def _profile_path(self, name: str) -> Path | None:
         return self.profile_dir / f"{name}.pstats" if self.profile_dir is not None else None
 
+    def _profiled_runs(
+        self, what: str, profile: str, run: Callable[[int, Path | None], dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """``--repeat`` runs of ``run(i, profile_to)``; only the first one is profiled."""
+        return _repeat(
+            self.args.repeat,
+            what,
+            lambda i: run(i, self._profile_path(profile) if i == 0 else None),
+        )
+
     # -- figures ------------------------------------------------------------------------
 
     def gatekeeper(self) -> None:
@@ -83,14 +93,11 @@ class FigureRunners:
         self.report["gatekeeper"] = {"claims_per_second_median": rate, "runs": runs}
 
     def runtime(self, kafka: Any) -> None:
-        runs = _repeat(
-            self.args.repeat,
+        runs = self._profiled_runs(
             "runtime",
-            lambda i: runtime_bench.run(
-                kafka,
-                self.args.runtime_messages,
-                order=i,
-                profile_to=self._profile_path("runtime-loop") if i == 0 else None,
+            "runtime-loop",
+            lambda i, to: runtime_bench.run(
+                kafka, self.args.runtime_messages, order=i, profile_to=to
             ),
         )
         ratio = med(runs, "ratio")
@@ -176,19 +183,15 @@ class FigureRunners:
         self.report["llm"] = runs
 
     def projections(self, kafka: Any, dsn: str) -> None:
-        live = _repeat(
-            self.args.repeat,
+        live = self._profiled_runs(
             "projections catch-up",
-            lambda i: projections_bench.catch_up(
-                kafka, dsn, self._profile_path("projections-catch-up") if i == 0 else None
-            ),
+            "projections-catch-up",
+            lambda _i, to: projections_bench.catch_up(kafka, dsn, to),
         )
-        rebuilt = _repeat(
-            self.args.repeat,
+        rebuilt = self._profiled_runs(
             "projections rebuild",
-            lambda i: projections_bench.rebuild(
-                kafka, dsn, self._profile_path("projections-rebuild") if i == 0 else None
-            ),
+            "projections-rebuild",
+            lambda _i, to: projections_bench.rebuild(kafka, dsn, to),
         )
         figures, live_eps, rebuild_eps = projections_figures(live, rebuilt)
         self.figures += figures
@@ -201,14 +204,10 @@ class FigureRunners:
         }
 
     def replay(self, kafka: Any) -> None:
-        runs = _repeat(
-            self.args.repeat,
+        runs = self._profiled_runs(
             "replay",
-            lambda i: replay_bench.run(
-                kafka,
-                self.pipeline_since,
-                self._profile_path("replay-gatekeeper") if i == 0 else None,
-            ),
+            "replay-gatekeeper",
+            lambda _i, to: replay_bench.run(kafka, self.pipeline_since, to),
         )
         eps = med(runs, "events_per_second")
         since = self.pipeline_since.isoformat() if self.pipeline_since else "the beginning"
