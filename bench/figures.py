@@ -1,6 +1,6 @@
 """The bench's figures: medians of the runs, set against their targets.
 
-The runs are measured in :mod:`bench.cli`; here they become the table's lines
+The runs are measured in :mod:`bench.runners`; here they become the table's lines
 (and the medians the report keeps), so the two can change independently.
 """
 

@@ -208,6 +208,7 @@ def _timings(t: Trace) -> list[str]:
                 f"{' repair' if s.get('repair') else ''}"
                 f" {clean(s.get('model'))} {_ms(s.get('duration_ms'))}"
                 f" tokens {clean(s.get('token_count'))}"
+                + (f" finish {clean(s['finish_reason'])}" if s.get("finish_reason") else "")
                 + (f" [{clean(s['budget'])}]" if s.get("budget") else "")
             )
     return lines

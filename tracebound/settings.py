@@ -165,7 +165,10 @@ class RuntimeSettings(TraceboundSettings):
         default=None,
         ge=1,
         le=256,
-        description="handler calls in flight per batch; unset: 32 for a role with a model, else 1",
+        description=(
+            "handler calls in flight per batch; unset: 32 per model call an input usually"
+            " makes with a model (64 for the executor), else 1"
+        ),
     )
     max_poll_interval_ms: int | None = Field(
         default=None,

@@ -149,13 +149,22 @@ def tools(t: Trace) -> str:
     )
 
 
+def _finish(reason: Any) -> str:
+    """Why the model stopped; ``length`` (cut at the reply limit) counts as a failed call."""
+    if not reason:
+        return "–"
+    return badge("fail", reason) if reason == "length" else esc(reason)
+
+
 def steps(t: Trace) -> str:
     tokens = (t.get("tokens") or {}).get("total") or {}
     rows = join(
         f"<tr><td>{esc(s.get('agent_name'))}"
         f"{' ' + badge('low_confid', 'repair') if s.get('repair') else ''}"
-        f"</td><td class='num'>{esc(s.get('step_index'))}</td>"
+        + (f"<div class='muted'>{esc(s['budget'])}</div>" if s.get("budget") else "")
+        + f"</td><td class='num'>{esc(s.get('step_index'))}</td>"
         f"<td>{esc(s.get('model'))}</td><td>{esc(s.get('prompt_version'))}</td>"
+        f"<td>{_finish(s.get('finish_reason'))}</td>"
         f"<td class='num'>{ms_text(s.get('duration_ms'))}</td>"
         f"<td class='num'>{esc(s.get('prompt_tokens'))}</td>"
         f"<td class='num'>{esc(s.get('completion_tokens'))}</td>"
@@ -163,15 +172,15 @@ def steps(t: Trace) -> str:
         for s in t.get("agent_steps") or []
     )
     total = (
-        f"<tr><th colspan='5'>total</th><th class='num'>{esc(tokens.get('prompt_tokens'))}</th>"
+        f"<tr><th colspan='6'>total</th><th class='num'>{esc(tokens.get('prompt_tokens'))}</th>"
         f"<th class='num'>{esc(tokens.get('completion_tokens'))}</th>"
         f"<th class='num'>{esc(tokens.get('token_count'))}</th></tr>"
     )
     return (
         "<h2>Agent steps and tokens</h2><table><tr><th>agent</th><th class='num'>step</th>"
-        "<th>model</th><th>prompt version</th><th class='num'>duration</th>"
+        "<th>model</th><th>prompt version</th><th>finish</th><th class='num'>duration</th>"
         "<th class='num'>prompt</th><th class='num'>completion</th><th class='num'>total</th></tr>"
-        + (rows or "<tr><td colspan='8' class='muted'>no model calls recorded</td></tr>")
+        + (rows or "<tr><td colspan='9' class='muted'>no model calls recorded</td></tr>")
         + total
         + "</table>"
     )

@@ -27,10 +27,16 @@ def call_budget_s(llm: LLMSettings) -> float:
 
 
 def model_budget(
-    llm: LLMSettings, calls: int = 1, extra_s: float = 0.0, settings: tuple[str, ...] = ()
+    llm: LLMSettings,
+    calls: int = 1,
+    extra_s: float = 0.0,
+    settings: tuple[str, ...] = (),
+    typical_calls: int = 1,
 ) -> ModelBudget:
-    """``calls`` model calls per input, plus ``extra_s`` of other waiting (tools)."""
-    return ModelBudget(calls * call_budget_s(llm) + extra_s, LLM_SETTINGS + settings)
+    """At most ``calls`` model calls per input (usually ``typical_calls``), plus
+    ``extra_s`` of other waiting (tools)."""
+    seconds = calls * call_budget_s(llm) + extra_s
+    return ModelBudget(seconds, LLM_SETTINGS + settings, min(typical_calls, calls))
 
 
 def single_call_budget(model: ChatModel | None) -> ModelBudget | None:

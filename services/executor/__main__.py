@@ -7,6 +7,7 @@ import sys
 from services.common.inputs import role_inputs
 from services.common.mode import model_for
 from services.executor.budget import executor_budget
+from services.executor.gate import ToolPool
 from services.executor.handler import SERVICE, ExecutorHandler
 from services.executor.settings import ExecutorSettings
 from services.executor.tools import build_tools
@@ -15,6 +16,8 @@ from services.planner.skills import load_skills
 from tracebound.llm import LLMSettings, readiness
 from tracebound.llm.monitor import FallbackMonitor
 from tracebound.runtime import ServiceSpec, run_service
+from tracebound.runtime.pacing import in_flight
+from tracebound.settings import RuntimeSettings
 
 
 def main() -> int:
@@ -23,8 +26,11 @@ def main() -> int:
     monitor = FallbackMonitor()
     # the gatekeeper's own rules, so the repair turn checks what the gatekeeper will
     ruleset = configured_ruleset() if model is not None else None
+    budget = executor_budget(LLMSettings(), settings) if model else None
+    # as many tool threads as the runs the loop keeps in flight (see ToolPool)
+    pool = ToolPool(in_flight(RuntimeSettings.for_service(SERVICE), budget))
     handler = ExecutorHandler(
-        build_tools(), load_skills(), settings, model, ruleset, monitor=monitor
+        build_tools(), load_skills(), settings, model, ruleset, monitor=monitor, tool_pool=pool
     )
     input_topics, accepts = role_inputs(SERVICE)
     spec = ServiceSpec(
@@ -32,7 +38,7 @@ def main() -> int:
         input_topics=input_topics,
         accepts=accepts,
         handler=handler,
-        model_budget=executor_budget(LLMSettings(), settings) if model else None,
+        model_budget=budget,
         collectors=(monitor, readiness.COLLECTOR),
     )
     return run_service(spec)

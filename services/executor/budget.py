@@ -3,7 +3,9 @@
 A round asks the model up to ``max_model_turns`` times, plus one repair turn when
 that is on, and runs up to ``max_calls_per_round`` tools, each bounded by
 ``tool_timeout_s``; the runtime paces the executor by that sum (see
-:mod:`services.common.budget`).
+:mod:`services.common.budget`). A round usually asks the model twice (the tool
+calls, then the answer), which doubles its default concurrency
+(:mod:`tracebound.runtime.pacing`).
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ EXECUTOR_SETTINGS = (
     "TRACEBOUND_EXECUTOR_TOOL_TIMEOUT_S",
     "TRACEBOUND_EXECUTOR_REPAIR_TURN",
 )
+TYPICAL_TURNS = 2
 
 
 def executor_budget(llm: LLMSettings, settings: ExecutorSettings) -> ModelBudget:
     tools_s = settings.max_calls_per_round * settings.tool_timeout_s
     turns = settings.max_model_turns + (1 if settings.repair_turn else 0)
-    return model_budget(llm, turns, tools_s, EXECUTOR_SETTINGS)
+    return model_budget(llm, turns, tools_s, EXECUTOR_SETTINGS, TYPICAL_TURNS)
 
 
 __all__ = ["executor_budget"]

@@ -29,7 +29,38 @@ from tracebound.errors import TransientError
 from tracebound.events import DiagnosisRequest, RetrievalDetails, ToolBackend, ToolInvocation
 
 NO_EVIDENCE = "no_evidence"
-_POOL = ThreadPoolExecutor(4, thread_name_prefix="tool")
+
+
+class ToolPool:
+    """The threads tool calls run on, so that a call can be given up after its timeout.
+
+    Each run in flight calls its tools one after the other, so the role's
+    concurrency bounds the calls running at once: a pool smaller than that makes
+    runs queue for a thread, and the wait counts as tool time. A call given up
+    keeps its thread until the tool returns, so the pool holds twice as many.
+    """
+
+    def __init__(self, runs_in_flight: int = 1) -> None:
+        self.workers = 2 * runs_in_flight
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="tool")
+
+    def run(
+        self, tool: EvidenceTool, params: BaseModel, ctx: RunContext, timeout_s: float
+    ) -> ToolOutcome:
+        """Run with a timeout; a tool's own exceptions other than transient ones are failures."""
+        future = self._pool.submit(tool.run, params, ctx)
+        try:
+            return future.result(timeout_s)
+        except FutureTimeout:
+            return _failed(f"{tool.name} timed out after {timeout_s:g}s")
+        except TransientError:
+            raise
+        except Exception as exc:  # a tool bug must not cost the run its answer
+            return _failed(f"{tool.name} failed: {type(exc).__name__}: {exc}")
+
+
+# For handlers built without a pool of their own (tests, replay): two runs at once.
+SHARED_POOL = ToolPool(2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +97,7 @@ class ToolGate:
     round_no: int
     narrow: bool
     request: DiagnosisRequest | None = None
+    pool: ToolPool = SHARED_POOL
     ctx: RunContext = field(init=False)
     invocations: list[ToolInvocation] = field(default_factory=list)
     refusals: list[Refusal] = field(default_factory=list)
@@ -106,7 +138,7 @@ class ToolGate:
         self._seen.add(key)
         started = time.perf_counter()
         with tracing.span("tool call", self._span_attributes(tool)) as span:
-            outcome = self._run(tool, params)
+            outcome = self.pool.run(tool, params, self.ctx, self.settings.tool_timeout_s)
             span.set(_outcome_attributes(outcome))
         elapsed_ms = int((time.perf_counter() - started) * 1000)
         return self._record(tool_name, canonical, outcome, elapsed_ms)
@@ -119,18 +151,6 @@ class ToolGate:
             "tracebound.tool": tool.name,
             "tracebound.backend": tool.backend.name,
         }
-
-    def _run(self, tool: EvidenceTool, params: BaseModel) -> ToolOutcome:
-        """Run with a timeout; a tool's own exceptions other than transient ones are failures."""
-        future = _POOL.submit(tool.run, params, self.ctx)
-        try:
-            return future.result(self.settings.tool_timeout_s)
-        except FutureTimeout:
-            return _failed(f"{tool.name} timed out after {self.settings.tool_timeout_s:g}s")
-        except TransientError:
-            raise
-        except Exception as exc:  # a tool bug must not cost the run its answer
-            return _failed(f"{tool.name} failed: {type(exc).__name__}: {exc}")
 
     def _record(
         self, tool_name: str, params: dict[str, Any], outcome: ToolOutcome, duration_ms: int

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.executor.claims import build_evidence
-from services.executor.gate import ToolGate
+from services.executor.gate import SHARED_POOL, ToolGate, ToolPool
 from services.executor.llm_executor import run_llm_round
 from services.executor.repair import settle
 from services.executor.settings import ExecutorSettings
@@ -103,8 +103,12 @@ class ExecutorHandler:
         *,
         prompts: PromptSet | None = None,
         monitor: FallbackMonitor | None = None,
+        tool_pool: ToolPool = SHARED_POOL,
     ) -> None:
-        """``ruleset`` is the gatekeeper's; with it, output it would reject gets a repair turn."""
+        """``ruleset`` is the gatekeeper's; with it, output it would reject gets a repair turn.
+
+        ``tool_pool`` runs the tool calls: size it for the runs the process keeps in flight.
+        """
         self.tools = dict(tools)
         self.skills = {s.name: s for s in skills}
         self.settings = settings or ExecutorSettings()
@@ -112,6 +116,7 @@ class ExecutorHandler:
         self.ruleset = ruleset
         self.prompts = prompts or PromptSet.active()
         self.monitor = monitor or FallbackMonitor()
+        self.tool_pool = tool_pool
 
     def __call__(self, event: Event) -> list[Event]:
         job = Job.of(event)
@@ -123,6 +128,7 @@ class ExecutorHandler:
             job.round_no,
             job.plan.narrow_scope,
             job.request,
+            self.tool_pool,
         )
         prompt = self.prompts.get("chat-executor")
         decision = decide(

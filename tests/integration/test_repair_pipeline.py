@@ -9,67 +9,35 @@ one PASS answer, and its trace must hold the repair step.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from projections import trace
 from services.executor.ids import invocation_id
-from services.executor.tools import ToolSettings, build_tools
-from services.executor.tools.base import RunContext
 from tests.integration.test_trace import wait_answered
 from tests.support import fake_openai as fake
+from tests.support.cpu_answer import CPU_PARAMS, CPU_QUESTION, cpu_answer_text
 from tests.support.pipeline import running_pipeline
 from tests.support.projection import Projection
 from tests.support.stack import StackHandle
 from tracebound.client import AnswerReader, new_request, publish
 
-CPU_ZH = "payment-service 当前是否有 HighCPUUsage 告警？"
-PARAMS = {"alert_name": "HighCPUUsage", "service": "payment-service"}
 EXECUTOR = fake.system_prompt_has("You are the executor of an evidence-gated")
-
-
-def _answer(sid: Any, excerpt: str) -> str:
-    binding = {
-        "tool_name": "query_metrics",
-        "source_invocation_id": sid,
-        "raw_path": "$.alerts[0]",
-        "evidence_excerpt": excerpt,
-    }
-    claim = {
-        "claim_id": "claim-1",
-        "claim_type": "observation",
-        "claim_text": "payment-service 当前存在 HighCPUUsage 告警，CPU 使用率为 92%。",
-        "support_level": "direct",
-        "evidence_bindings": [binding],
-    }
-    body = {
-        "answer_version": "executor_evidence_v2",
-        "claims": [claim],
-        "hypotheses": [],
-        "recommended_actions": [],
-        "missing_info": [],
-    }
-    return json.dumps(body, ensure_ascii=False)
 
 
 def test_a_rejected_citation_is_repaired_into_a_pass_answer(
     stack: StackHandle, tmp_path: Path, projection: Callable[[], Projection]
 ) -> None:
-    asked = new_request(CPU_ZH, language="zh")
+    asked = new_request(CPU_QUESTION, language="zh")
     sid = invocation_id(asked.run_id, 1, 0)
-    tool = build_tools(ToolSettings.demo())["query_metrics"]
-    ran = tool.run(tool.params_model.model_validate(PARAMS), RunContext(run_id=asked.run_id))
-    excerpt = ran.retrieval_details.evidence_refs[0].text.split(", threshold")[0]
     model = projection()
     reader = AnswerReader(stack.kafka)
     with fake.FakeOpenAI() as server:
         server.script_for(
             EXECUTOR,
-            fake.tool_call("query_metrics", PARAMS),
-            fake.text(_answer(f'"{sid}"', excerpt)),
-            fake.text(_answer(sid, excerpt)),
+            fake.tool_call("query_metrics", CPU_PARAMS),
+            fake.text(cpu_answer_text(asked.run_id, cited=f'"{sid}"')),
+            fake.text(cpu_answer_text(asked.run_id)),
         )
         env = {
             "TRACEBOUND_EXECUTOR_MODE": "llm",

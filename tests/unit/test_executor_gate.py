@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
 from pydantic import BaseModel
 
-from services.executor.gate import Refusal, ToolGate
+from services.executor.gate import Refusal, ToolGate, ToolPool
 from services.executor.ids import invocation_id
 from services.executor.settings import ExecutorSettings
 from services.executor.tools.base import RunContext, ToolOutcome, ToolParams
@@ -154,3 +155,35 @@ def test_broad_scope_may_query_further() -> None:
     gate = _gate(ScriptedLogs(), narrow=False)
     gate.call("query_logs", {"query": "inventory-service HikariCP"})
     assert isinstance(gate.call("query_logs", {"query": "HikariCP"}), ToolInvocation)
+
+
+class MeetingTool(ScriptedLogs):
+    """Succeeds only when ``parties`` calls run at the same time."""
+
+    def __init__(self, parties: int) -> None:
+        super().__init__()
+        self.barrier = threading.Barrier(parties, timeout=10.0)
+
+    def run(self, params: BaseModel, ctx: RunContext) -> ToolOutcome:
+        self.barrier.wait()
+        return super().run(params, ctx)
+
+
+def test_a_pool_sized_for_the_runs_in_flight_runs_their_tools_at_once() -> None:
+    runs = 8
+    tool = MeetingTool(runs)
+    pool = ToolPool(runs)
+    assert pool.workers == 2 * runs  # room for as many calls given up after their timeout
+    results: list[Any] = []
+
+    def one_run(i: int) -> None:
+        gate = ToolGate({tool.name: tool}, ExecutorSettings(), f"run-{i}", 1, False, pool=pool)
+        results.append(gate.call("query_logs", {"query": "order-service HikariCP"}))
+
+    threads = [threading.Thread(target=one_run, args=(i,)) for i in range(runs)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == runs
+    assert all(isinstance(r, ToolInvocation) and r.success for r in results)

@@ -14,21 +14,17 @@ from typing import Any
 import pytest
 
 from services.executor.handler import ExecutorHandler
-from services.executor.ids import invocation_id
 from services.executor.settings import ExecutorSettings
 from services.executor.tools import ToolSettings, build_tools
-from services.executor.tools.base import RunContext
 from services.planner.handler import PlannerHandler
 from services.planner.skills import load_skills
 from services.verifier.handler import VerifierHandler, VerifierSettings
 from tests.support import fake_openai as fake
+from tests.support.cpu_answer import CPU_PARAMS, CPU_QUESTION, cpu_answer
 from tests.unit.test_verifier_llm import gate_event, reply, scenario, verdict_of
 from tracebound.client import new_request
 from tracebound.events import AgentStep, EvidenceProduced, PlanProduced, ToolInvoked
 from tracebound.llm import LLMSettings, OpenAIChatModel
-
-CPU_Q = "payment-service 当前是否有 HighCPUUsage 告警？"
-PARAMS = {"alert_name": "HighCPUUsage", "service": "payment-service"}
 
 
 @pytest.fixture
@@ -42,36 +38,14 @@ def _model(server: fake.FakeOpenAI) -> OpenAIChatModel:
 
 
 def _plan() -> PlanProduced:
-    [plan] = PlannerHandler(load_skills())(new_request(CPU_Q, language="zh"))
+    [plan] = PlannerHandler(load_skills())(new_request(CPU_QUESTION, language="zh"))
     assert isinstance(plan, PlanProduced)
     return plan
 
 
 def _evidence(plan: PlanProduced, calls: int = 1) -> dict[str, Any]:
     """The executor_evidence_v2 the gatekeeper passes, citing the ``calls``-th call's ref."""
-    tool = build_tools(ToolSettings.demo())["query_metrics"]
-    outcome = tool.run(tool.params_model.model_validate(PARAMS), RunContext(run_id=plan.run_id))
-    [ref] = outcome.retrieval_details.evidence_refs
-    binding = {
-        "tool_name": "query_metrics",
-        "source_invocation_id": invocation_id(plan.run_id, 1, calls - 1),
-        "raw_path": ref.raw_path,
-        "evidence_excerpt": ref.text.split(", threshold")[0],
-    }
-    claim = {
-        "claim_id": "claim-1",
-        "claim_type": "observation",
-        "claim_text": "payment-service 当前存在 HighCPUUsage 告警，CPU 使用率为 92%。",
-        "support_level": "direct",
-        "evidence_bindings": [binding],
-    }
-    return {
-        "answer_version": "executor_evidence_v2",
-        "claims": [claim],
-        "hypotheses": [],
-        "recommended_actions": [],
-        "missing_info": [],
-    }
+    return cpu_answer(plan.run_id, calls)
 
 
 def _execute(server: fake.FakeOpenAI, plan: PlanProduced, *entries: fake.Entry) -> list[Any]:
@@ -101,7 +75,7 @@ def _then_evidence(server: fake.FakeOpenAI, first: fake.Entry) -> tuple[list[Any
 def test_calls_left_in_the_text_are_run_and_the_status_says_repaired(
     server: fake.FakeOpenAI,
 ) -> None:
-    first = fake.tool_calls_in_content(("query_metrics", PARAMS), tags=True)
+    first = fake.tool_calls_in_content(("query_metrics", CPU_PARAMS), tags=True)
     out, ev = _then_evidence(server, first)
     assert len(_of(out, ToolInvoked)) == 1
     status = ev.executor_output_parse_status
@@ -112,7 +86,7 @@ def test_calls_left_in_the_text_are_run_and_the_status_says_repaired(
 
 
 def test_arguments_as_an_object_run_the_call(server: fake.FakeOpenAI) -> None:
-    out, ev = _then_evidence(server, fake.tool_calls_as_objects(("query_metrics", PARAMS)))
+    out, ev = _then_evidence(server, fake.tool_calls_as_objects(("query_metrics", CPU_PARAMS)))
     assert len(_of(out, ToolInvoked)) == 1
     assert ev.executor_output_parse_status.status == "valid"
 
@@ -121,10 +95,10 @@ def test_unknown_tool_bad_arguments_and_a_repeated_call_are_refused_visibly(
     server: fake.FakeOpenAI,
 ) -> None:
     first = fake.tool_calls(
-        ("query_metrics", PARAMS),
+        ("query_metrics", CPU_PARAMS),
         ("drop_database", {}),
         ("query_logs", '{"query": '),
-        ("query_metrics", PARAMS),
+        ("query_metrics", CPU_PARAMS),
     )
     out, ev = _then_evidence(server, first)
     results = [m for m in server.requests[1].messages if m["role"] == "tool"]
@@ -142,7 +116,7 @@ def test_a_json_draft_in_the_thought_is_not_the_evidence(server: fake.FakeOpenAI
     out = _execute(
         server,
         plan,
-        fake.tool_call("query_metrics", PARAMS),
+        fake.tool_call("query_metrics", CPU_PARAMS),
         fake.thinking(final, json.dumps(draft)),
     )
     [ev] = _of(out, EvidenceProduced)
@@ -154,7 +128,7 @@ def test_a_json_draft_in_the_thought_is_not_the_evidence(server: fake.FakeOpenAI
 def test_a_cut_off_reply_falls_back_and_says_why(server: fake.FakeOpenAI) -> None:
     plan = _plan()
     cut = json.dumps(_evidence(plan), ensure_ascii=False)[:-60]
-    out = _execute(server, plan, fake.tool_call("query_metrics", PARAMS), fake.truncated(cut))
+    out = _execute(server, plan, fake.tool_call("query_metrics", CPU_PARAMS), fake.truncated(cut))
     [ev] = _of(out, EvidenceProduced)
     status = ev.executor_output_parse_status
     assert "cut off at the token limit" in status.detail, status
@@ -208,7 +182,7 @@ def test_the_planner_uses_the_answer_not_the_draft(server: fake.FakeOpenAI) -> N
     }
     draft = {**real, "plan": ["DRAFT step"], "reasoning": "draft"}
     server.script(fake.thinking(json.dumps(real), json.dumps(draft)))
-    out = PlannerHandler(load_skills(), _model(server))(new_request(CPU_Q, language="zh"))
+    out = PlannerHandler(load_skills(), _model(server))(new_request(CPU_QUESTION, language="zh"))
     [plan] = _of(out, PlanProduced)
     assert plan.plan.planner_mode == "llm"
     assert plan.plan.planner_plan.plan == tuple(real["plan"])

@@ -188,3 +188,26 @@ def test_one_worker_runs_inline_on_the_callers_thread() -> None:
 
     transform(spec(handler), CODEC, messages([("a", "r1"), ("b", "r2")]), InFlight(1))
     assert threads == [threading.current_thread().name] * 2
+
+
+def test_each_call_encodes_its_own_outputs_on_its_worker(inflight: InFlight) -> None:
+    # Encoding after the last call would keep the commit waiting on CPU work that
+    # could have overlapped the other calls' waits.
+    encoded_on: list[str] = []
+
+    class RecordingCodec:
+        def encode(self, event: Event, topic: str | None = None) -> bytes:
+            encoded_on.append(threading.current_thread().name)
+            return CODEC.encode(event, topic)
+
+        def decode(self, data: bytes | None, topic: str | None = None) -> Event:
+            return CODEC.decode(data, topic)
+
+    def handler(event: Event) -> list[Event]:
+        return [step(event, "done")]
+
+    outputs, _ = transform(
+        spec(handler), RecordingCodec(), messages([("a", "r1"), ("b", "r2")]), inflight
+    )
+    assert len(outputs) == 2
+    assert encoded_on and all(name.startswith("handler") for name in encoded_on)

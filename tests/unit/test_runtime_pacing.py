@@ -35,6 +35,19 @@ def test_a_role_with_a_model_runs_calls_at_once_in_batches_sized_by_the_workers(
     assert (small.concurrency, small.batch_size, small.waves) == (4, 3, 1)
 
 
+def test_a_role_that_usually_asks_its_model_twice_keeps_twice_the_runs_in_flight() -> None:
+    llm = LLMSettings(base_url="http://127.0.0.1:1/v1")
+    executor = pace("executor", RuntimeSettings(), executor_budget(llm, ExecutorSettings()))
+    assert (executor.concurrency, executor.batch_size, executor.waves) == (64, 128, 2)
+    assert pace("verifier", RuntimeSettings(), model_budget(llm)).concurrency == 32
+    chosen = pace(
+        "executor", RuntimeSettings(concurrency=8), executor_budget(llm, ExecutorSettings())
+    )
+    assert (chosen.concurrency, chosen.batch_size) == (8, 16)
+    # never more runs than the model calls an input may make at most
+    assert model_budget(llm, calls=1, typical_calls=2).typical_calls == 1
+
+
 def test_the_poll_interval_grows_with_a_long_model_budget() -> None:
     pacing = pace("executor", RuntimeSettings(), ModelBudget(400.0, ()))
     assert pacing.max_poll_interval_ms == (2 * 400 + 60) * 1000

@@ -182,3 +182,20 @@ def test_a_repair_step_is_marked_in_the_document_the_page_and_the_text_trace() -
     assert rows.count(">repair</span>") == 1
     text = render_text(document)
     assert "chat_executor#1 repair m" in text and "chat_executor#0 repair" not in text
+
+
+def test_a_step_cut_at_the_reply_limit_and_a_trimmed_prompt_show_on_the_page_and_text() -> None:
+    run, invocations, [step] = sample_rows()
+    cut = {
+        **step,
+        "finish_reason": "length",
+        "model_input": "[budget 7900/8192 tokens, cut: query_logs lines 40-200] system: ...",
+    }
+    document = trace.assemble_trace(run, invocations, [cut]).document()
+    [row] = document["agent_steps"]
+    assert row["budget"] == "budget 7900/8192 tokens, cut: query_logs lines 40-200"
+    section = trace_page.render_page(document).split("Agent steps and tokens", 1)[1]
+    assert "<th>finish</th>" in section and ">length</span>" in section
+    assert "cut: query_logs lines 40-200" in section
+    text = render_text(document)
+    assert "finish length" in text and "[budget 7900/8192 tokens" in text

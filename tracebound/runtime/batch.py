@@ -45,10 +45,11 @@ def transform(
 ) -> tuple[list[Output], list[str]]:
     """The encoded outputs of ``batch``, and the error type of each dead-lettered input.
 
-    The handler calls run on ``inflight`` (one at a time without it); the outputs
-    keep the order of the inputs whatever order the calls finish in. A
-    ``TransientError`` of the handler propagates: the loop retries the whole batch.
-    With tracing on, each call is a step span and its outputs carry the span's headers.
+    The handler calls run on ``inflight`` (one at a time without it), each encoding
+    its own outputs as it finishes; the outputs keep the order of the inputs
+    whatever order the calls finish in. A ``TransientError`` of the handler (or of
+    the codec) propagates: the loop retries the whole batch. With tracing on, each
+    call is a step span and its outputs carry the span's headers.
     """
     with CLOCK.timing("codec"):
         inputs = [_decode(spec, codec, message) for message in batch]
@@ -59,24 +60,31 @@ def transform(
     if tracing.enabled:
         messages = {id(e): m for m, e in zip(batch, inputs, strict=True) if isinstance(e, Event)}
         handler = traced = TracedHandler(tracing, spec.name, spec.handler, messages)
-    with CLOCK.timing("handler"):
-        results = iter((inflight or SEQUENTIAL).outcomes(handler, calls))
+
+    def encoded(event: Event) -> list[Output]:
+        with CLOCK.timing("handler"):
+            produced = handler(event)
+        carrier = None if traced is None else traced.carriers.get(id(event), {})
+        headers = None if carrier is None else record_headers(carrier)
+        with CLOCK.timing("codec"):
+            out: list[Output] = []
+            for result in produced:
+                topic = spec.route(result)
+                value = codec.encode(result, topic)
+                out.append(Output(topic, result.run_id.encode(), value, headers))
+        return out
+
+    results = iter((inflight or SEQUENTIAL).outcomes(encoded, calls))
     outputs: list[Output] = []
     dead: list[str] = []
-    with CLOCK.timing("codec"):
-        for message, decoded in zip(batch, inputs, strict=True):
-            outcome = decoded if isinstance(decoded, PoisonInput) else next(results)
-            if isinstance(outcome, PoisonInput):
-                letter = _dead_letter(spec, codec, message, outcome)
-                outputs.append(Output(spec.dead_letter_topic, message.key(), letter))
-                dead.append(type(outcome).__name__)
-                continue
-            carrier = None if traced is None else traced.carriers.get(id(decoded), {})
-            headers = None if carrier is None else record_headers(carrier)
-            for result in outcome:
-                topic = spec.route(result)
-                encoded = codec.encode(result, topic)
-                outputs.append(Output(topic, result.run_id.encode(), encoded, headers))
+    for message, decoded in zip(batch, inputs, strict=True):
+        outcome = decoded if isinstance(decoded, PoisonInput) else next(results)
+        if isinstance(outcome, PoisonInput):
+            letter = _dead_letter(spec, codec, message, outcome)
+            outputs.append(Output(spec.dead_letter_topic, message.key(), letter))
+            dead.append(type(outcome).__name__)
+            continue
+        outputs += outcome
     return outputs, dead
 
 

@@ -5,6 +5,8 @@ overlapping those waits, not from CPU, so the calls of one batch run on a pool
 of threads (handlers are synchronous and pure; the model client is thread-safe).
 What the loop commits does not change: it still gets one outcome per input, in
 input order, and publishes them with the batch's offsets in one transaction.
+The work a call does may include encoding its outputs: that CPU then overlaps
+with the other calls' waits instead of holding the commit up after the last one.
 
 Inputs with the same Kafka key (a run id) run one after the other, in order, on
 one thread: a handler that remembers something per run (the composer's "already
@@ -21,20 +23,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from threading import Event as Flag
-from typing import Any
+from typing import Any, TypeVar
 
 from tracebound.errors import PoisonInput
 from tracebound.events import Event
-from tracebound.runtime.service import Handler
 
-Outcome = Sequence[Event] | PoisonInput
+T = TypeVar("T")
 BEAT_S = 1.0
 
 
-def call(handler: Handler, event: Event) -> Outcome:
-    """The handler's events for ``event``, or the reason it cannot be processed."""
+def call(work: Callable[[Event], T], event: Event) -> T | PoisonInput:
+    """What ``work`` makes of ``event``, or the reason it cannot be processed."""
     try:
-        return list(handler(event))
+        return work(event)
     except PoisonInput as exc:
         return exc
 
@@ -51,22 +52,24 @@ class InFlight:
             else None
         )
 
-    def outcomes(self, handler: Handler, calls: Sequence[tuple[Any, Event]]) -> list[Outcome]:
+    def outcomes(
+        self, work: Callable[[Event], T], calls: Sequence[tuple[Any, Event]]
+    ) -> list[T | PoisonInput]:
         """One outcome per ``(key, event)``, in the order given."""
         if self._pool is None:
-            return [call(handler, event) for _, event in calls]
+            return [call(work, event) for _, event in calls]
         chains: dict[Any, list[int]] = {}
         for index, (key, _event) in enumerate(calls):
             chains.setdefault(index if key is None else key, []).append(index)
         failed = Flag()
 
-        def run(indexes: list[int]) -> list[Outcome]:
-            out: list[Outcome] = []
+        def run(indexes: list[int]) -> list[T | PoisonInput]:
+            out: list[T | PoisonInput] = []
             for index in indexes:
                 if failed.is_set():
                     break
                 try:
-                    out.append(call(handler, calls[index][1]))
+                    out.append(call(work, calls[index][1]))
                 except BaseException:
                     failed.set()
                     raise
@@ -74,13 +77,13 @@ class InFlight:
 
         futures = [(chain, self._pool.submit(run, chain)) for chain in chains.values()]
         self._wait([f for _, f in futures])
-        results: list[Outcome | None] = [None] * len(calls)
+        results: list[T | PoisonInput | None] = [None] * len(calls)
         for chain, future in futures:
             for index, outcome in zip(chain, future.result(), strict=False):
                 results[index] = outcome
         return [r for r in results if r is not None]
 
-    def _wait(self, futures: list[Future[list[Outcome]]]) -> None:
+    def _wait(self, futures: Sequence[Future[Any]]) -> None:
         """Wait for every call, beating the heart; once one fails, start no others."""
         pending = set(futures)
         while pending:
@@ -93,7 +96,7 @@ class InFlight:
                 self._raise_first(futures)
 
     @staticmethod
-    def _raise_first(futures: list[Future[list[Outcome]]]) -> None:
+    def _raise_first(futures: Sequence[Future[Any]]) -> None:
         for future in futures:
             if not future.cancelled() and future.exception() is not None:
                 future.result()  # raises it
@@ -103,4 +106,4 @@ class InFlight:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-__all__ = ["InFlight", "Outcome", "call"]
+__all__ = ["InFlight", "call"]

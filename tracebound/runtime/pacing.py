@@ -6,13 +6,23 @@ than librdkafka's ``max.poll.interval.ms`` (the member is then thrown out of its
 group and the batch is done again by another one) and longer than the
 sentinel's deadline (the run is answered as failed while it is still being
 worked on). So a role with a model runs its handler calls concurrently
-(``TRACEBOUND_<ROLE>_CONCURRENCY``, 32 by default), takes batches of at most a
+(``TRACEBOUND_<ROLE>_CONCURRENCY``), takes batches of at most a
 few calls per worker (so a commit waits for a short tail only), and derives its
 poll interval from the worst time such a batch may take. A poll interval set
 explicitly (``TRACEBOUND_<ROLE>_MAX_POLL_INTERVAL_MS`` or ``max.poll.interval.ms``
 in ``TRACEBOUND_KAFKA_EXTRA``) that is shorter than that is refused at start,
 naming the settings that disagree. A role without a model keeps today's pace:
 one call at a time in batches of ``TRACEBOUND_<ROLE>_BATCH_SIZE``.
+
+The default concurrency is 32 runs per model call a typical input makes: a run
+holds one model call at a time, so a role whose runs ask the model twice (the
+executor: a tool turn, then its answer) needs twice the runs in flight to keep
+pace with the roles before and after it; otherwise it alone sets the pipeline's
+rate. One replica of each role then has 160 calls in flight at most, which a
+server that batches requests (vLLM schedules up to 256 sequences at once by
+default) serves together; a server that runs fewer at once queues the rest, and
+those waits count against the model timeout, so set the concurrency to what it
+serves.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from dataclasses import dataclass
 from tracebound.errors import ConfigError
 from tracebound.settings import RuntimeSettings, prefix_for
 
+# Runs in flight per model call of a typical input (see the module docstring).
 LLM_CONCURRENCY = 32
 # A batch holds at most this many calls per worker: enough to keep every worker
 # busy while the slowest call of the wave finishes, few enough that the commit
@@ -38,10 +49,15 @@ POLL_PROPERTY = "max.poll.interval.ms"
 
 @dataclass(frozen=True, slots=True)
 class ModelBudget:
-    """The longest one handler call may wait on a model, and the settings that make it."""
+    """The longest one handler call may wait on a model, and the settings that make it.
+
+    ``typical_calls`` is how many model calls an input usually makes (not the
+    worst case): it sets the role's default concurrency.
+    """
 
     seconds: float
     settings: tuple[str, ...]
+    typical_calls: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +97,7 @@ def pace(
     """
     has_model = budget is not None
     run_budget_s = budget.seconds if budget else 0.0
-    concurrency = runtime.concurrency or (LLM_CONCURRENCY if has_model else 1)
+    concurrency = in_flight(runtime, budget)
     batch_size = runtime.batch_size
     if has_model:
         batch_size = min(batch_size, concurrency * CALLS_PER_WORKER)
@@ -95,6 +111,13 @@ def pace(
     else:
         poll_ms = max(LIBRDKAFKA_MAX_POLL_MS, needed_ms)
     return Pacing(concurrency, batch_size, poll_ms, budget)
+
+
+def in_flight(runtime: RuntimeSettings, budget: ModelBudget | None) -> int:
+    """Handler calls a role runs at once: the setting, else its default for ``budget``."""
+    if runtime.concurrency is not None:
+        return runtime.concurrency
+    return LLM_CONCURRENCY * budget.typical_calls if budget is not None else 1
 
 
 def _explicit_poll_ms(
@@ -124,4 +147,4 @@ def _inconsistent(
     )
 
 
-__all__ = ["LLM_CONCURRENCY", "ModelBudget", "Pacing", "pace"]
+__all__ = ["LLM_CONCURRENCY", "ModelBudget", "Pacing", "in_flight", "pace"]
