@@ -84,6 +84,12 @@ class StackSettings(TraceboundSettings):
     kafka_heap: str = "512m"
     kafka_version: str = "4.4.0"
     partitions: int = Field(default=3, ge=1, le=256)
+    brokers: int | None = Field(
+        default=None,
+        ge=1,
+        le=5,
+        description="Kafka nodes of a new stack (`up --brokers`); unset: as the state folder holds",
+    )
 
 
 class KafkaSettings(TraceboundSettings):
@@ -152,6 +158,11 @@ class RuntimeSettings(TraceboundSettings):
     batch_size: int = Field(default=500, ge=1, le=100_000)
     batch_timeout_ms: int = Field(default=100, ge=1, le=60_000)
     transaction_timeout_ms: int = Field(default=30_000, ge=1_000)
+    transaction_call_timeout_ms: int = Field(
+        default=10_000,
+        ge=1_000,
+        description="bound on one transaction's Kafka calls; past it the clients are rebuilt",
+    )
     concurrency: int | None = Field(
         default=None,
         ge=1,
