@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from string import Template
 
 from confluent_kafka import KafkaException
@@ -265,12 +266,15 @@ def start_broker(settings: StackSettings | None = None) -> list[str]:
         java = find_java()
         check_ports(settings)
         resolve_jars(settings, StackPaths.from_settings(settings))
-        for node, pid in zip(nodes.nodes(settings), pids, strict=True):
-            if pid is None:
-                new, note = _spawn(java, settings, node, count)
-                notes += [note] if note else []
-                pids[node.node_id - 1] = new
-                started.append(node)
+        started = [n for n, pid in zip(nodes.nodes(settings), pids, strict=True) if pid is None]
+        # The cluster id first (one file for all nodes), then every node at once: each
+        # format is a JVM start of its own, and the quorum needs them all anyway.
+        notes += cluster_id(StackPaths.from_settings(settings))[1]
+        with ThreadPoolExecutor(len(started)) as pool:
+            spawned = list(pool.map(lambda n: _spawn(java, settings, n, count), started))
+        for node, (new, note) in zip(started, spawned, strict=True):
+            notes += [note] if note else []
+            pids[node.node_id - 1] = new
     for node, pid in zip(nodes.nodes(settings), pids, strict=True):
         assert pid is not None
         wait_ready(node, pid, count)
@@ -281,18 +285,23 @@ def start_broker(settings: StackSettings | None = None) -> list[str]:
     return notes
 
 
-def stop_broker(settings: StackSettings | None = None, node_id: int | None = None) -> list[str]:
-    """Stop our nodes (or only ``node_id``), each only if its pid file still names our
-    process, and wait for them."""
-    settings = settings or StackSettings()
-    notes: list[str] = []
-    for node in nodes.nodes(settings):
-        if node_id is not None and node.node_id != node_id:
-            continue
-        pid, said = node_pid(node)
-        notes += said
-        if pid is not None:
-            label = "Kafka broker" if node.node_id == 1 else f"Kafka broker {node.node_id}"
-            notes.append(terminate(pid, label, STOP_TIMEOUT_S))
-            node.paths.kafka_pid.unlink(missing_ok=True)
+def _stop_node(node: nodes.Node) -> list[str]:
+    pid, notes = node_pid(node)
+    if pid is None:
+        return notes
+    label = "Kafka broker" if node.node_id == 1 else f"Kafka broker {node.node_id}"
+    notes.append(terminate(pid, label, STOP_TIMEOUT_S))
+    node.paths.kafka_pid.unlink(missing_ok=True)
     return notes
+
+
+def stop_broker(settings: StackSettings | None = None) -> list[str]:
+    """Stop our nodes, each only if its pid file still names our process, and wait.
+
+    All at once: a node stopped after the others had gone would wait in vain for a
+    quorum of controllers to acknowledge its controlled shutdown.
+    """
+    settings = settings or StackSettings()
+    every = nodes.nodes(settings)
+    with ThreadPoolExecutor(len(every)) as pool:
+        return [note for said in pool.map(_stop_node, every) for note in said]
