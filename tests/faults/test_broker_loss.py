@@ -42,6 +42,7 @@ from tracebound.settings import StackSettings
 from tracebound.stack import kafka, nodes
 from tracebound.stack.process import wait_exit
 from tracebound.stack.topics import create_stack_topics, quiet_admin_config
+from tracebound.topics import topic_configs
 
 PORT_OFFSET = 10  # the cluster's first broker port: the session stack's plus this
 IN_FLIGHT = 1000
@@ -49,6 +50,7 @@ PARTITIONS = 6
 REPLICA_DOWN_S = 10.0
 BROKER_DOWN_S = 30.0
 MAX_GAP_S = 15.0
+SETTLE_TIMEOUT_S = 180.0
 
 
 @pytest.fixture
@@ -69,6 +71,7 @@ def cluster(stack: StackHandle, tmp_path: Path) -> Iterator[StackHandle]:
     try:
         kafka.start_broker(settings)
         create_stack_topics(settings)
+        _wait_replicated(nodes.bootstrap(settings), SETTLE_TIMEOUT_S)
         yield StackHandle(
             kind="local",
             bootstrap=nodes.bootstrap(settings),
@@ -77,6 +80,27 @@ def cluster(stack: StackHandle, tmp_path: Path) -> Iterator[StackHandle]:
         )
     finally:
         kafka.stop_broker(settings)
+
+
+def _wait_replicated(bootstrap: str, timeout_s: float) -> None:
+    """Until every partition of the topic table has a leader and all three replicas in
+    sync: a partition just created answers "not leader" for a while on a busy machine."""
+    admin = AdminClient(quiet_admin_config(bootstrap))
+    names = set(topic_configs())
+    deadline = time.monotonic() + timeout_s
+    short: list[str] = []
+    while time.monotonic() < deadline:
+        meta = admin.list_topics(timeout=10).topics
+        short = [
+            f"{name}[{p.id}]"
+            for name in names
+            for p in (meta[name].partitions.values() if name in meta else ())
+            if p.leader < 0 or len(p.isrs) < 3
+        ]
+        if not short and names <= set(meta):
+            return
+        time.sleep(1)
+    raise AssertionError(f"partitions not fully replicated after {timeout_s:.0f}s: {short[:5]}")
 
 
 def _answers_leader(handle: StackHandle) -> int:

@@ -19,7 +19,9 @@ Failure policy:
 - abortable Kafka error → abort, rewind the consumer to the batch start;
 - retriable Kafka error while committing → retry the commit;
 - fatal Kafka error (e.g. fenced) → rebuild the clients and resume from the
-  committed offsets.
+  committed offsets;
+- a transaction's calls still running past their bound (a dead coordinator) →
+  abandon the clients and rebuild them at once (:mod:`~tracebound.runtime.bounded`).
 """
 
 from __future__ import annotations

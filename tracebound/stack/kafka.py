@@ -18,6 +18,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from string import Template
 
@@ -195,31 +196,37 @@ def _failure_excerpt(paths: StackPaths) -> str:
 
 
 def wait_ready(
-    node: nodes.Node, pid: int, brokers: int = 1, timeout_s: float = READY_TIMEOUT_S
+    members: Sequence[tuple[nodes.Node, int]], timeout_s: float = READY_TIMEOUT_S
 ) -> None:
-    """Block until the node answers a metadata request naming ``brokers`` brokers (or
-    fail with its log tail): topics replicated to every node need them all registered."""
-    settings, paths, address = node.settings, node.paths, node.address
+    """Block until a metadata request names every node as a broker, or fail with the log
+    tail of a node that exited or of the first one: topics replicated to every node
+    need them all registered, and one dead node is reason enough to stop waiting."""
+    first = members[0][0]
+    address = ",".join(node.address for node, _ in members)
     admin = AdminClient(quiet_admin_config(address))
     deadline = time.monotonic() + timeout_s
     announced = False
     while True:
-        if not is_alive(pid):
-            paths.kafka_pid.unlink(missing_ok=True)
-            raise StackError(f"the Kafka broker exited while starting; {_failure_excerpt(paths)}")
-        if port_answers(settings.host, settings.kafka_port):
+        for node, pid in members:
+            if not is_alive(pid):
+                node.paths.kafka_pid.unlink(missing_ok=True)
+                raise StackError(
+                    f"the Kafka broker on {node.address} exited while starting; "
+                    f"{_failure_excerpt(node.paths)}"
+                )
+        if any(port_answers(n.settings.host, n.settings.kafka_port) for n, _ in members):
             try:
-                if len(admin.list_topics(timeout=5).brokers) >= brokers:
+                if len(admin.list_topics(timeout=5).brokers) >= len(members):
                     return
             except KafkaException:
                 pass
         if time.monotonic() >= deadline:
             raise StackError(
                 f"the Kafka broker on {address} was not ready within {timeout_s:.0f}s; "
-                f"{_failure_excerpt(paths)}"
+                f"{_failure_excerpt(first.paths)}"
             )
         if not announced:
-            progress(f"waiting for the Kafka node on {address}…")
+            progress(f"waiting for the Kafka broker on {address}…")
             announced = True
         time.sleep(0.5)
 
@@ -275,9 +282,7 @@ def start_broker(settings: StackSettings | None = None) -> list[str]:
         for node, (new, note) in zip(started, spawned, strict=True):
             notes += [note] if note else []
             pids[node.node_id - 1] = new
-    for node, pid in zip(nodes.nodes(settings), pids, strict=True):
-        assert pid is not None
-        wait_ready(node, pid, count)
+    wait_ready([(n, pid) for n, pid in zip(nodes.nodes(settings), pids, strict=True) if pid])
     notes += [
         f"started Kafka {settings.kafka_version} (pid {pids[n.node_id - 1]}) on {n.address}"
         for n in started
