@@ -37,8 +37,9 @@ from tests.faults.test_faults import _pipeline, _settle_and_check, _start, _wait
 from tests.support.faults import ROLES, AnswerCounter, Feeder, requests
 from tests.support.kafka_io import TopicTail
 from tests.support.stack import StackHandle
+from tracebound import kafka as edge
 from tracebound import topics
-from tracebound.settings import StackSettings
+from tracebound.settings import KafkaSettings, StackSettings
 from tracebound.stack import kafka, nodes
 from tracebound.stack.process import wait_exit
 from tracebound.stack.topics import create_stack_topics, quiet_admin_config
@@ -72,6 +73,11 @@ def cluster(stack: StackHandle, tmp_path: Path) -> Iterator[StackHandle]:
         kafka.start_broker(settings)
         create_stack_topics(settings)
         _wait_replicated(nodes.bootstrap(settings), SETTLE_TIMEOUT_S)
+        # The transaction log is created on first use: before the roles, not under them.
+        warm = edge.transactional_producer(
+            KafkaSettings(bootstrap_servers=nodes.bootstrap(settings)), "test-warm-up", 60_000
+        )
+        warm.init_transactions(SETTLE_TIMEOUT_S)
         yield StackHandle(
             kind="local",
             bootstrap=nodes.bootstrap(settings),
@@ -142,7 +148,7 @@ def test_replicas_and_a_broker_lost_on_a_three_broker_cluster(
             # 1,000 over about 100 s: the stream outlasts every fault below.
             feeder = Feeder(cluster.kafka, asked, burst=10, pause_s=1.0)
             feeder.start()
-            _wait_for(counter, 50, "replicas")
+            _wait_for(counter, 50, "replicas", timeout_s=300)
             for role in ROLES:
                 pipeline.kill(f"{role}-2")
             time.sleep(REPLICA_DOWN_S)
