@@ -84,6 +84,12 @@ class StackSettings(TraceboundSettings):
     kafka_heap: str = "512m"
     kafka_version: str = "4.4.0"
     partitions: int = Field(default=3, ge=1, le=256)
+    brokers: int | None = Field(
+        default=None,
+        ge=1,
+        le=5,
+        description="Kafka nodes of a new stack (`up --brokers`); unset: as the state folder holds",
+    )
 
 
 class KafkaSettings(TraceboundSettings):
@@ -160,6 +166,11 @@ class RuntimeSettings(TraceboundSettings):
     )
     commit_max_messages: int = Field(
         default=5_000, ge=1, le=1_000_000, description="most inputs in one transaction"
+    )
+    transaction_call_timeout_ms: int = Field(
+        default=10_000,
+        ge=1_000,
+        description="bound on one transaction's Kafka calls; past it the clients are rebuilt",
     )
     concurrency: int | None = Field(
         default=None,

@@ -197,15 +197,20 @@ class FaultPipeline:
         env["TRACEBOUND_PROJECTIONS_GROUP_PREFIX"] = f"test-{self.schema}."
         return env
 
-    def start(self, roles: Sequence[str] = (*ROLES, PROJECTION)) -> None:
-        """Start every role (and the projection) of ``roles`` that is not running."""
+    def start(
+        self, roles: Sequence[str] = (*ROLES, PROJECTION), replicas: int | None = None
+    ) -> None:
+        """Start every role (and the projection) of ``roles`` that is not running, with
+        ``replicas`` processes of each role (the projection stays one)."""
         pipeline = tuple(r for r in roles if r != PROJECTION)
         if pipeline:
-            start_services(self.settings, self.role_env(), pipeline)
+            wanted = dict.fromkeys(pipeline, replicas) if replicas is not None else None
+            start_services(self.settings, self.role_env(), pipeline, wanted)
         if PROJECTION in roles:
             start_services(self.settings, self.projection_env(), (PROJECTION,))
 
     def pid(self, role: str) -> int:
+        """The pid of ``role``'s process, or of a replica of it named ``<role>-<i>``."""
         path = self.state_dir / "services" / f"{role}.pid"
         return int(path.read_text().split()[0])
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from tracebound.stack.apt import ensure_binary
-from tracebound.stack.kafka import find_java
+from tracebound.stack.jars import find_java
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "java"
 MAIN = "AnswersConsumer"

@@ -61,6 +61,7 @@ class Collector:
         self.topic = topic
         self.events: list[Event] = []
         self.raw: list[bytes] = []
+        self.stamps: list[float] = []  # each record's timestamp (s), in reading order
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._consumer = edge.consumer(kafka, "test-reader")
@@ -83,6 +84,7 @@ class Collector:
                 if msg.error() is None and value is not None:
                     with self._lock:
                         self.raw.append(value)
+                        self.stamps.append(msg.timestamp()[1] / 1000)
                         # other tests' poison in shared topics is passed over
                         self.events += edge.decoded(CODEC, [msg])
 

@@ -20,7 +20,7 @@ import pytest
 from tracebound import cli as tracebound_cli
 from tracebound.errors import StackError
 from tracebound.settings import StackSettings
-from tracebound.stack import cli, kafka, paths, process
+from tracebound.stack import cli, jars, kafka, paths, process
 from tracebound.stack.lag import Lag
 from tracebound.stack.paths import StackPaths
 from tracebound.stack.service_env import EnvRecord, write_record
@@ -228,10 +228,10 @@ def test_last_maven_error_skips_the_help_boilerplate() -> None:
         "[ERROR] [Help 1] http://cwiki.apache.org/confluence/display/MAVEN/Example\n"
     )
     assert (
-        kafka.last_maven_error(output)
+        jars.last_maven_error(output)
         == "Failed to execute goal on project x: Could not resolve dependencies"
     )
-    assert kafka.last_maven_error("") == "no output"
+    assert jars.last_maven_error("") == "no output"
 
 
 def test_tail_joins_the_last_lines(tmp_path: Path) -> None:

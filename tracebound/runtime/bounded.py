@@ -1,38 +1,64 @@
 """Client calls with a hard deadline, for librdkafka calls that can outlive their own.
 
 Some transactional calls (``send_offsets_to_transaction`` while the group
-coordinator restarts) can block past their timeout. The call runs on a worker
-thread; if it overruns, the loop abandons the clients and builds new ones — the
-new producer's ``init_transactions`` fences the wedged one, so nothing it still
-holds can ever commit.
+coordinator's broker is down) can block past their timeout. The calls of one
+transaction run on a worker thread under one bound, kept near the consumer's
+session timeout rather than the transaction timeout: an open transaction holds
+back the last stable offset of every partition it wrote, so downstream readers
+see nothing of those partitions until it ends. If the bound passes, the loop
+abandons the clients and builds new ones at once — the new producer's
+``init_transactions`` fences the wedged one and makes the coordinator abort its
+open transaction, which releases the last stable offset without waiting for the
+transaction timeout, and nothing the wedged producer still holds can commit.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 
-STUCK_GRACE_S = 5.0
+# Past the bound, librdkafka's own timeout (given what is left of the bound) had
+# its chance to fail the call with a proper error; this much more means it is wedged.
+STUCK_GRACE_S = 1.0
+# A call is never given less than this: librdkafka treats 0 as "do not wait at all".
+MIN_CALL_S = 0.5
 
 
 class ClientStuckError(Exception):
     """A librdkafka call overran its own timeout (the client is wedged)."""
 
 
+class Deadline:
+    """One bound shared by the consecutive client calls of a transaction."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._end = clock() + seconds
+
+    def left(self) -> float:
+        """Seconds to give the next call: what remains, but never less than a minimum."""
+        return max(self._end - self._clock(), MIN_CALL_S)
+
+    def passed(self) -> bool:
+        return self._clock() >= self._end
+
+
 class BoundedCalls:
     """One worker thread for client calls; replaced when a call is abandoned."""
 
-    def __init__(self) -> None:
+    def __init__(self, grace_s: float = STUCK_GRACE_S) -> None:
+        self._grace_s = grace_s
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="kafka-call")
 
     def run(self, call: Callable[[], None], timeout: float) -> None:
         """``call()``, raising :class:`ClientStuckError` past ``timeout`` and a grace."""
         future: Future[None] = self._pool.submit(call)
         try:
-            future.result(timeout + STUCK_GRACE_S)
+            future.result(timeout + self._grace_s)
         except FutureTimeout as exc:
-            raise ClientStuckError(f"Kafka client call overran {timeout:.0f}s") from exc
+            raise ClientStuckError(f"Kafka client call overran {timeout:.1f}s") from exc
 
     def abandon(self) -> None:
         """Leave a wedged call behind on its thread; later calls get a fresh one."""

@@ -23,7 +23,9 @@ Failure policy:
   member may own some of them next);
 - retriable Kafka error while committing → retry the commit;
 - fatal Kafka error (e.g. fenced) → rebuild the clients and resume from the
-  committed offsets.
+  committed offsets;
+- a transaction's calls still running past their bound (a dead coordinator) →
+  abandon the clients and rebuild them at once (:mod:`~tracebound.runtime.bounded`).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from tracebound.errors import TransientError
 from tracebound.kafka import Severity, severity_of
 from tracebound.replica import ReplicaInUse, ReplicaLock
 from tracebound.runtime.batch import Output, first_offsets, next_offsets, transform
-from tracebound.runtime.bounded import BoundedCalls, ClientStuckError
+from tracebound.runtime.bounded import BoundedCalls, ClientStuckError, Deadline
 from tracebound.runtime.commit_policy import CommitPolicy, Uncommitted
 from tracebound.runtime.inflight import InFlight
 from tracebound.runtime.metrics import ServiceMetrics
@@ -59,6 +61,9 @@ LAG_INTERVAL_S = 10.0
 TOPICS_CHECK_INTERVAL_S = 30.0  # how often co-partitioning is checked again
 # Replaced this often within the window: another live process has our replica id.
 REPLACED_LIMIT, REPLACED_WINDOW_S = 3, 300.0
+# How long abandoned clients get to close before the new ones are built: a consumer
+# whose group coordinator is gone would otherwise hold up the rebuild until it gives up.
+ABANDON_CLOSE_S = 2.0
 
 
 class ServiceLoop:
@@ -309,9 +314,17 @@ class ServiceLoop:
 
     # -- transactions ----------------------------------------------------------------
 
+    @property
+    def _call_bound_s(self) -> float:
+        """The bound on one transaction's client calls (never past the transaction's)."""
+        return (
+            min(self.runtime.transaction_call_timeout_ms, self.runtime.transaction_timeout_ms)
+            / 1000
+        )
+
     def _commit(self, batch: Sequence[Message], outputs: list[Output]) -> bool:
         """Publish outputs and offsets atomically; False when the batch was rewound."""
-        timeout = self.runtime.transaction_timeout_ms / 1000
+        bound = self._call_bound_s
         producer = self._producer
         offsets = next_offsets(batch)
         group = self._consumer.consumer_group_metadata()
@@ -319,15 +332,16 @@ class ServiceLoop:
         def transact() -> None:
             # One producer for the whole transaction: a worker outliving the watchdog
             # must never act on the producer the loop rebuilt meanwhile.
+            deadline = Deadline(bound)
             producer.begin_transaction()
             for output in outputs:
                 edge.produce(producer, *output)
-            producer.send_offsets_to_transaction(offsets, group, timeout)
-            _commit_with_retry(producer, timeout)
+            producer.send_offsets_to_transaction(offsets, group, deadline.left())
+            _commit_with_retry(producer, deadline)
 
         try:
             with CLOCK.timing("kafka"):
-                self._calls.run(transact, timeout)
+                self._calls.run(transact, bound)
             return True
         except KafkaException as exc:
             return self._recover(batch, exc)
@@ -344,7 +358,7 @@ class ServiceLoop:
         consumer, self._consumer, self._producer = self._consumer, None, None
         closer = threading.Thread(target=consumer.close, name="consumer-close", daemon=True)
         closer.start()
-        closer.join(10)
+        closer.join(ABANDON_CLOSE_S)
 
     def _recover(self, batch: Sequence[Message], exc: KafkaException) -> bool:
         self.metrics.aborted.labels(self.spec.name).inc()
@@ -354,10 +368,10 @@ class ServiceLoop:
             self._connect()
             return False
         log.warning("aborting transaction and rewinding: %s", exc)
-        timeout = self.runtime.transaction_timeout_ms / 1000
+        bound = self._call_bound_s
         producer = self._producer
         try:
-            self._calls.run(lambda: producer.abort_transaction(timeout), timeout)
+            self._calls.run(lambda: producer.abort_transaction(bound), bound)
         except (KafkaException, ClientStuckError) as abort_exc:
             log.error("abort failed (%s), rebuilding clients", abort_exc)
             self._abandon_clients()
@@ -380,14 +394,13 @@ class ServiceLoop:
                 log.info("seek skipped for %s[%d]: %s", topic, partition, exc.args[0].str())
 
 
-def _commit_with_retry(producer: Any, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
+def _commit_with_retry(producer: Any, deadline: Deadline) -> None:
     while True:
         try:
-            producer.commit_transaction(max(deadline - time.monotonic(), 1.0))
+            producer.commit_transaction(deadline.left())
             return
         except KafkaException as exc:
-            if severity_of(exc) is Severity.RETRIABLE and time.monotonic() < deadline:
+            if severity_of(exc) is Severity.RETRIABLE and not deadline.passed():
                 log.warning("commit retriable error, retrying: %s", exc)
                 time.sleep(0.5)
                 continue

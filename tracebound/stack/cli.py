@@ -17,7 +17,7 @@ from tracebound.cli import load_settings_classes
 from tracebound.settings import StackSettings
 from tracebound.settings_check import known_variables, unknown_variables
 from tracebound.stack import stack
-from tracebound.stack.services import ROLE_INPUTS, ServiceState, check_roles
+from tracebound.stack.services import ROLE_INPUTS, ServiceState, check_roles, parse_replicas
 from tracebound.stack.stack import StackStatus
 
 
@@ -69,9 +69,16 @@ def warn_unknown_variables() -> int:
     return len(unknown)
 
 
+def _stack_settings(args: argparse.Namespace) -> StackSettings:
+    """The stack's settings, with ``--brokers`` over ``TRACEBOUND_STACK_BROKERS``."""
+    brokers = getattr(args, "brokers", None)
+    return StackSettings(brokers=brokers) if brokers is not None else StackSettings()
+
+
 def _cmd_up(args: argparse.Namespace) -> int:
+    replicas = parse_replicas(args.replicas or [])
     warn_unknown_variables()
-    result = stack.up(StackSettings(), services=not args.infra_only)
+    result = stack.up(_stack_settings(args), services=not args.infra_only, replicas=replicas)
     _print(result)
     if not result.started:
         print("stack was already running")
@@ -116,6 +123,21 @@ def register(subparsers: Any) -> None:
         "--infra-only",
         action="store_true",
         help="start only Kafka and PostgreSQL, not the pipeline services",
+    )
+    up.add_argument(
+        "--brokers",
+        type=int,
+        choices=range(1, 6),
+        metavar="N",
+        help="Kafka nodes of a new stack (default 1; 3 replicates every topic 3 times,"
+        " 2 in sync); a stack keeps the count it was first started with",
+    )
+    up.add_argument(
+        "--replicas",
+        action="append",
+        metavar="N|ROLE=N",
+        help="processes per consuming role (repeatable: --replicas 2 --replicas executor=3);"
+        " without it the replicas that run are kept",
     )
     up.set_defaults(handler=_cmd_up)
 

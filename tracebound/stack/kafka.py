@@ -1,9 +1,10 @@
-"""The local Apache Kafka broker: jars from Maven Central, KRaft storage, start and stop.
+"""The local Apache Kafka broker: KRaft storage, start and stop.
 
-There is no Kafka distribution on the machine, only Java and Maven, so the broker's
-jars are resolved once from Maven Central into the cache (a marker file written after
-a complete copy tells a finished download from an interrupted one) and the broker runs
-as a plain ``java … kafka.Kafka server.properties`` process in KRaft combined mode.
+The broker runs from the cached jars (:mod:`tracebound.stack.jars`) as a plain
+``java … kafka.Kafka server.properties`` process in KRaft combined mode — one such
+process per node (:mod:`tracebound.stack.nodes`): a single one by default,
+three for ``up --brokers 3``, all started together since a quorum of controllers must
+be up before any of them serves.
 
 The storage folder is formatted once with a cluster id kept next to it; a data folder
 formatted for another cluster id is never reused silently, because the broker would
@@ -14,11 +15,11 @@ from __future__ import annotations
 
 import base64
 import os
-import re
 import shutil
 import subprocess
 import time
-from pathlib import Path
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from string import Template
 
 from confluent_kafka import KafkaException
@@ -26,13 +27,9 @@ from confluent_kafka.admin import AdminClient
 
 from tracebound.errors import StackError
 from tracebound.settings import StackSettings
-from tracebound.stack import progress
-from tracebound.stack.paths import (
-    KAFKA_POM,
-    LOG4J2_TEMPLATE,
-    SERVER_PROPERTIES_TEMPLATE,
-    StackPaths,
-)
+from tracebound.stack import nodes, progress
+from tracebound.stack.jars import find_java, java_argv, resolve_jars
+from tracebound.stack.paths import LOG4J2_TEMPLATE, SERVER_PROPERTIES_TEMPLATE, StackPaths
 from tracebound.stack.process import (
     is_alive,
     owned_pid,
@@ -48,100 +45,41 @@ from tracebound.stack.topics import quiet_admin_config
 PROGRAM = "kafka.Kafka"
 READY_TIMEOUT_S = 180.0
 STOP_TIMEOUT_S = 60.0
-MAVEN_TIMEOUT_S = 1800.0
 START_BANNER = "--- tracebound up"
-JAVA_HINT = "Java 17+ is required: install openjdk-17-jre-headless"
-_MAVEN_NOISE = ("[help ", "re-run maven", "for more information about", "full stack trace")
 
 
 def bootstrap(settings: StackSettings) -> str:
-    return f"{settings.host}:{settings.kafka_port}"
+    return nodes.bootstrap(settings)
 
 
-def find_java() -> str:
-    """The ``java`` executable, checked to be version 17 or newer."""
-    java = shutil.which("java")
-    if java is None:
-        raise StackError(JAVA_HINT)
-    try:
-        done = subprocess.run(
-            [java, "-version"], capture_output=True, text=True, timeout=60, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise StackError(f"{JAVA_HINT} ({java} does not run: {exc})") from exc
-    match = re.search(r'version "(\d+)(?:\.(\d+))?', done.stderr + done.stdout)
-    if done.returncode != 0 or match is None:
-        raise StackError(f"{JAVA_HINT} ({java} -version failed)")
-    major = int(match.group(1))
-    if major == 1 and match.group(2):  # "1.8.0_x" style
-        major = int(match.group(2))
-    if major < 17:
-        raise StackError(f"{JAVA_HINT} (found Java {major} at {java})")
-    return java
+def _quorum(settings: StackSettings, count: int) -> str:
+    """One node: a standalone dynamic quorum; several: a static quorum of every node."""
+    if count == 1:
+        return f"controller.quorum.bootstrap.servers={settings.host}:{settings.controller_port}"
+    voters = ",".join(
+        f"{i}@{settings.host}:{settings.controller_port + nodes.PORT_STEP * (i - 1)}"
+        for i in range(1, count + 1)
+    )
+    return f"controller.quorum.voters={voters}"
 
 
-def last_maven_error(output: str) -> str:
-    """The most telling line of Maven's output, without its generic help boilerplate."""
-    lines = [line.strip() for line in output.splitlines()]
-    errors = [line for line in lines if line.startswith(("[ERROR]", "[FATAL]"))] or lines
-    for line in reversed(errors):
-        text = re.sub(r"^\[(ERROR|FATAL)\]\s*", "", line)
-        text = re.sub(r"\s*-> \[Help \d+\]$", "", text)
-        if text and not any(noise in text.lower() for noise in _MAVEN_NOISE):
-            return text
-    return "no output"
-
-
-def resolve_jars(settings: StackSettings, paths: StackPaths) -> Path:
-    """The folder of Kafka's runtime jars, resolved with Maven when not cached yet."""
-    if paths.kafka_libs_marker.is_file() and any(paths.kafka_libs.glob("*.jar")):
-        return paths.kafka_libs
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise StackError("Maven is required to fetch the Kafka jars: install maven")
-    paths.kafka_home.mkdir(parents=True, exist_ok=True)
-    partial = paths.kafka_home / "libs.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    progress(f"resolving Kafka {settings.kafka_version} jars with Maven (first run only)…")
-    argv = [
-        mvn,
-        "-B",
-        "-q",
-        "-f",
-        str(KAFKA_POM),
-        "dependency:copy-dependencies",
-        f"-Dkafka.version={settings.kafka_version}",
-        f"-DoutputDirectory={partial}",
-        "-DincludeScope=runtime",
-    ]
-    try:
-        with paths.maven_log.open("w", encoding="utf-8") as log:
-            done = subprocess.run(
-                argv, stdout=log, stderr=subprocess.STDOUT, timeout=MAVEN_TIMEOUT_S, check=False
-            )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise StackError(f"Maven failed to run: {exc} (log: {paths.maven_log})") from exc
-    output = paths.maven_log.read_text(encoding="utf-8", errors="replace")
-    if done.returncode != 0 or not any(partial.glob("*.jar")):
-        raise StackError(
-            f"Maven could not resolve Kafka {settings.kafka_version}: "
-            f"{last_maven_error(output)} (full output: {paths.maven_log})"
-        )
-    shutil.rmtree(paths.kafka_libs, ignore_errors=True)
-    partial.rename(paths.kafka_libs)
-    jars = sorted(p.name for p in paths.kafka_libs.glob("*.jar"))
-    paths.kafka_libs_marker.write_text("\n".join(jars) + "\n", encoding="utf-8")
-    return paths.kafka_libs
-
-
-def render_server_properties(template: str, settings: StackSettings, paths: StackPaths) -> str:
-    """Fill the broker config template; an unknown placeholder is a broken template."""
+def render_server_properties(
+    template: str, settings: StackSettings, paths: StackPaths, node_id: int = 1, count: int = 1
+) -> str:
+    """Fill the config template of node ``node_id`` of ``count``; an unknown placeholder
+    is a broken template. ``settings`` are the stack's (node 1's ports)."""
+    step = nodes.PORT_STEP * (node_id - 1)
+    replication, min_isr = nodes.replication(count)
     values = {
         "host": settings.host,
-        "kafka_port": str(settings.kafka_port),
-        "controller_port": str(settings.controller_port),
+        "node_id": str(node_id),
+        "kafka_port": str(settings.kafka_port + step),
+        "controller_port": str(settings.controller_port + step),
+        "quorum": _quorum(settings, count),
         "data_dir": str(paths.kafka_data),
         "partitions": str(settings.partitions),
+        "replication": str(replication),
+        "min_isr": str(min_isr),
     }
     try:
         return Template(template).substitute(values)
@@ -149,13 +87,15 @@ def render_server_properties(template: str, settings: StackSettings, paths: Stac
         raise StackError(f"{SERVER_PROPERTIES_TEMPLATE} has a bad placeholder: {exc}") from exc
 
 
-def write_config(settings: StackSettings, paths: StackPaths) -> None:
-    """Render ``server.properties`` and copy ``log4j2.xml`` into the state folder."""
+def write_config(
+    settings: StackSettings, paths: StackPaths, node_id: int = 1, count: int = 1
+) -> None:
+    """Render a node's ``server.properties`` and copy ``log4j2.xml`` into its folder."""
     for folder in (paths.kafka_dir, paths.kafka_data, paths.kafka_logs):
         folder.mkdir(parents=True, exist_ok=True)
     template = SERVER_PROPERTIES_TEMPLATE.read_text(encoding="utf-8")
     paths.kafka_config.write_text(
-        render_server_properties(template, settings, paths), encoding="utf-8"
+        render_server_properties(template, settings, paths, node_id, count), encoding="utf-8"
     )
     shutil.copyfile(LOG4J2_TEMPLATE, paths.kafka_log4j)
 
@@ -204,30 +144,16 @@ def cluster_id(paths: StackPaths) -> tuple[str, list[str]]:
     return ours, notes
 
 
-def java_argv(java: str, paths: StackPaths, main: str, *args: str, heap: str = "") -> list[str]:
-    """A JVM command line running ``main`` from the cached jars with our log4j2 config."""
-    memory = [f"-Xms{heap}", f"-Xmx{heap}"] if heap else []
-    return [
-        java,
-        *memory,
-        f"-Dlog4j2.configurationFile={paths.kafka_log4j}",
-        f"-Dkafka.logs.dir={paths.kafka_logs}",
-        "-Djava.awt.headless=true",
-        "-cp",
-        f"{paths.kafka_libs}/*",
-        main,
-        *args,
-    ]
-
-
-def format_storage(java: str, cid: str, paths: StackPaths) -> None:
-    """Format the KRaft log folder once (a standalone, single-voter controller quorum)."""
+def format_storage(java: str, cid: str, paths: StackPaths, count: int = 1) -> None:
+    """Format a node's KRaft log folder once: a standalone, single-voter quorum for one
+    node; for several, the static voters its configuration names."""
+    standalone = ["--standalone"] if count == 1 else []
     argv = java_argv(
         java,
         paths,
         "kafka.tools.StorageTool",
         "format",
-        "--standalone",
+        *standalone,
         "-t",
         cid,
         "-c",
@@ -239,10 +165,21 @@ def format_storage(java: str, cid: str, paths: StackPaths) -> None:
         raise StackError(f"formatting {paths.kafka_data} failed: {last}")
 
 
-def broker_pid(settings: StackSettings) -> tuple[int | None, list[str]]:
-    """The pid of our running broker (stale pid files are removed and noted)."""
-    paths = StackPaths.from_settings(settings)
+def node_pid(node: nodes.Node) -> tuple[int | None, list[str]]:
+    """The pid of a running node of ours (stale pid files are removed and noted)."""
+    paths = node.paths
     return owned_pid(paths.kafka_pid, str(paths.kafka_config), PROGRAM, "Kafka")
+
+
+def broker_pids(settings: StackSettings) -> tuple[list[int | None], list[str]]:
+    """Every node's pid (None: not running), in node order, and notes."""
+    pids: list[int | None] = []
+    notes: list[str] = []
+    for node in nodes.nodes(settings):
+        pid, said = node_pid(node)
+        pids.append(pid)
+        notes += said
+    return pids, notes
 
 
 def _failure_excerpt(paths: StackPaths) -> str:
@@ -258,27 +195,35 @@ def _failure_excerpt(paths: StackPaths) -> str:
     return f"see {server_log}: {' | '.join((errors or recent)[-3:]) or '(log is empty)'}"
 
 
-def wait_ready(settings: StackSettings, pid: int, timeout_s: float = READY_TIMEOUT_S) -> None:
-    """Block until the broker answers a metadata request (or fail with its log tail)."""
-    paths = StackPaths.from_settings(settings)
-    address = bootstrap(settings)
+def wait_ready(
+    members: Sequence[tuple[nodes.Node, int]], timeout_s: float = READY_TIMEOUT_S
+) -> None:
+    """Block until a metadata request names every node as a broker, or fail with the log
+    tail of a node that exited or of the first one: topics replicated to every node
+    need them all registered, and one dead node is reason enough to stop waiting."""
+    first = members[0][0]
+    address = ",".join(node.address for node, _ in members)
     admin = AdminClient(quiet_admin_config(address))
     deadline = time.monotonic() + timeout_s
     announced = False
     while True:
-        if not is_alive(pid):
-            paths.kafka_pid.unlink(missing_ok=True)
-            raise StackError(f"the Kafka broker exited while starting; {_failure_excerpt(paths)}")
-        if port_answers(settings.host, settings.kafka_port):
+        for node, pid in members:
+            if not is_alive(pid):
+                node.paths.kafka_pid.unlink(missing_ok=True)
+                raise StackError(
+                    f"the Kafka broker on {node.address} exited while starting; "
+                    f"{_failure_excerpt(node.paths)}"
+                )
+        if any(port_answers(n.settings.host, n.settings.kafka_port) for n, _ in members):
             try:
-                if admin.list_topics(timeout=5).brokers:
+                if len(admin.list_topics(timeout=5).brokers) >= len(members):
                     return
             except KafkaException:
                 pass
         if time.monotonic() >= deadline:
             raise StackError(
                 f"the Kafka broker on {address} was not ready within {timeout_s:.0f}s; "
-                f"{_failure_excerpt(paths)}"
+                f"{_failure_excerpt(first.paths)}"
             )
         if not announced:
             progress(f"waiting for the Kafka broker on {address}…")
@@ -287,51 +232,81 @@ def wait_ready(settings: StackSettings, pid: int, timeout_s: float = READY_TIMEO
 
 
 def check_ports(settings: StackSettings) -> None:
-    """Fail early if a foreign process holds the broker or controller port."""
-    for port, var in (
-        (settings.kafka_port, "TRACEBOUND_STACK_KAFKA_PORT"),
-        (settings.controller_port, "TRACEBOUND_STACK_CONTROLLER_PORT"),
-    ):
-        if port_in_use(settings.host, port):
-            raise StackError(
-                f"port {port} on {settings.host} is in use by another process; set {var}"
-            )
+    """Fail early if a foreign process holds a port of a node of ours that is not running."""
+    for node, pid in zip(nodes.nodes(settings), broker_pids(settings)[0], strict=True):
+        if pid is not None:
+            continue
+        for port, var in (
+            (node.settings.kafka_port, "TRACEBOUND_STACK_KAFKA_PORT"),
+            (node.settings.controller_port, "TRACEBOUND_STACK_CONTROLLER_PORT"),
+        ):
+            if port_in_use(node.settings.host, port):
+                raise StackError(
+                    f"port {port} on {node.settings.host} is in use by another process; set {var}"
+                )
 
 
-def start_broker(settings: StackSettings | None = None) -> list[str]:
-    """Start the broker unless ours already runs; return notes about what happened."""
-    settings = settings or StackSettings()
-    paths = StackPaths.from_settings(settings)
-    pid, notes = broker_pid(settings)
-    if pid is not None:
-        wait_ready(settings, pid)
-        return notes
-    java = find_java()
-    check_ports(settings)
-    resolve_jars(settings, paths)
-    write_config(settings, paths)
-    cid, cid_notes = cluster_id(paths)
-    notes += cid_notes
+def _spawn(java: str, settings: StackSettings, node: nodes.Node, count: int) -> tuple[int, str]:
+    """Configure (and on first start format) a node and start it; return its pid and a note."""
+    paths = node.paths
+    write_config(settings, paths, node.node_id, count)
+    cid, notes = cluster_id(paths)
+    note = "; ".join(notes)
     if formatted_cluster_id(paths) is None:
-        format_storage(java, cid, paths)
-        notes.append(f"formatted {paths.kafka_data} for cluster {cid}")
+        format_storage(java, cid, paths, count)
+        note = f"formatted {paths.kafka_data} for cluster {cid}"
     argv = java_argv(java, paths, PROGRAM, str(paths.kafka_config), heap=settings.kafka_heap)
     with paths.kafka_out.open("a", encoding="utf-8") as out:
         out.write(f"{START_BANNER} {time.strftime('%Y-%m-%dT%H:%M:%S%z')}: {' '.join(argv)}\n")
     pid = spawn_detached(argv, paths.kafka_out, os.environ)
     write_pid(paths.kafka_pid, pid)
-    wait_ready(settings, pid)
-    notes.append(f"started Kafka {settings.kafka_version} (pid {pid}) on {bootstrap(settings)}")
+    return pid, note
+
+
+def start_broker(settings: StackSettings | None = None) -> list[str]:
+    """Start every node of ours not running yet, wait for all; return notes."""
+    settings = settings or StackSettings()
+    count = nodes.record_count(settings)
+    pids, notes = broker_pids(settings)
+    started: list[nodes.Node] = []
+    if None in pids:
+        java = find_java()
+        check_ports(settings)
+        resolve_jars(settings, StackPaths.from_settings(settings))
+        started = [n for n, pid in zip(nodes.nodes(settings), pids, strict=True) if pid is None]
+        # The cluster id first (one file for all nodes), then every node at once: each
+        # format is a JVM start of its own, and the quorum needs them all anyway.
+        notes += cluster_id(StackPaths.from_settings(settings))[1]
+        with ThreadPoolExecutor(len(started)) as pool:
+            spawned = list(pool.map(lambda n: _spawn(java, settings, n, count), started))
+        for node, (new, note) in zip(started, spawned, strict=True):
+            notes += [note] if note else []
+            pids[node.node_id - 1] = new
+    wait_ready([(n, pid) for n, pid in zip(nodes.nodes(settings), pids, strict=True) if pid])
+    notes += [
+        f"started Kafka {settings.kafka_version} (pid {pids[n.node_id - 1]}) on {n.address}"
+        for n in started
+    ]
+    return notes
+
+
+def _stop_node(node: nodes.Node) -> list[str]:
+    pid, notes = node_pid(node)
+    if pid is None:
+        return notes
+    label = "Kafka broker" if node.node_id == 1 else f"Kafka broker {node.node_id}"
+    notes.append(terminate(pid, label, STOP_TIMEOUT_S))
+    node.paths.kafka_pid.unlink(missing_ok=True)
     return notes
 
 
 def stop_broker(settings: StackSettings | None = None) -> list[str]:
-    """Stop our broker (only if the pid file still names our process) and wait for it."""
+    """Stop our nodes, each only if its pid file still names our process, and wait.
+
+    All at once: a node stopped after the others had gone would wait in vain for a
+    quorum of controllers to acknowledge its controlled shutdown.
+    """
     settings = settings or StackSettings()
-    paths = StackPaths.from_settings(settings)
-    pid, notes = broker_pid(settings)
-    if pid is None:
-        return notes
-    notes.append(terminate(pid, "Kafka broker", STOP_TIMEOUT_S))
-    paths.kafka_pid.unlink(missing_ok=True)
-    return notes
+    every = nodes.nodes(settings)
+    with ThreadPoolExecutor(len(every)) as pool:
+        return [note for said in pool.map(_stop_node, every) for note in said]

@@ -49,6 +49,7 @@ class StackPaths:
     kafka_config: Path
     kafka_log4j: Path
     kafka_cluster_id: Path
+    kafka_brokers: Path
     kafka_home: Path
     kafka_libs: Path
     kafka_libs_marker: Path
@@ -80,6 +81,7 @@ class StackPaths:
             kafka_config=kafka / "server.properties",
             kafka_log4j=kafka / "log4j2.xml",
             kafka_cluster_id=kafka / "cluster.id",
+            kafka_brokers=kafka / "brokers",
             kafka_home=kafka_home,
             kafka_libs=kafka_home / "libs",
             kafka_libs_marker=kafka_home / "libs.complete",

@@ -205,9 +205,11 @@ def record_path(folder: Path, role: str) -> Path:
     return folder / f"{role}.env.json"
 
 
-def write_record(folder: Path, record: EnvRecord) -> None:
-    """Write the record atomically, readable by its owner only."""
-    path = record_path(folder, record.role)
+def write_record(folder: Path, record: EnvRecord, unit: str | None = None) -> None:
+    """Write the record atomically, readable by its owner only.
+
+    ``unit`` names a replica's record (``executor-2``); the role's first one by default."""
+    path = record_path(folder, unit or record.role)
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
@@ -216,14 +218,14 @@ def write_record(folder: Path, record: EnvRecord) -> None:
     tmp.replace(path)
 
 
-def read_record(folder: Path, role: str, pid: int) -> EnvRecord | None:
+def read_record(folder: Path, role: str, pid: int, unit: str | None = None) -> EnvRecord | None:
     """The record of the process ``pid`` of ``role``; None if missing, unreadable or stale.
 
     A record naming another pid belongs to an earlier process: what the running one
     was started with is then unknown.
     """
     try:
-        raw = json.loads(record_path(folder, role).read_text(encoding="utf-8"))
+        raw = json.loads(record_path(folder, unit or role).read_text(encoding="utf-8"))
         if raw.get("format") != RECORD_FORMAT or raw.get("pid") != pid:
             return None
         env = {str(k): str(v) for k, v in dict(raw["env"]).items()}

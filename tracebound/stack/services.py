@@ -15,11 +15,18 @@ since each stops at a transaction boundary (its successor, with the same
 ``transactional.id``, fences anything left open) or at a projection checkpoint.
 A role started without a record (by an older version) is left running, with the
 command that applies the current settings: what it runs with cannot be known.
+
+``up --replicas N`` (or ``--replicas executor=3``) runs N processes of a role that
+consumes as a group member. Replica 1 is the role's usual process; replica *i* is
+``<role>-<i>`` (its own pid file, log and record) with the replica id of the first
+plus ``-<i>``, so each has its own ``transactional.id`` and group membership. Without
+``--replicas``, ``up`` keeps the replicas that run; ``down`` stops them all.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,7 +35,8 @@ from pathlib import Path
 from tracebound import resources
 from tracebound.cli import load_settings_classes
 from tracebound.errors import InvalidInputError
-from tracebound.settings import KafkaSettings, StackSettings, settings_classes
+from tracebound.replica import default_replica_id
+from tracebound.settings import KafkaSettings, StackSettings, prefix_for, settings_classes
 from tracebound.stack.lag import Lag, group_lag
 from tracebound.stack.process import owned_pid, spawn_detached, terminate, write_pid
 from tracebound.stack.service_env import EnvRecord, read_record, remove_record, write_record
@@ -43,6 +51,7 @@ ROLE_MODULES: dict[str, str] = {"projections": "projections"}
 # (``tracebound projections status`` shows checkpoints against end offsets).
 CHECKPOINTED_ROLES = frozenset({"projections"})
 STOP_TIMEOUT_S = 30.0
+MAX_REPLICAS = 9
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,56 +117,121 @@ def service_env(env: Mapping[str, str]) -> dict[str, str]:
     return resources.child_env({"MALLOC_ARENA_MAX": "2", **os.environ, **env})
 
 
-def _pid(settings: StackSettings, role: str) -> tuple[int | None, list[str]]:
-    pid_file = _folder(settings) / f"{role}.pid"
-    return owned_pid(pid_file, _marker(settings), role_module(role), role, adopt=False)
+def replicable(role: str) -> bool:
+    """Roles that share their work as a consumer group can run several replicas."""
+    return bool(ROLE_INPUTS.get(role)) and role not in CHECKPOINTED_ROLES
 
 
-def _launch(settings: StackSettings, role: str, env: Mapping[str, str]) -> int:
-    folder = _folder(settings)
+def parse_replicas(items: Sequence[str]) -> dict[str, int]:
+    """``["2"]`` → 2 of every replicable role; ``["executor=3"]`` → 3 executors."""
+    wanted: dict[str, int] = {}
+    for item in items:
+        role, sep, count = item.rpartition("=")
+        roles = [role] if sep else [r for r in ROLE_INPUTS if replicable(r)]
+        if sep and not replicable(role):
+            choices = ", ".join(r for r in ROLE_INPUTS if replicable(r))
+            raise InvalidInputError(f"--replicas {item}: only {choices} run as replicas")
+        if not count.isdigit() or not 1 <= int(count) <= MAX_REPLICAS:
+            raise InvalidInputError(
+                f"--replicas {item}: give a count from 1 to {MAX_REPLICAS}, alone or as ROLE=N"
+            )
+        wanted.update(dict.fromkeys(roles, int(count)))
+    return wanted
+
+
+def unit_name(role: str, index: int) -> str:
+    """Replica 1 is the role itself; replica ``i`` is ``<role>-<i>``."""
+    return role if index == 1 else f"{role}-{index}"
+
+
+def replica_env(role: str, index: int, env: Mapping[str, str]) -> Mapping[str, str]:
+    """A replica's environment: the role's, with a replica id of its own past the first."""
+    if index == 1:
+        return env
+    variable = f"{prefix_for(role)}REPLICA_ID"
+    return {**env, variable: f"{env.get(variable) or default_replica_id()}-{index}"}
+
+
+def _running_replicas(settings: StackSettings, role: str) -> list[int]:
+    """Indexes past 1 of the role's replicas with a pid file, in order."""
+    pattern = re.compile(rf"{re.escape(role)}-(\d+)\.pid")
+    found = (pattern.fullmatch(p.name) for p in _folder(settings).glob(f"{role}-*.pid"))
+    return sorted(int(m.group(1)) for m in found if m is not None)
+
+
+def _units(settings: StackSettings, role: str, wanted: int | None = None) -> list[int]:
+    """The replicas to start or keep: 1…``wanted``, or every one that runs."""
+    if wanted is not None:
+        return list(range(1, wanted + 1))
+    return [1, *_running_replicas(settings, role)]
+
+
+def _pid(settings: StackSettings, role: str, index: int = 1) -> tuple[int | None, list[str]]:
+    unit = unit_name(role, index)
+    pid_file = _folder(settings) / f"{unit}.pid"
+    return owned_pid(pid_file, _marker(settings), role_module(role), unit, adopt=False)
+
+
+def _launch(settings: StackSettings, role: str, env: Mapping[str, str], index: int = 1) -> int:
+    folder, unit = _folder(settings), unit_name(role, index)
+    env = replica_env(role, index, env)
     argv = [sys.executable, "-X", _marker(settings), "-m", role_module(role)]
-    pid = spawn_detached(argv, folder / f"{role}.log", env)
-    write_pid(folder / f"{role}.pid", pid)
-    write_record(folder, EnvRecord.of(role, pid, env))
+    pid = spawn_detached(argv, folder / f"{unit}.log", env)
+    write_pid(folder / f"{unit}.pid", pid)
+    write_record(folder, EnvRecord.of(role, pid, env), unit)
     return pid
 
 
-def _stop(settings: StackSettings, role: str, pid: int) -> str:
-    said = terminate(pid, role, STOP_TIMEOUT_S)
-    (_folder(settings) / f"{role}.pid").unlink(missing_ok=True)
-    remove_record(_folder(settings), role)
+def _stop(settings: StackSettings, role: str, pid: int, index: int = 1) -> str:
+    unit = unit_name(role, index)
+    said = terminate(pid, unit, STOP_TIMEOUT_S)
+    (_folder(settings) / f"{unit}.pid").unlink(missing_ok=True)
+    remove_record(_folder(settings), unit)
     return said
 
 
+def _start_one(settings: StackSettings, role: str, index: int, env: Mapping[str, str]) -> list[str]:
+    """Start one replica if it does not run, restart it if its settings changed."""
+    folder, unit = _folder(settings), unit_name(role, index)
+    pid, notes = _pid(settings, role, index)
+    if pid is None:
+        return [*notes, f"started {unit} (pid {_launch(settings, role, env, index)})"]
+    record = read_record(folder, role, pid, unit)
+    if record is None:
+        return [
+            *notes,
+            f"{unit} (pid {pid}) runs with settings unknown to this version (no record"
+            f" of them); to apply the current ones run: tracebound restart {role}",
+        ]
+    changes = record.changes(replica_env(role, index, env))
+    if not changes:
+        return notes
+    _stop(settings, role, pid, index)
+    new = _launch(settings, role, env, index)
+    return [*notes, f"restarted {unit}: {', '.join(changes)} (pid {pid} -> {new})"]
+
+
 def start_services(
-    settings: StackSettings, env: Mapping[str, str], roles: tuple[str, ...] = tuple(ROLE_INPUTS)
+    settings: StackSettings,
+    env: Mapping[str, str],
+    roles: tuple[str, ...] = tuple(ROLE_INPUTS),
+    replicas: Mapping[str, int] | None = None,
 ) -> list[str]:
     """Start every role that is not running and restart those whose settings changed.
 
-    ``env`` adds to this process's environment.
+    ``env`` adds to this process's environment. ``replicas`` sets how many processes
+    of a role run (extra ones are stopped); a role it does not name keeps the ones
+    that run.
     """
     env = service_env(env)
-    folder = _folder(settings)
-    folder.mkdir(parents=True, exist_ok=True)
+    _folder(settings).mkdir(parents=True, exist_ok=True)
     messages: list[str] = []
     for role in roles:
-        pid, notes = _pid(settings, role)
-        messages += notes
-        if pid is None:
-            messages.append(f"started {role} (pid {_launch(settings, role, env)})")
-            continue
-        record = read_record(folder, role, pid)
-        if record is None:
-            messages.append(
-                f"{role} (pid {pid}) runs with settings unknown to this version (no record"
-                f" of them); to apply the current ones run: tracebound restart {role}"
-            )
-            continue
-        changes = record.changes(env)
-        if changes:
-            _stop(settings, role, pid)
-            new = _launch(settings, role, env)
-            messages.append(f"restarted {role}: {', '.join(changes)} (pid {pid} -> {new})")
+        wanted = (replicas or {}).get(role)
+        for index in _units(settings, role, wanted):
+            messages += _start_one(settings, role, index, env)
+        if wanted is not None:
+            messages += stop_services(settings, (role,), keep=wanted)
     return messages
 
 
@@ -169,44 +243,56 @@ def restart_services(
     _folder(settings).mkdir(parents=True, exist_ok=True)
     messages: list[str] = []
     for role in roles:
-        pid, notes = _pid(settings, role)
-        messages += notes
-        if pid is None:
-            new = _launch(settings, role, env)
-            messages.append(f"started {role} (pid {new}; it was not running)")
-        else:
-            _stop(settings, role, pid)
-            messages.append(f"restarted {role} (pid {pid} -> {_launch(settings, role, env)})")
+        for index in _units(settings, role):
+            unit = unit_name(role, index)
+            pid, notes = _pid(settings, role, index)
+            messages += notes
+            if pid is None:
+                new = _launch(settings, role, env, index)
+                messages.append(f"started {unit} (pid {new}; it was not running)")
+            else:
+                _stop(settings, role, pid, index)
+                new = _launch(settings, role, env, index)
+                messages.append(f"restarted {unit} (pid {pid} -> {new})")
     return messages
 
 
 def stop_services(
-    settings: StackSettings, roles: tuple[str, ...] = tuple(ROLE_INPUTS)
+    settings: StackSettings, roles: tuple[str, ...] = tuple(ROLE_INPUTS), keep: int = 0
 ) -> list[str]:
+    """Stop every replica of ``roles`` past the first ``keep``."""
     messages: list[str] = []
     for role in roles:
-        pid, notes = _pid(settings, role)
-        messages += notes
-        if pid is not None:
-            messages.append(_stop(settings, role, pid))
+        for index in _units(settings, role):
+            if index <= keep:
+                continue
+            pid, notes = _pid(settings, role, index)
+            messages += notes
+            if pid is not None:
+                messages.append(_stop(settings, role, pid, index))
     return messages
 
 
 def service_states(
     settings: StackSettings, kafka: KafkaSettings | None, env: Mapping[str, str] | None = None
 ) -> list[ServiceState]:
-    """Each role: whether it runs, its lag (with ``kafka``), and what it was started with.
-
-    With ``env`` (as for ``start_services``), also which of its settings differ.
-    """
+    """Each replica of each role: whether it runs, its group's lag (with ``kafka``), and
+    what it was started with. With ``env`` (as for ``start_services``), also which of its
+    settings differ."""
     current = service_env(env) if env is not None else None
     states = []
     for role, inputs in ROLE_INPUTS.items():
-        pid, _ = _pid(settings, role)
         known = kafka is not None and role not in CHECKPOINTED_ROLES
         lag = group_lag(kafka, role, inputs) if known and kafka is not None else None
-        log = str(_folder(settings) / f"{role}.log")
-        record = read_record(_folder(settings), role, pid) if pid is not None else None
-        changes = tuple(record.changes(current)) if record and current is not None else ()
-        states.append(ServiceState(role, pid is not None, pid, log, lag, record, changes))
+        for index in _units(settings, role):
+            unit = unit_name(role, index)
+            pid, _ = _pid(settings, role, index)
+            log = str(_folder(settings) / f"{unit}.log")
+            record = read_record(_folder(settings), role, pid, unit) if pid is not None else None
+            changes = (
+                tuple(record.changes(replica_env(role, index, current)))
+                if record and current is not None
+                else ()
+            )
+            states.append(ServiceState(unit, pid is not None, pid, log, lag, record, changes))
     return states

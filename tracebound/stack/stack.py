@@ -18,7 +18,7 @@ from typing import Any
 
 from tracebound.errors import StackError
 from tracebound.settings import KafkaSettings, StackSettings
-from tracebound.stack import kafka, postgres
+from tracebound.stack import kafka, nodes, postgres
 from tracebound.stack.paths import StackPaths
 from tracebound.stack.process import port_answers, state_lock
 from tracebound.stack.services import (
@@ -69,10 +69,11 @@ class StackStatus:
     messages: tuple[str, ...] = ()
     started: tuple[str, ...] = ()  # components this call had to start
     services: tuple[ServiceState, ...] = ()
+    more_brokers: tuple[ComponentStatus, ...] = ()  # nodes 2… of a multi-broker stack
 
     @property
     def components(self) -> tuple[ComponentStatus, ...]:
-        return (self.kafka, self.postgres)
+        return (self.kafka, *self.more_brokers, self.postgres)
 
     @property
     def healthy(self) -> bool:
@@ -129,23 +130,32 @@ def _services_env(settings: StackSettings) -> dict[str, str]:
 
 def _servers(
     settings: StackSettings, messages: list[str]
-) -> tuple[int | None, int | None, bool, bool]:
-    """The broker's and the database server's pids, and whether each runs and answers."""
-    kafka_pid, notes = kafka.broker_pid(settings)
-    messages += notes
+) -> tuple[list[ComponentStatus], ComponentStatus]:
+    """Each Kafka node and the database server: pid, and whether it runs and answers."""
+    paths = StackPaths.from_settings(settings)
+    brokers = []
+    for node in nodes.nodes(settings):
+        pid, notes = kafka.node_pid(node)
+        messages += notes
+        up = pid is not None and port_answers(node.settings.host, node.settings.kafka_port)
+        brokers.append(
+            ComponentStatus(node.name, up, pid, node.address, str(node.paths.kafka_data))
+        )
     pg_pid, notes = postgres.server_pid(settings)
     messages += notes
-    kafka_up = kafka_pid is not None and port_answers(settings.host, settings.kafka_port)
     pg_up = pg_pid is not None and port_answers(settings.host, settings.pg_port)
-    return kafka_pid, pg_pid, kafka_up, pg_up
+    pg = ComponentStatus(
+        "postgres", pg_up, pg_pid, f"{settings.host}:{settings.pg_port}", str(paths.pg_data)
+    )
+    return brokers, pg
 
 
 def status(settings: StackSettings | None = None) -> StackStatus:
     """Inspect the stack without changing it (apart from removing stale pid files)."""
     settings = settings or StackSettings()
-    paths = StackPaths.from_settings(settings)
     messages: list[str] = []
-    kafka_pid, pg_pid, kafka_up, pg_up = _servers(settings, messages)
+    brokers, pg = _servers(settings, messages)
+    kafka_up = any(b.running for b in brokers)
     counts: dict[str, int | None] = dict.fromkeys(topic_configs())
     answered = False
     if kafka_up:
@@ -156,12 +166,9 @@ def status(settings: StackSettings | None = None) -> StackStatus:
     return StackStatus(
         kafka_bootstrap=kafka.bootstrap(settings),
         pg_dsn=postgres.dsn(settings),
-        kafka=ComponentStatus(
-            "kafka", kafka_up, kafka_pid, kafka.bootstrap(settings), str(paths.kafka_data)
-        ),
-        postgres=ComponentStatus(
-            "postgres", pg_up, pg_pid, f"{settings.host}:{settings.pg_port}", str(paths.pg_data)
-        ),
+        kafka=brokers[0],
+        more_brokers=tuple(brokers[1:]),
+        postgres=pg,
         topics=tuple(TopicStatus(name, n, answered) for name, n in counts.items()),
         messages=tuple(messages),
         services=tuple(
@@ -179,36 +186,40 @@ def up(
     *,
     services: bool = False,
     env: Mapping[str, str] | None = None,
+    replicas: Mapping[str, int] | None = None,
 ) -> StackStatus:
     """Start whatever is not running yet, create missing topics, return the new status.
 
     With ``services`` the pipeline's role processes start too, wired to this stack,
     and a running one whose settings changed since it started is restarted; ``env``
-    adds settings of theirs (``tracebound demo`` selects the demo tools).
+    adds settings of theirs (``tracebound demo`` selects the demo tools); ``replicas``
+    sets how many processes of a role run.
     """
     settings = settings or StackSettings()
     paths = StackPaths.from_settings(settings)
     messages: list[str] = []
     started: list[str] = []
     with state_lock(paths.lock_file):
-        kafka_before, notes = kafka.broker_pid(settings)
+        nodes.broker_count(settings)  # refuses another size than the folder holds
+        kafka_before, notes = kafka.broker_pids(settings)
         messages += notes
         pg_before, notes = postgres.server_pid(settings)
         messages += notes
         # Check every port before starting anything, so a conflict leaves nothing half-up.
-        if kafka_before is None:
-            kafka.check_ports(settings)
+        kafka.check_ports(settings)
         if pg_before is None:
             postgres.check_port(settings)
         messages += kafka.start_broker(settings)
-        if kafka.broker_pid(settings)[0] != kafka_before:
+        if kafka.broker_pids(settings)[0] != kafka_before:
             started.append("kafka")
         messages += postgres.start_server(settings)
         if postgres.server_pid(settings)[0] != pg_before:
             started.append("postgres")
         messages += create_stack_topics(settings)
         if services:
-            launched = start_services(settings, {**_services_env(settings), **(env or {})})
+            launched = start_services(
+                settings, {**_services_env(settings), **(env or {})}, replicas=replicas
+            )
             messages += launched
             if any(m.startswith(("started", "restarted")) for m in launched):
                 started.append("services")
@@ -221,7 +232,8 @@ def restart(settings: StackSettings, roles: tuple[str, ...]) -> StackStatus:
     paths = StackPaths.from_settings(settings)
     messages: list[str] = []
     with state_lock(paths.lock_file):
-        if not all(_servers(settings, messages)[2:]):
+        brokers, pg = _servers(settings, messages)
+        if not all(c.running for c in (*brokers, pg)):
             raise StackError("the stack is not running; start it with: tracebound up")
         messages += restart_services(settings, _services_env(settings), roles)
         now = status(settings)

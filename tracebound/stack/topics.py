@@ -24,6 +24,7 @@ from confluent_kafka.cimpl import NewTopic
 
 from tracebound.errors import StackError
 from tracebound.settings import KafkaSettings, StackSettings
+from tracebound.stack import nodes
 from tracebound.topics import topic_configs
 
 log = logging.getLogger(__name__)
@@ -147,22 +148,30 @@ def _create(
 
 
 def stack_kafka_settings(settings: StackSettings) -> KafkaSettings:
-    """Client settings pointing at the local stack's broker, whatever the environment says."""
-    return KafkaSettings(bootstrap_servers=f"{settings.host}:{settings.kafka_port}")
+    """Client settings pointing at the local stack's brokers, whatever the environment says."""
+    return KafkaSettings(bootstrap_servers=nodes.bootstrap(settings))
 
 
 def create_stack_topics(settings: StackSettings) -> list[str]:
-    """Create every topic of the topic table on the local broker; return notes."""
+    """Create every topic of the topic table on the local stack; return notes.
+
+    On a multi-broker stack every topic is replicated (three copies, two in sync)."""
     table = topic_configs()
-    created = ensure_topics(stack_kafka_settings(settings), table, settings.partitions)
+    factor, _ = nodes.replication(nodes.broker_count(settings))
+    created = ensure_topics(
+        stack_kafka_settings(settings), table, settings.partitions, replication_factor=factor
+    )
     if not created:
         return []
-    return [f"created {len(created)} topic(s) with {settings.partitions} partition(s) each"]
+    return [
+        f"created {len(created)} topic(s) with {settings.partitions} partition(s) each"
+        f" and replication factor {factor}"
+    ]
 
 
 def topic_states(settings: StackSettings, timeout_s: float = 10.0) -> dict[str, int | None]:
     """Topic name → partition count (None when missing) for every topic in the table."""
-    bootstrap = f"{settings.host}:{settings.kafka_port}"
+    bootstrap = nodes.bootstrap(settings)
     admin = AdminClient(quiet_admin_config(bootstrap))
     try:
         counts = partition_counts(admin, timeout_s)
