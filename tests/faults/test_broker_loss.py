@@ -16,9 +16,9 @@ one ``diagnosis_run`` row per run. The longest gap between answers while the bro
 is lost is printed and bounded by ``MAX_GAP_S``: the one wall-clock bound of the
 suite, on purpose — it is what the scenario exists to show (a broker loss must not
 wedge a replica for a transaction timeout, 30 s; the aim is under 15 s, which the
-printed figure shows, but a loaded 2-core machine cannot promise it). It is measured from the answers' own
-record timestamps (when the composer produced them), not from when this test read
-them, so a slow reader cannot widen it.
+printed figure shows, but a loaded 2-core machine cannot promise it). It is
+measured from the answers' own record timestamps (when the composer produced them),
+not from when this test read them, so a slow reader cannot widen it.
 """
 
 from __future__ import annotations

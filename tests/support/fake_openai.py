@@ -258,28 +258,6 @@ class FakeOpenAI:
         self.stop()
 
 
-__all__ = [
-    "DEFAULT_MODELS",
-    "Entry",
-    "FakeOpenAI",
-    "RecordedRequest",
-    "Responder",
-    "close",
-    "delay",
-    "empty",
-    "garbage",
-    "status",
-    "system_prompt_has",
-    "text",
-    "thinking",
-    "tool_call",
-    "tool_calls",
-    "tool_calls_as_objects",
-    "tool_calls_in_content",
-    "truncated",
-]
-
-
 # The reply builders are used through this module too: ``fake.text(...)``.
 __all__ = [
     "COMPLETIONS_PATH",

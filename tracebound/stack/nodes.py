@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from tracebound.errors import StackError
 from tracebound.settings import StackSettings
-from tracebound.stack.paths import StackPaths
+from tracebound.stack.paths import StackPaths, node_files
 
 PORT_STEP = 2  # each node takes a broker and a controller port
 
@@ -87,16 +87,7 @@ def node(settings: StackSettings, node_id: int) -> Node:
                 "controller_port": settings.controller_port + step,
             }
         ),
-        replace(
-            paths,
-            kafka_dir=folder,
-            kafka_data=folder / "data",
-            kafka_logs=folder / "logs",
-            kafka_out=folder / "kafka.out",
-            kafka_pid=folder / "kafka.pid",
-            kafka_config=folder / "server.properties",
-            kafka_log4j=folder / "log4j2.xml",
-        ),
+        replace(paths, **node_files(folder)),
     )
 
 

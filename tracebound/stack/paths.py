@@ -73,13 +73,7 @@ class StackPaths:
             state_dir=state,
             cache_dir=cache,
             lock_file=state / "stack.lock",
-            kafka_dir=kafka,
-            kafka_data=kafka / "data",
-            kafka_logs=kafka / "logs",
-            kafka_out=kafka / "kafka.out",
-            kafka_pid=kafka / "kafka.pid",
-            kafka_config=kafka / "server.properties",
-            kafka_log4j=kafka / "log4j2.xml",
+            **node_files(kafka),
             kafka_cluster_id=kafka / "cluster.id",
             kafka_brokers=kafka / "brokers",
             kafka_home=kafka_home,
@@ -93,6 +87,19 @@ class StackPaths:
             pg_pid=pg / "data" / "postmaster.pid",
             apt_log=cache / "apt.log",
         )
+
+
+def node_files(folder: Path) -> dict[str, Path]:
+    """The files of one Kafka node kept in ``folder`` (its data, logs, pid, config)."""
+    return {
+        "kafka_dir": folder,
+        "kafka_data": folder / "data",
+        "kafka_logs": folder / "logs",
+        "kafka_out": folder / "kafka.out",
+        "kafka_pid": folder / "kafka.pid",
+        "kafka_config": folder / "server.properties",
+        "kafka_log4j": folder / "log4j2.xml",
+    }
 
 
 # --- search permission for a service user -------------------------------------------
