@@ -328,7 +328,8 @@ def test_poison_in_every_input_topic_is_dead_lettered_mid_stream(
     try:
         with _pipeline(stack, tmp_path) as pipeline:
             _start(pipeline, capsys)
-            feeder = Feeder(stack.kafka, asked, burst=25, pause_s=0.4)
+            # 500 over about 25 s: the stream outlasts the roles' first answers.
+            feeder = Feeder(stack.kafka, asked, burst=10, pause_s=0.5)
             feeder.start()
             _wait_for(counter, 20, "poison")
             poison = inject_poison(stack.kafka, seed=5)

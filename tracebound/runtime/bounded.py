@@ -14,10 +14,18 @@ transaction timeout, and nothing the wedged producer still holds can commit.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from confluent_kafka import KafkaException
+
+from tracebound.kafka import Severity, severity_of
+
+log = logging.getLogger("tracebound.runtime")
 
 # Past the bound, librdkafka's own timeout (given what is left of the bound) had
 # its chance to fail the call with a proper error; this much more means it is wedged.
@@ -67,3 +75,17 @@ class BoundedCalls:
 
     def shutdown(self) -> None:
         self._pool.shutdown(wait=False)
+
+
+def commit_within(producer: Any, deadline: Deadline) -> None:
+    """Commit the open transaction, retrying retriable errors until ``deadline``."""
+    while True:
+        try:
+            producer.commit_transaction(deadline.left())
+            return
+        except KafkaException as exc:
+            if severity_of(exc) is Severity.RETRIABLE and not deadline.passed():
+                log.warning("commit retriable error, retrying: %s", exc)
+                time.sleep(0.5)
+                continue
+            raise

@@ -46,7 +46,7 @@ from tracebound.errors import TransientError
 from tracebound.kafka import Severity, severity_of
 from tracebound.replica import ReplicaInUse, ReplicaLock
 from tracebound.runtime.batch import Output, first_offsets, next_offsets, transform
-from tracebound.runtime.bounded import BoundedCalls, ClientStuckError, Deadline
+from tracebound.runtime.bounded import BoundedCalls, ClientStuckError, Deadline, commit_within
 from tracebound.runtime.commit_policy import CommitPolicy, Uncommitted
 from tracebound.runtime.inflight import InFlight
 from tracebound.runtime.metrics import ServiceMetrics
@@ -278,7 +278,8 @@ class ServiceLoop:
     # -- one batch -------------------------------------------------------------------
 
     def _process(self, batch: Sequence[Message]) -> None:
-        """Handle ``batch`` into the open transaction, or rewind it all on a transient error."""
+        """Handle ``batch`` into the open transaction (aged from when it was read)."""
+        read_at = time.perf_counter()
         try:
             outputs, dead = transform(self.spec, self.codec, batch, self._inflight)
         except TransientError as exc:
@@ -288,7 +289,7 @@ class ServiceLoop:
             self._stop.wait(self._backoff)
             self._backoff = min(self._backoff * 2, self.runtime.retry_backoff_max_ms / 1000)
             return
-        self._open.add(batch, outputs, dead, time.perf_counter())
+        self._open.add(batch, outputs, dead, read_at)
 
     def _commit_open(self) -> None:
         """Commit the open transaction (if anything is open) and count what it held."""
@@ -337,7 +338,7 @@ class ServiceLoop:
             for output in outputs:
                 edge.produce(producer, *output)
             producer.send_offsets_to_transaction(offsets, group, deadline.left())
-            _commit_with_retry(producer, deadline)
+            commit_within(producer, deadline)
 
         try:
             with CLOCK.timing("kafka"):
@@ -392,16 +393,3 @@ class ServiceLoop:
                 self._consumer.seek(TopicPartition(topic, partition, offset))
             except KafkaException as exc:  # partition no longer ours: its new owner resumes
                 log.info("seek skipped for %s[%d]: %s", topic, partition, exc.args[0].str())
-
-
-def _commit_with_retry(producer: Any, deadline: Deadline) -> None:
-    while True:
-        try:
-            producer.commit_transaction(deadline.left())
-            return
-        except KafkaException as exc:
-            if severity_of(exc) is Severity.RETRIABLE and not deadline.passed():
-                log.warning("commit retriable error, retrying: %s", exc)
-                time.sleep(0.5)
-                continue
-            raise
