@@ -9,8 +9,8 @@ stack, the pipeline run's events included):
   model, as ``python -m projections`` runs them), started in this process on an
   empty schema and timed until every checkpoint reaches the end offsets taken at
   the start;
-- rebuild: :func:`projections.rebuild.rebuild_model` for every model, one after
-  the other, as ``tracebound projections rebuild`` does.
+- rebuild: :func:`projections.rebuild.rebuild_models` over every model in one pass,
+  as ``tracebound projections rebuild`` does.
 
 An *event* here is one event applied to one read model: ``diagnosis_run`` reads
 every stage topic, ``tool_invocation`` and ``agent_step`` one topic each, so the

@@ -188,13 +188,6 @@ def rebuild_models(
     return reports
 
 
-def rebuild_model(
-    conn: Connection, kafka: KafkaSettings, model: ReadModel, progress: TextIO | None = sys.stderr
-) -> RebuildReport:
-    """Rebuild one model (a shorthand of :func:`rebuild_models`)."""
-    return rebuild_models(conn, kafka, [model], progress=progress)[0]
-
-
 def status(conn: Connection, kafka: KafkaSettings) -> list[dict[str, Any]]:
     """Per model: row count, and per partition the checkpoint, end offset and lag."""
     migrate(conn)
