@@ -13,7 +13,7 @@ from tracebound.events import DiagnosisRequested
 from tracebound.llm import LLMSettings
 from tracebound.runtime import ServiceSpec, run_service
 from tracebound.runtime.pacing import LIBRDKAFKA_MAX_POLL_MS, ModelBudget, pace
-from tracebound.settings import KafkaSettings, RuntimeSettings
+from tracebound.settings import KafkaSettings, RuntimeSettings, prefix_for
 
 BUDGET = ModelBudget(10.0, ("TRACEBOUND_LLM_TIMEOUT_S",))
 
@@ -109,7 +109,8 @@ def test_the_sentinel_deadline_covers_two_batches_of_the_slowest_stage() -> None
 def test_a_role_whose_settings_disagree_stops_before_it_joins_its_group(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv("TRACEBOUND_PACING_PROBE_MAX_POLL_INTERVAL_MS", "10000")
+    # A throwaway role: its settings prefix is derived from its name, not written out.
+    monkeypatch.setenv(prefix_for("pacing-probe") + "MAX_POLL_INTERVAL_MS", "10000")
     spec = ServiceSpec(
         name="pacing-probe",
         input_topics=("tracebound.nowhere",),
