@@ -53,7 +53,9 @@ def quiet_admin_config(bootstrap: str, base: Mapping[str, str] | None = None) ->
     return conf
 
 
-def partition_counts(admin: AdminClient, timeout_s: float = 10.0) -> dict[str, tuple[int, int]]:
+def partitions_and_leaders(
+    admin: AdminClient, timeout_s: float = 10.0
+) -> dict[str, tuple[int, int]]:
     """Topic name → (partitions, partitions whose leader is known), for every topic."""
     metadata = admin.list_topics(timeout=timeout_s)
     return {
@@ -92,7 +94,9 @@ def ensure_topics(
     last_error = "timed out"
     while True:
         try:
-            existing = partition_counts(admin, max(1.0, min(10.0, deadline - time.monotonic())))
+            existing = partitions_and_leaders(
+                admin, max(1.0, min(10.0, deadline - time.monotonic()))
+            )
         except KafkaException as exc:
             existing, last_error = None, str(exc.args[0])
         if existing is not None:
@@ -174,7 +178,7 @@ def topic_states(settings: StackSettings, timeout_s: float = 10.0) -> dict[str, 
     bootstrap = nodes.bootstrap(settings)
     admin = AdminClient(quiet_admin_config(bootstrap))
     try:
-        counts = partition_counts(admin, timeout_s)
+        counts = partitions_and_leaders(admin, timeout_s)
     except KafkaException as exc:
         raise StackError(f"cannot read topic metadata from {bootstrap}: {exc.args[0]}") from exc
     return {name: counts[name][0] if name in counts else None for name in topic_configs()}
