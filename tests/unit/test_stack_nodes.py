@@ -76,7 +76,9 @@ def test_replicas_are_asked_for_all_roles_or_one_and_only_for_group_members() ->
         "gatekeeper": 2,
         "verifier": 2,
         "composer": 2,
+        "sentinel": 2,
     }
+    assert parse_replicas(["sentinel=2"]) == {"sentinel": 2}
     for bad in ("projections=2", "ingest=2", "0", "executor=x", "10"):
         with pytest.raises(InvalidInputError):
             parse_replicas([bad])

@@ -50,6 +50,10 @@ ROLE_MODULES: dict[str, str] = {"projections": "projections"}
 # committed offsets: Kafka cannot tell their lag, so status shows none for them
 # (``tracebound projections status`` shows checkpoints against end offsets).
 CHECKPOINTED_ROLES = frozenset({"projections"})
+# Roles that are group members without being a consume-transform-produce loop: the
+# sentinel watches the run-keyed topics as one consumer group, each replica the runs
+# of its own partitions.
+WATCHING_GROUPS = frozenset({"sentinel"})
 STOP_TIMEOUT_S = 30.0
 MAX_REPLICAS = 9
 
@@ -119,7 +123,8 @@ def service_env(env: Mapping[str, str]) -> dict[str, str]:
 
 def replicable(role: str) -> bool:
     """Roles that share their work as a consumer group can run several replicas."""
-    return bool(ROLE_INPUTS.get(role)) and role not in CHECKPOINTED_ROLES
+    shares = bool(ROLE_INPUTS.get(role)) or role in WATCHING_GROUPS
+    return shares and role not in CHECKPOINTED_ROLES
 
 
 def parse_replicas(items: Sequence[str]) -> dict[str, int]:
