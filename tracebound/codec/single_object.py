@@ -10,11 +10,10 @@ from __future__ import annotations
 import io
 
 from fastavro import schemaless_reader, schemaless_writer
-from pydantic import ValidationError
 
-from tracebound.codec import schemas
-from tracebound.errors import DecodeError, EventValidationError, UnknownSchemaError
-from tracebound.events import EVENT_TYPES, Event
+from tracebound.codec import fastpath, schemas
+from tracebound.errors import DecodeError, UnknownSchemaError
+from tracebound.events import Event
 
 MAGIC = b"\xc3\x01"
 HEADER_LEN = 10
@@ -29,7 +28,7 @@ class SingleObjectCodec:
         buf = io.BytesIO()
         buf.write(MAGIC)
         buf.write(version.fingerprint)
-        schemaless_writer(buf, version.parsed, event.to_avro())
+        schemaless_writer(buf, version.parsed, fastpath.to_record(event))
         return buf.getvalue()
 
     def decode(self, data: bytes | None, topic: str | None = None) -> Event:
@@ -54,7 +53,4 @@ class SingleObjectCodec:
             raise DecodeError(f"{len(data) - buf.tell()} trailing bytes after {writer.event} body")
         if not isinstance(record, dict):
             raise DecodeError(f"{writer.event} body is not a record")
-        try:
-            return EVENT_TYPES[writer.event].from_avro(record)
-        except (ValidationError, ValueError) as exc:
-            raise EventValidationError(f"{writer.event} fails validation: {exc}") from exc
+        return fastpath.to_event(writer.event, record)
