@@ -209,7 +209,9 @@ class ServiceLoop:
         try:
             while not self._stop.is_set():
                 self.metrics.beat()
-                batch = [m for m in self._next_batch() if not self._is_error(m)]
+                batch = [
+                    m for m in self._next_batch() if m.error() is None or not self._is_error(m)
+                ]
                 if self._consumer_failed:
                     self._consumer_failed = False
                     self._drop_uncommitted(rewind=False)
