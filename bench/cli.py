@@ -50,7 +50,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--pipeline-repeat", type=int, default=1, help="pipeline burst and open-loop runs"
     )
     parser.add_argument(
-        "--runtime-messages", type=int, default=20_000, help="messages per runtime loop"
+        "--runtime-messages", type=int, default=50_000, help="messages per runtime loop"
     )
     parser.add_argument("--gatekeeper-seconds", type=float, default=2.0)
     parser.add_argument(

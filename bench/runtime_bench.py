@@ -151,7 +151,7 @@ def tracebound_loop(
 
 def run(
     kafka: KafkaSettings,
-    count: int = 20_000,
+    count: int = 50_000,
     order: int = 0,
     profile_to: Path | None = None,
 ) -> dict[str, Any]:

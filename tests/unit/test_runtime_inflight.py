@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -155,6 +156,27 @@ def test_poison_inputs_are_dead_lettered_in_place(inflight: InFlight) -> None:
     assert len(dead) == 2
     letter = CODEC.decode(outputs[1][2], DLQ)
     assert isinstance(letter, DeadLetter) and letter.run_id == "r2"
+
+
+def test_one_call_at_a_time_gives_what_calls_in_flight_give(inflight: InFlight) -> None:
+    def handler(event: Event) -> list[Event]:
+        assert isinstance(event, DiagnosisRequested)
+        if event.request.query == "poison":
+            raise PoisonInput("refused")
+        return [step(event, event.request.query), step(event, "again")]
+
+    batch = messages([("a", "r1"), ("poison", "r2"), ("b", "r3"), ("c", "r1")])
+    batch.insert(2, FakeMessage(b"\x00not avro", b"r4", 9))
+
+    def seen(outputs: list[Any]) -> list[tuple[str, Any]]:
+        decoded = [(o.topic, CODEC.decode(o.value, o.topic)) for o in outputs]
+        return [(topic, getattr(event, "model_output", None)) for topic, event in decoded]
+
+    concurrent, dead = transform(spec(handler), CODEC, batch, inflight)
+    for one in (None, InFlight(1)):
+        outputs, dead_too = transform(spec(handler), CODEC, batch, one)
+        assert seen(outputs) == seen(concurrent)
+        assert dead_too == dead == ["PoisonInput", "DecodeError"]
 
 
 def test_a_transient_failure_fails_the_batch_after_the_running_calls_return(

@@ -15,10 +15,9 @@ from typing import Any
 
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
-from pydantic import ValidationError
 
-from tracebound.codec import schemas
-from tracebound.errors import DecodeError, EventValidationError, TransientError, UnknownSchemaError
+from tracebound.codec import fastpath, schemas
+from tracebound.errors import DecodeError, TransientError, UnknownSchemaError
 from tracebound.events import EVENT_TYPES, Event
 
 MAGIC = 0
@@ -58,7 +57,7 @@ class ConfluentCodec:
         buf = io.BytesIO()
         buf.write(bytes([MAGIC]))
         buf.write(schema_id.to_bytes(4, "big"))
-        schemaless_writer(buf, schemas.current(event.schema_name).parsed, event.to_avro())
+        schemaless_writer(buf, schemas.current(event.schema_name).parsed, fastpath.to_record(event))
         return buf.getvalue()
 
     def _writer(self, schema_id: int) -> tuple[str, Any]:
@@ -92,7 +91,4 @@ class ConfluentCodec:
             raise DecodeError(f"corrupt {event} body: {type(exc).__name__}: {exc}") from exc
         if not isinstance(record, dict):
             raise DecodeError(f"{event} body is not a record")
-        try:
-            return EVENT_TYPES[event].from_avro(record)
-        except (ValidationError, ValueError) as exc:
-            raise EventValidationError(f"{event} fails validation: {exc}") from exc
+        return fastpath.to_event(event, record)

@@ -8,16 +8,28 @@ current reader schema, so events written by older versions stay readable.
 from __future__ import annotations
 
 import io
+from functools import cache
+from typing import Any
 
 from fastavro import schemaless_reader, schemaless_writer
-from pydantic import ValidationError
 
-from tracebound.codec import schemas
-from tracebound.errors import DecodeError, EventValidationError, UnknownSchemaError
-from tracebound.events import EVENT_TYPES, Event
+from tracebound.codec import fastpath, schemas
+from tracebound.errors import DecodeError, UnknownSchemaError
+from tracebound.events import Event
 
 MAGIC = b"\xc3\x01"
 HEADER_LEN = 10
+
+
+@cache
+def _readers() -> dict[bytes, tuple[str, Any, Any]]:
+    """Fingerprint → (event, writer schema, reader schema or None when it is the writer's)."""
+    readers = {}
+    for fingerprint, writer in schemas.all_versions().items():
+        reader = schemas.current(writer.event)
+        same = writer.canonical == reader.canonical
+        readers[fingerprint] = (writer.event, writer.parsed, None if same else reader.parsed)
+    return readers
 
 
 class SingleObjectCodec:
@@ -29,32 +41,25 @@ class SingleObjectCodec:
         buf = io.BytesIO()
         buf.write(MAGIC)
         buf.write(version.fingerprint)
-        schemaless_writer(buf, version.parsed, event.to_avro())
+        schemaless_writer(buf, version.parsed, fastpath.to_record(event))
         return buf.getvalue()
 
     def decode(self, data: bytes | None, topic: str | None = None) -> Event:
         del topic  # the fingerprint alone names the schema
         if not data or len(data) < HEADER_LEN or data[:2] != MAGIC:
             raise DecodeError("not an Avro single-object message (missing C3 01 header)")
-        writer = schemas.all_versions().get(data[2:HEADER_LEN])
-        if writer is None:
+        resolved = _readers().get(data[2:HEADER_LEN])
+        if resolved is None:
             raise UnknownSchemaError(f"unknown schema fingerprint {data[2:HEADER_LEN].hex()}")
-        reader = schemas.current(writer.event)
+        event, writer, reader = resolved
         buf = io.BytesIO(data)
         buf.seek(HEADER_LEN)
         try:
-            record = schemaless_reader(
-                buf,
-                writer.parsed,
-                None if writer.canonical == reader.canonical else reader.parsed,
-            )
+            record = schemaless_reader(buf, writer, reader)
         except Exception as exc:  # fastavro raises many types on corrupt input
-            raise DecodeError(f"corrupt {writer.event} body: {type(exc).__name__}: {exc}") from exc
+            raise DecodeError(f"corrupt {event} body: {type(exc).__name__}: {exc}") from exc
         if buf.tell() != len(data):
-            raise DecodeError(f"{len(data) - buf.tell()} trailing bytes after {writer.event} body")
+            raise DecodeError(f"{len(data) - buf.tell()} trailing bytes after {event} body")
         if not isinstance(record, dict):
-            raise DecodeError(f"{writer.event} body is not a record")
-        try:
-            return EVENT_TYPES[writer.event].from_avro(record)
-        except (ValidationError, ValueError) as exc:
-            raise EventValidationError(f"{writer.event} fails validation: {exc}") from exc
+            raise DecodeError(f"{event} body is not a record")
+        return fastpath.to_event(event, record)

@@ -23,6 +23,7 @@ from pydantic import (
     SerializationInfo,
     ValidationInfo,
 )
+from pydantic.fields import FieldInfo
 
 from tracebound import __version__, fastjson
 
@@ -49,8 +50,14 @@ def _dump_json(value: Any, info: SerializationInfo) -> Any:
     return value
 
 
-JsonValue = Annotated[Any, BeforeValidator(_load_json), PlainSerializer(_dump_json)]
+_JSON_TEXT = (BeforeValidator(_load_json), PlainSerializer(_dump_json))
+JsonValue = Annotated[Any, *_JSON_TEXT]
 """Parsed JSON in Python; JSON text on the wire."""
+
+
+def is_json_field(field: FieldInfo) -> bool:
+    """Whether ``field`` is a :data:`JsonValue` (and carries no other metadata)."""
+    return tuple(field.metadata) == _JSON_TEXT
 
 
 class Record(BaseModel):

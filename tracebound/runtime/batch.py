@@ -18,7 +18,7 @@ from tracebound.errors import PoisonInput
 from tracebound.events import Event
 from tracebound.events import Producer as ProducerRef
 from tracebound.runtime.dead_letters import dead_letter
-from tracebound.runtime.inflight import InFlight
+from tracebound.runtime.inflight import InFlight, call
 from tracebound.runtime.service import Handler, ServiceSpec
 from tracebound.runtime.stages import CLOCK
 from tracebound.tracing import active as active_tracing
@@ -37,44 +37,38 @@ class Output(NamedTuple):
     headers: Headers | None = None
 
 
-SEQUENTIAL = InFlight(1)
-
-
 def transform(
     spec: ServiceSpec, codec: Codec, batch: Sequence[Any], inflight: InFlight | None = None
 ) -> tuple[list[Output], list[str]]:
     """The encoded outputs of ``batch``, and the error type of each dead-lettered input.
 
-    The handler calls run on ``inflight`` (one at a time without it), each encoding
-    its own outputs as it finishes; the outputs keep the order of the inputs
-    whatever order the calls finish in. A ``TransientError`` of the handler (or of
-    the codec) propagates: the loop retries the whole batch. With tracing on, each
-    call is a step span and its outputs carry the span's headers.
+    With one call at a time the handler runs over the whole batch, then its results
+    are encoded, each stage timed once per batch. With several in flight the calls run
+    on ``inflight``, each encoding its own outputs as it finishes (that CPU overlaps
+    the other calls' waits). Either way the outputs keep the order of the inputs. A
+    ``TransientError`` of the handler (or of the codec) propagates: the loop retries
+    the whole batch. With tracing on, each call is a step span and its outputs carry
+    the span's headers.
     """
     with CLOCK.timing("codec"):
         inputs = [_decode(spec, codec, message) for message in batch]
-    calls = [(m.key(), e) for m, e in zip(batch, inputs, strict=True) if isinstance(e, Event)]
-    handler: Handler = spec.handler
-    traced: TracedHandler | None = None
-    tracing = active_tracing()
-    if tracing.enabled:
-        messages = {id(e): m for m, e in zip(batch, inputs, strict=True) if isinstance(e, Event)}
-        handler = traced = TracedHandler(tracing, spec.name, spec.handler, messages)
-
-    def encoded(event: Event) -> list[Output]:
+    calls = _Calls(spec, codec, batch, inputs)
+    events = [e for e in inputs if isinstance(e, Event)]
+    outcomes: list[list[Output] | PoisonInput]
+    if inflight is not None and inflight.concurrency > 1:
+        keyed = [(m.key(), e) for m, e in zip(batch, inputs, strict=True) if isinstance(e, Event)]
+        outcomes = inflight.outcomes(calls.handle, keyed)
+    else:
         with CLOCK.timing("handler"):
-            produced = handler(event)
-        carrier = None if traced is None else traced.carriers.get(id(event), {})
-        headers = None if carrier is None else record_headers(carrier)
+            handled = [call(calls.handler, event) for event in events]
         with CLOCK.timing("codec"):
-            out: list[Output] = []
-            for result in produced:
-                topic = spec.route(result)
-                value = codec.encode(result, topic)
-                out.append(Output(topic, result.run_id.encode(), value, headers))
-        return out
-
-    results = iter((inflight or SEQUENTIAL).outcomes(encoded, calls))
+            outcomes = [
+                h if isinstance(h, PoisonInput) else calls.outputs_or_poison(e, h)
+                for e, h in zip(events, handled, strict=True)
+            ]
+    if len(events) == len(batch) and all(type(o) is list for o in outcomes):
+        return [output for outs in outcomes if type(outs) is list for output in outs], []
+    results = iter(outcomes)
     outputs: list[Output] = []
     dead: list[str] = []
     for message, decoded in zip(batch, inputs, strict=True):
@@ -86,6 +80,51 @@ def transform(
             continue
         outputs += outcome
     return outputs, dead
+
+
+class _Calls:
+    """The handler calls of one batch (step spans when tracing is on) and their outputs."""
+
+    def __init__(
+        self, spec: ServiceSpec, codec: Codec, batch: Sequence[Any], inputs: Sequence[Any]
+    ) -> None:
+        self._route = spec.route
+        self._codec = codec
+        self.handler: Handler = spec.handler
+        self._traced: TracedHandler | None = None
+        tracing = active_tracing()
+        if tracing.enabled:
+            messages = {
+                id(e): m for m, e in zip(batch, inputs, strict=True) if isinstance(e, Event)
+            }
+            self.handler = self._traced = TracedHandler(tracing, spec.name, spec.handler, messages)
+
+    def outputs(self, event: Event, produced: Sequence[Event]) -> list[Output]:
+        """The records of the events the handler made of ``event``, encoded and routed."""
+        headers = None
+        if self._traced is not None:
+            headers = record_headers(self._traced.carriers.get(id(event), {}))
+        encode, route = self._codec.encode, self._route
+        return [
+            Output(topic, result.run_id.encode(), encode(result, topic), headers)
+            for result in produced
+            for topic in (route(result),)
+        ]
+
+    def outputs_or_poison(
+        self, event: Event, produced: Sequence[Event]
+    ) -> list[Output] | PoisonInput:
+        try:
+            return self.outputs(event, produced)
+        except PoisonInput as exc:
+            return exc
+
+    def handle(self, event: Event) -> list[Output]:
+        """One call and its outputs, each stage timed (for calls run several at once)."""
+        with CLOCK.timing("handler"):
+            produced = self.handler(event)
+        with CLOCK.timing("codec"):
+            return self.outputs(event, produced)
 
 
 def _decode(spec: ServiceSpec, codec: Codec, message: Any) -> Event | PoisonInput:

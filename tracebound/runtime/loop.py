@@ -47,6 +47,7 @@ from tracebound.kafka import Severity, severity_of
 from tracebound.replica import ReplicaInUse, ReplicaLock
 from tracebound.runtime.batch import Output, first_offsets, next_offsets, transform
 from tracebound.runtime.bounded import BoundedCalls, ClientStuckError, Deadline, commit_within
+from tracebound.runtime.collector import tuned_collector
 from tracebound.runtime.commit_policy import CommitPolicy, Uncommitted
 from tracebound.runtime.inflight import InFlight
 from tracebound.runtime.metrics import ServiceMetrics
@@ -189,7 +190,7 @@ class ServiceLoop:
         Raises :class:`ReplicaInUse` when another live process has this replica's id.
         """
         lock = ReplicaLock(self.transactional_id, self.kafka.bootstrap_servers)
-        with lock:
+        with lock, tuned_collector():
             self._run()
 
     def _run(self) -> None:
@@ -209,7 +210,9 @@ class ServiceLoop:
         try:
             while not self._stop.is_set():
                 self.metrics.beat()
-                batch = [m for m in self._next_batch() if not self._is_error(m)]
+                batch = [
+                    m for m in self._next_batch() if m.error() is None or not self._is_error(m)
+                ]
                 if self._consumer_failed:
                     self._consumer_failed = False
                     self._drop_uncommitted(rewind=False)
