@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -102,39 +102,57 @@ class Recording:
         return grouped
 
 
-def read_topics(
+def read_groups(
     kafka: KafkaSettings,
     topic_names: Iterable[str],
     selection: Selection,
     progress: Progress = quiet,
     timeout_s: float = READ_TIMEOUT_S,
-) -> Recording:
-    """Every committed event of ``topic_names`` inside ``selection``, up to today's end.
+) -> Iterator[Recording]:
+    """Every committed event of ``topic_names`` inside ``selection``, one partition group
+    at a time, up to the end offsets taken when the read started.
 
+    Runs are co-partitioned by run id on every topic, so a group holds every event of
+    its runs, and a stage input finds its recorded reaction in the same group: the
+    caller handles a group, lets it go and gets the next, so at most one group is
+    held in memory. Each group is partition ``n`` of every topic, in offset order.
     Read once for the whole replay, in the rebuild's batches and decoding path
-    (:mod:`projections.history`); progress with events/s and the time left goes
-    to stderr unless ``progress`` is :func:`quiet`.
+    (:mod:`projections.history`), with one consumer; progress with events/s and the
+    time left goes to stderr unless ``progress`` is :func:`quiet`.
     """
     codec = make_codec(kafka)
     names = list(topic_names)
-    recording = Recording()
     since_ms = None if selection.since is None else int(selection.since.timestamp() * 1000)
-
-    def undecodable(_message: Any, _exc: PoisonInput) -> None:
-        recording.undecodable += 1
-
     part = take_slice(kafka, names, since_ms=since_ms, required=True)
+    count = 1 + max((p for _t, p in part.ends), default=0)
     progress(f"reading {len(part.reading())} partition(s) of {len(names)} topic(s)")
     meter = history.Progress(
         "replay: reading", part.total, None if progress is quiet else sys.stderr
     )
     keeps = selection.keeps_run
-    for messages, _finished in read_slice(kafka, part, timeout_s=timeout_s):
-        events = edge.decoded(codec, messages, undecodable)
-        recording.events += [e for e in events if keeps(e)] if selection.run_ids else events
-        meter.add(len(messages))
-    progress(f"read {len(recording.events)} event(s)")
-    return recording
+    consumer = edge.consumer(kafka, "history", config=history.HISTORY_READ)
+    read = 0
+    try:
+        for index in range(count):
+            group = part.group(index, count)
+            if not group.reading():
+                continue
+            recording = Recording()
+
+            def undecodable(_message: Any, _exc: PoisonInput, into: Recording = recording) -> None:
+                into.undecodable += 1
+
+            for messages, _finished in read_slice(
+                kafka, group, timeout_s=timeout_s, consumer=consumer
+            ):
+                events = edge.decoded(codec, messages, undecodable)
+                recording.events += [e for e in events if keeps(e)] if selection.run_ids else events
+                meter.add(len(messages))
+            read += len(recording.events)
+            yield recording
+    finally:
+        consumer.close()
+    progress(f"read {read} event(s)")
 
 
 def export_jsonl(events: Iterable[Event], path: Path) -> int:
