@@ -54,6 +54,7 @@ class _Timed:
                 return
             self.events += len(group.events)
             yield group
+            del group  # let it go before the next one is read, as the replay does
 
 
 def run(

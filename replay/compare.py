@@ -12,7 +12,7 @@ over events built in memory.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from statistics import mean
 from typing import Any
 
@@ -45,33 +45,45 @@ def _transition(old: str, new: str) -> str:
     return f"{old}→{new}"
 
 
-def _recorded(recording: Recording, event_id: str, kinds: tuple[type[Event], ...]) -> Any:
-    found = [e for e in recording.caused_by(event_id) if isinstance(e, kinds)]
+def _reaction(reactions: list[Event], kinds: tuple[type[Event], ...]) -> Any:
+    found = [e for e in reactions if isinstance(e, kinds)]
     return found[0] if found else None
 
 
-def _groups(recorded: Recorded) -> Iterable[Recording]:
-    return (recorded,) if isinstance(recorded, Recording) else recorded
+def _caused_by(recording: Recording, event: Event) -> list[Event]:
+    return recording.caused_by(event.event_id)
+
+
+def _of_run(recording: Recording, event: Event) -> list[Event]:
+    return recording.for_run(event.run_id)
 
 
 def _inputs(
     recorded: Recorded,
     kind: type[Any],
+    related: Callable[[Recording, Event], list[Event]],
     selection: Selection,
     progress: Progress,
     *,
     label: str,
     every: int,
-) -> Iterator[tuple[Recording, Any]]:
-    """Each selected input of ``kind`` with the recording (group) it came from."""
+) -> Iterator[tuple[Any, list[Event]]]:
+    """Each selected input of ``kind`` with its ``related`` recorded events.
+
+    Only events are handed out, never the group: a group is let go before the next
+    one is read, so no more than one is held at a time.
+    """
+    groups = iter((recorded,) if isinstance(recorded, Recording) else recorded)
     count = 0
-    for recording in _groups(recorded):
+    recording: Recording | None
+    while (recording := next(groups, None)) is not None:
         for event in recording.of(kind):
             if selection.keeps(event):
                 count += 1
                 if count % every == 0:
                     progress(f"{label}: {count} re-run")
-                yield recording, event
+                yield event, related(recording, event)
+        recording = None
     progress(f"{label}: {count} re-run")
 
 
@@ -87,15 +99,16 @@ def gatekeeper_report(
     fires_new: Counter[str] = Counter()
     per_run: list[dict[str, Any]] = []
     old_versions: set[str] = set()
-    for recording, evidence in _inputs(
+    for evidence, reactions in _inputs(
         recorded,
         EvidenceProduced,
+        _caused_by,
         selection,
         progress,
         label="gatekeeper: evidence event(s)",
         every=5000,
     ):
-        reaction = _recorded(recording, evidence.event_id, (GatekeeperResult,))
+        reaction = _reaction(reactions, (GatekeeperResult,))
         [new_event] = handler(evidence)
         assert isinstance(new_event, GatekeeperResult)
         new = new_event.gatekeeper_result
@@ -166,15 +179,16 @@ def verifier_report(
     deltas: list[float] = []
     per_run: list[dict[str, Any]] = []
     old_modes: set[str] = set()
-    for recording, checked in _inputs(
+    for checked, reactions in _inputs(
         recorded,
         GatekeeperResult,
+        _caused_by,
         selection,
         progress,
         label="verifier: gatekeeper result(s)",
         every=100,
     ):
-        reaction = _recorded(recording, checked.event_id, (Verdict, RetryRequested))
+        reaction = _reaction(reactions, (Verdict, RetryRequested))
         outputs = handler(checked)
         new = next(e for e in outputs if isinstance(e, Verdict | RetryRequested))
         old_label, new_label = _outcome_label(reaction), _outcome_label(new)
@@ -238,10 +252,15 @@ def pipeline_report(
     transitions: Counter[str] = Counter()
     per_run: list[dict[str, Any]] = []
     total_misses = 0
-    for recording, request in _inputs(
-        recorded, DiagnosisRequested, selection, progress, label="pipeline: run(s)", every=100
+    for request, run_events in _inputs(
+        recorded,
+        DiagnosisRequested,
+        _of_run,
+        selection,
+        progress,
+        label="pipeline: run(s)",
+        every=100,
     ):
-        run_events = recording.for_run(request.run_id)
         frozen = FrozenTools.of(e.tool_invocation for e in run_events if isinstance(e, ToolInvoked))
         plan: PlanProduced | None = _first(run_events, PlanProduced)
         result: ChainResult | None = None
