@@ -130,6 +130,8 @@ def read_groups(
         "replay: reading", part.total, None if progress is quiet else sys.stderr
     )
     keeps = selection.keeps_run
+    # Every event is keyed by its run id: other runs' messages are not even decoded.
+    wanted = {run_id.encode() for run_id in selection.run_ids}
     consumer = edge.consumer(kafka, "history", config=history.HISTORY_READ)
     read = 0
     try:
@@ -142,12 +144,15 @@ def read_groups(
             def undecodable(_message: Any, _exc: PoisonInput, into: Recording = recording) -> None:
                 into.undecodable += 1
 
-            for messages, _finished in read_slice(
+            for batch, _finished in read_slice(
                 kafka, group, timeout_s=timeout_s, consumer=consumer
             ):
+                meter.add(len(batch))
+                messages = (
+                    [m for m in batch if m.key() is None or m.key() in wanted] if wanted else batch
+                )
                 events = edge.decoded(codec, messages, undecodable)
-                recording.events += [e for e in events if keeps(e)] if selection.run_ids else events
-                meter.add(len(messages))
+                recording.events += [e for e in events if keeps(e)] if wanted else events
             read += len(recording.events)
             yield recording
     finally:
