@@ -30,6 +30,10 @@ from tracebound.settings import KafkaSettings
 E = TypeVar("E", bound=Event)
 Progress = Callable[[str], None]
 READ_TIMEOUT_S = 120.0  # without a message from the broker
+# Fetch again as soon as a batch was taken from a full queue: librdkafka otherwise
+# pauses the fetch for ``fetch.queue.backoff.ms`` (1 s) whenever its queue is full,
+# which a reader that decodes slower than the broker sends hits after every batch.
+REPLAY_READ = {**history.HISTORY_READ, "fetch.queue.backoff.ms": "5"}
 
 
 def stderr_progress(message: str) -> None:
@@ -132,7 +136,7 @@ def read_groups(
     keeps = selection.keeps_run
     # Every event is keyed by its run id: other runs' messages are not even decoded.
     wanted = {run_id.encode() for run_id in selection.run_ids}
-    consumer = edge.consumer(kafka, "history", config=history.HISTORY_READ)
+    consumer = edge.consumer(kafka, "history", config=REPLAY_READ)
     read = 0
     try:
         for index in range(count):
