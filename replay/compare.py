@@ -12,13 +12,12 @@ over events built in memory.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
 from statistics import mean
 from typing import Any
 
 from replay.chain import Chain, ChainResult
 from replay.frozen import FrozenTools
-from replay.recorded import Progress, Recording, Selection, quiet
+from replay.recorded import Progress, Recorded, Recording, Selection, inputs, quiet
 from replay.report import Report
 from services.gatekeeper.handler import GatekeeperHandler
 from services.verifier.handler import VerifierHandler
@@ -36,7 +35,6 @@ from tracebound.events import (
 )
 
 ALL = Selection()
-Recorded = Recording | Iterable[Recording]  # the whole history, or its partition groups
 RETRY = "RETRY"
 MISSING = "missing"
 
@@ -48,43 +46,6 @@ def _transition(old: str, new: str) -> str:
 def _reaction(reactions: list[Event], kinds: tuple[type[Event], ...]) -> Any:
     found = [e for e in reactions if isinstance(e, kinds)]
     return found[0] if found else None
-
-
-def _caused_by(recording: Recording, event: Event) -> list[Event]:
-    return recording.caused_by(event.event_id)
-
-
-def _of_run(recording: Recording, event: Event) -> list[Event]:
-    return recording.for_run(event.run_id)
-
-
-def _inputs(
-    recorded: Recorded,
-    kind: type[Any],
-    related: Callable[[Recording, Event], list[Event]],
-    selection: Selection,
-    progress: Progress,
-    *,
-    label: str,
-    every: int,
-) -> Iterator[tuple[Any, list[Event]]]:
-    """Each selected input of ``kind`` with its ``related`` recorded events.
-
-    Only events are handed out, never the group: a group is let go before the next
-    one is read, so no more than one is held at a time.
-    """
-    groups = iter((recorded,) if isinstance(recorded, Recording) else recorded)
-    count = 0
-    recording: Recording | None
-    while (recording := next(groups, None)) is not None:
-        for event in recording.of(kind):
-            if selection.keeps(event):
-                count += 1
-                if count % every == 0:
-                    progress(f"{label}: {count} re-run")
-                yield event, related(recording, event)
-        recording = None
-    progress(f"{label}: {count} re-run")
 
 
 def gatekeeper_report(
@@ -99,10 +60,10 @@ def gatekeeper_report(
     fires_new: Counter[str] = Counter()
     per_run: list[dict[str, Any]] = []
     old_versions: set[str] = set()
-    for evidence, reactions in _inputs(
+    for evidence, reactions in inputs(
         recorded,
         EvidenceProduced,
-        _caused_by,
+        Recording.reactions,
         selection,
         progress,
         label="gatekeeper: evidence event(s)",
@@ -179,10 +140,10 @@ def verifier_report(
     deltas: list[float] = []
     per_run: list[dict[str, Any]] = []
     old_modes: set[str] = set()
-    for checked, reactions in _inputs(
+    for checked, reactions in inputs(
         recorded,
         GatekeeperResult,
-        _caused_by,
+        Recording.reactions,
         selection,
         progress,
         label="verifier: gatekeeper result(s)",
@@ -252,10 +213,10 @@ def pipeline_report(
     transitions: Counter[str] = Counter()
     per_run: list[dict[str, Any]] = []
     total_misses = 0
-    for request, run_events in _inputs(
+    for request, run_events in inputs(
         recorded,
         DiagnosisRequested,
-        _of_run,
+        Recording.run_of,
         selection,
         progress,
         label="pipeline: run(s)",

@@ -92,6 +92,12 @@ class Recording:
     def for_run(self, run_id: str) -> list[Event]:
         return self._index("run_id").get(run_id, [])
 
+    def reactions(self, event: Event) -> list[Event]:
+        return self.caused_by(event.event_id)
+
+    def run_of(self, event: Event) -> list[Event]:
+        return self.for_run(event.run_id)
+
     def _index(self, attribute: str) -> dict[str, list[Event]]:
         """Events grouped by ``attribute``, built once (and again if events were added)."""
         cached = self._indexes.get(attribute)
@@ -104,6 +110,38 @@ class Recording:
                 grouped.setdefault(key, []).append(event)
         self._indexes[attribute] = (len(self.events), grouped)
         return grouped
+
+
+Recorded = Recording | Iterable[Recording]  # the whole history, or its partition groups
+
+
+def inputs(
+    recorded: Recorded,
+    kind: type[Any],
+    related: Callable[[Recording, Event], list[Event]],
+    selection: Selection,
+    progress: Progress,
+    *,
+    label: str,
+    every: int,
+) -> Iterator[tuple[Any, list[Event]]]:
+    """Each selected input of ``kind`` with its ``related`` recorded events.
+
+    Only events are handed out, never the group: a group is let go before the next
+    one is read, so no more than one is held at a time.
+    """
+    groups = iter((recorded,) if isinstance(recorded, Recording) else recorded)
+    count = 0
+    recording: Recording | None
+    while (recording := next(groups, None)) is not None:
+        for event in recording.of(kind):
+            if selection.keeps(event):
+                count += 1
+                if count % every == 0:
+                    progress(f"{label}: {count} re-run")
+                yield event, related(recording, event)
+        recording = None
+    progress(f"{label}: {count} re-run")
 
 
 def read_groups(
