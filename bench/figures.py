@@ -24,6 +24,7 @@ TARGETS = {
     "projections_live_eps": 5_000.0,
     "projections_rebuild_eps": 10_000.0,
     "projections_rss_mb": 150.0,
+    "replay_eps": 8_000.0,  # gatekeeper-stage replay, evidence events/s over the command
     "rss_mb": 150.0,
     "llm_rps": 10.0,
     "dashboard_ms": 300.0,

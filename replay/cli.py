@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from replay.recorded import (
     Selection,
     export_jsonl,
     load_jsonl,
-    read_topics,
+    read_groups,
     stderr_progress,
 )
 from replay.report import Report, render_text
@@ -165,10 +166,13 @@ def _candidate(
     return candidate
 
 
-def _recording(args: argparse.Namespace, names: tuple[str, ...], sel: Selection) -> Recording:
+def _recorded(
+    args: argparse.Namespace, names: tuple[str, ...], sel: Selection
+) -> Iterable[Recording]:
+    """The recording of ``--from-file``, or the topics' partition groups one at a time."""
     if args.from_file:
-        return load_jsonl(args.from_file, sel)
-    return read_topics(KafkaSettings(), names, sel, stderr_progress)
+        return (load_jsonl(args.from_file, sel),)
+    return read_groups(KafkaSettings(), names, sel, stderr_progress)
 
 
 def _finish(report: Report, args: argparse.Namespace) -> int:
@@ -191,11 +195,12 @@ def _finish(report: Report, args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    tune_collector()  # a replay holds every recorded event it read
+    tune_collector()  # a replay holds a partition group of recorded events at a time
     selection = Selection(args.since, args.until, frozenset(args.run))
     if args.export:
-        recording = _recording(args, EXPORT_TOPICS, Selection(run_ids=selection.run_ids))
-        count = export_jsonl((e for e in recording.events if _in_window(e, selection)), args.export)
+        groups = _recorded(args, EXPORT_TOPICS, Selection(run_ids=selection.run_ids))
+        events = (e for group in groups for e in group.events if _in_window(e, selection))
+        count = export_jsonl(events, args.export)
         stderr_progress(f"exported {count} event(s) to {args.export}")
         return 0
     if not args.stage:
@@ -203,18 +208,16 @@ def run_replay(args: argparse.Namespace) -> int:
     prompts, verifier_rules = _prompts(args.prompt_version), _verifier_rules(args)
     candidate = _candidate(args, prompts, verifier_rules)
     candidate["selection"] = selection.describe()
-    recording = _recording(args, STAGE_TOPICS[args.stage], selection)
+    recorded = _recorded(args, STAGE_TOPICS[args.stage], selection)
     if args.stage == "gatekeeper":
         ruleset = load_ruleset(args.rules) if args.rules else default_ruleset()
-        report = gatekeeper_report(
-            recording, GatekeeperHandler(ruleset), selection, stderr_progress
-        )
+        report = gatekeeper_report(recorded, GatekeeperHandler(ruleset), selection, stderr_progress)
         report.candidate.update(candidate)
     elif args.stage == "verifier":
         handler = VerifierHandler(
             model=_model(args), rules=verifier_rules, prompts=prompts, monitor=FallbackMonitor()
         )
-        report = verifier_report(recording, handler, candidate, selection, stderr_progress)
+        report = verifier_report(recorded, handler, candidate, selection, stderr_progress)
     else:
         candidate_rules = load_ruleset(args.rules) if args.rules else None
         chain = Chain.build(
@@ -224,7 +227,7 @@ def run_replay(args: argparse.Namespace) -> int:
             verifier_rules=verifier_rules,
             prompts=prompts,
         )
-        report = pipeline_report(recording, chain, candidate, selection, stderr_progress)
+        report = pipeline_report(recorded, chain, candidate, selection, stderr_progress)
     return _finish(report, args)
 
 

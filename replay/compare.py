@@ -1,10 +1,12 @@
 """Old vs new, per run and in total, for each replayable stage.
 
-Each function takes the recorded events (a :class:`~replay.recorded.Recording`)
+Each function takes the recorded events (a :class:`~replay.recorded.Recording`, or
+the partition groups :func:`~replay.recorded.read_groups` yields one at a time)
 and the candidate handler, re-runs the handler over every selected input, finds
-the recorded reaction to that same input by ``causation_id``, and returns a
-:class:`~replay.report.Report`. The comparisons are pure, so they are tested over
-events built in memory.
+the recorded reaction to that same input by ``causation_id`` (in the input's own
+group: runs are co-partitioned), and returns a :class:`~replay.report.Report`.
+Only one group is held at a time. The comparisons are pure, so they are tested
+over events built in memory.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from replay.chain import Chain, ChainResult
 from replay.frozen import FrozenTools
-from replay.recorded import Progress, Recording, Selection, quiet
+from replay.recorded import Progress, Recorded, Recording, Selection, inputs, quiet
 from replay.report import Report
 from services.gatekeeper.handler import GatekeeperHandler
 from services.verifier.handler import VerifierHandler
@@ -41,32 +43,37 @@ def _transition(old: str, new: str) -> str:
     return f"{old}→{new}"
 
 
-def _recorded(recording: Recording, event_id: str, kinds: tuple[type[Event], ...]) -> Any:
-    found = [e for e in recording.caused_by(event_id) if isinstance(e, kinds)]
+def _reaction(reactions: list[Event], kinds: tuple[type[Event], ...]) -> Any:
+    found = [e for e in reactions if isinstance(e, kinds)]
     return found[0] if found else None
 
 
 def gatekeeper_report(
-    recording: Recording,
+    recorded: Recorded,
     handler: GatekeeperHandler,
     selection: Selection = ALL,
     progress: Progress = quiet,
 ) -> Report:
     """Re-check every recorded ``EvidenceProduced`` with the candidate rule set."""
-    inputs = [e for e in recording.of(EvidenceProduced) if selection.keeps(e)]
     transitions: Counter[str] = Counter()
     fires_old: Counter[str] = Counter()
     fires_new: Counter[str] = Counter()
     per_run: list[dict[str, Any]] = []
     old_versions: set[str] = set()
-    for index, evidence in enumerate(inputs, start=1):
-        if index % 100 == 0:
-            progress(f"gatekeeper: {index}/{len(inputs)} evidence event(s)")
-        recorded = _recorded(recording, evidence.event_id, (GatekeeperResult,))
+    for evidence, reactions in inputs(
+        recorded,
+        EvidenceProduced,
+        Recording.reactions,
+        selection,
+        progress,
+        label="gatekeeper: evidence event(s)",
+        every=5000,
+    ):
+        reaction = _reaction(reactions, (GatekeeperResult,))
         [new_event] = handler(evidence)
         assert isinstance(new_event, GatekeeperResult)
         new = new_event.gatekeeper_result
-        old: GatekeeperOutcome | None = recorded.gatekeeper_result if recorded else None
+        old: GatekeeperOutcome | None = reaction.gatekeeper_result if reaction else None
         fires_new.update(set(new.failed_rules))
         if old is not None:
             fires_old.update(set(old.failed_rules))
@@ -93,7 +100,7 @@ def gatekeeper_report(
         )
     rules = sorted(set(fires_old) | set(fires_new) | set(handler.ruleset.order))
     summary = {
-        "inputs": len(inputs),
+        "inputs": len(per_run),
         "without_recorded_result": sum(1 for r in per_run if r["old"]["status"] == MISSING),
         "changed": sum(1 for r in per_run if r["changed"]),
         "severity_transitions": dict(sorted(transitions.items())),
@@ -122,31 +129,36 @@ def _score(event: Event | None) -> float | None:
 
 
 def verifier_report(
-    recording: Recording,
+    recorded: Recorded,
     handler: VerifierHandler,
     candidate: dict[str, Any],
     selection: Selection = ALL,
     progress: Progress = quiet,
 ) -> Report:
     """Re-judge every recorded ``GatekeeperResult``; compare with the recorded outcome."""
-    inputs = [e for e in recording.of(GatekeeperResult) if selection.keeps(e)]
     transitions: Counter[str] = Counter()
     deltas: list[float] = []
     per_run: list[dict[str, Any]] = []
     old_modes: set[str] = set()
-    for index, checked in enumerate(inputs, start=1):
-        if index % 20 == 0:
-            progress(f"verifier: {index}/{len(inputs)} gatekeeper result(s)")
-        recorded = _recorded(recording, checked.event_id, (Verdict, RetryRequested))
+    for checked, reactions in inputs(
+        recorded,
+        GatekeeperResult,
+        Recording.reactions,
+        selection,
+        progress,
+        label="verifier: gatekeeper result(s)",
+        every=100,
+    ):
+        reaction = _reaction(reactions, (Verdict, RetryRequested))
         outputs = handler(checked)
         new = next(e for e in outputs if isinstance(e, Verdict | RetryRequested))
-        old_label, new_label = _outcome_label(recorded), _outcome_label(new)
-        old_score, new_score = _score(recorded), _score(new)
+        old_label, new_label = _outcome_label(reaction), _outcome_label(new)
+        old_score, new_score = _score(reaction), _score(new)
         delta = None if old_score is None or new_score is None else new_score - old_score
         if delta is not None:
             deltas.append(delta)
-        if isinstance(recorded, Verdict):
-            old_modes.add(recorded.verifier_mode)
+        if isinstance(reaction, Verdict):
+            old_modes.add(reaction.verifier_mode)
         transitions[_transition(old_label, new_label)] += 1
         per_run.append(
             {
@@ -160,7 +172,7 @@ def verifier_report(
             }
         )
     summary = {
-        "inputs": len(inputs),
+        "inputs": len(per_run),
         "changed": sum(1 for r in per_run if r["changed"]),
         "verdict_transitions": dict(sorted(transitions.items())),
         "groundedness_delta_mean": round(mean(deltas), 6) if deltas else None,
@@ -186,7 +198,7 @@ def _first(events: list[Event], kind: type[Any]) -> Any:
 
 
 def pipeline_report(
-    recording: Recording,
+    recorded: Recorded,
     chain: Chain,
     candidate: dict[str, Any],
     selection: Selection = ALL,
@@ -198,22 +210,27 @@ def pipeline_report(
     executor runs), so edited skill files do not change what a replay calls; a
     run recorded without its plan is planned again.
     """
-    requests = [e for e in recording.of(DiagnosisRequested) if selection.keeps(e)]
     transitions: Counter[str] = Counter()
     per_run: list[dict[str, Any]] = []
     total_misses = 0
-    for index, request in enumerate(requests, start=1):
-        progress(f"pipeline: run {index}/{len(requests)} ({request.run_id})")
-        recorded = recording.for_run(request.run_id)
-        frozen = FrozenTools.of(e.tool_invocation for e in recorded if isinstance(e, ToolInvoked))
-        plan: PlanProduced | None = _first(recorded, PlanProduced)
+    for request, run_events in inputs(
+        recorded,
+        DiagnosisRequested,
+        Recording.run_of,
+        selection,
+        progress,
+        label="pipeline: run(s)",
+        every=100,
+    ):
+        frozen = FrozenTools.of(e.tool_invocation for e in run_events if isinstance(e, ToolInvoked))
+        plan: PlanProduced | None = _first(run_events, PlanProduced)
         result: ChainResult | None = None
         error = None
         try:
             result = chain.with_tools(frozen.tools()).run(request, plan)
         except Exception as exc:  # one broken run must not end the replay; it is reported
             error = f"{type(exc).__name__}: {exc}"
-        old_answer: Answer | None = _final(recorded, Answer)
+        old_answer: Answer | None = _final(run_events, Answer)
         new_answer = result.answer if result else None
         old_verdict = old_answer.verdict if old_answer else MISSING
         new_verdict = new_answer.verdict if new_answer else MISSING
@@ -229,7 +246,7 @@ def pipeline_report(
                 "query": request.request.query,
                 "old": {
                     "verdict": old_verdict,
-                    "rounds": len([e for e in recorded if isinstance(e, EvidenceProduced)]),
+                    "rounds": len([e for e in run_events if isinstance(e, EvidenceProduced)]),
                     "answer": old_text,
                 },
                 "new": {
@@ -247,7 +264,7 @@ def pipeline_report(
             }
         )
     summary = {
-        "runs": len(requests),
+        "runs": len(per_run),
         "changed": sum(1 for r in per_run if r["changed"]),
         "verdict_changed": sum(1 for r in per_run if r["verdict_changed"]),
         "answer_changed": sum(1 for r in per_run if r["answer_changed"]),

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -30,6 +30,10 @@ from tracebound.settings import KafkaSettings
 E = TypeVar("E", bound=Event)
 Progress = Callable[[str], None]
 READ_TIMEOUT_S = 120.0  # without a message from the broker
+# Fetch again as soon as a batch was taken from a full queue: librdkafka otherwise
+# pauses the fetch for ``fetch.queue.backoff.ms`` (1 s) whenever its queue is full,
+# which a reader that decodes slower than the broker sends hits after every batch.
+REPLAY_READ = {**history.HISTORY_READ, "fetch.queue.backoff.ms": "5"}
 
 
 def stderr_progress(message: str) -> None:
@@ -88,6 +92,12 @@ class Recording:
     def for_run(self, run_id: str) -> list[Event]:
         return self._index("run_id").get(run_id, [])
 
+    def reactions(self, event: Event) -> list[Event]:
+        return self.caused_by(event.event_id)
+
+    def run_of(self, event: Event) -> list[Event]:
+        return self.for_run(event.run_id)
+
     def _index(self, attribute: str) -> dict[str, list[Event]]:
         """Events grouped by ``attribute``, built once (and again if events were added)."""
         cached = self._indexes.get(attribute)
@@ -102,39 +112,94 @@ class Recording:
         return grouped
 
 
-def read_topics(
+Recorded = Recording | Iterable[Recording]  # the whole history, or its partition groups
+
+
+def inputs(
+    recorded: Recorded,
+    kind: type[Any],
+    related: Callable[[Recording, Event], list[Event]],
+    selection: Selection,
+    progress: Progress,
+    *,
+    label: str,
+    every: int,
+) -> Iterator[tuple[Any, list[Event]]]:
+    """Each selected input of ``kind`` with its ``related`` recorded events.
+
+    Only events are handed out, never the group: a group is let go before the next
+    one is read, so no more than one is held at a time.
+    """
+    groups = iter((recorded,) if isinstance(recorded, Recording) else recorded)
+    count = 0
+    recording: Recording | None
+    while (recording := next(groups, None)) is not None:
+        for event in recording.of(kind):
+            if selection.keeps(event):
+                count += 1
+                if count % every == 0:
+                    progress(f"{label}: {count} re-run")
+                yield event, related(recording, event)
+        recording = None
+    progress(f"{label}: {count} re-run")
+
+
+def read_groups(
     kafka: KafkaSettings,
     topic_names: Iterable[str],
     selection: Selection,
     progress: Progress = quiet,
     timeout_s: float = READ_TIMEOUT_S,
-) -> Recording:
-    """Every committed event of ``topic_names`` inside ``selection``, up to today's end.
+) -> Iterator[Recording]:
+    """Every committed event of ``topic_names`` inside ``selection``, one partition group
+    at a time, up to the end offsets taken when the read started.
 
+    Runs are co-partitioned by run id on every topic, so a group holds every event of
+    its runs, and a stage input finds its recorded reaction in the same group: the
+    caller handles a group, lets it go and gets the next, so at most one group is
+    held in memory. Each group is partition ``n`` of every topic, in offset order.
     Read once for the whole replay, in the rebuild's batches and decoding path
-    (:mod:`projections.history`); progress with events/s and the time left goes
-    to stderr unless ``progress`` is :func:`quiet`.
+    (:mod:`projections.history`), with one consumer; progress with events/s and the
+    time left goes to stderr unless ``progress`` is :func:`quiet`.
     """
     codec = make_codec(kafka)
     names = list(topic_names)
-    recording = Recording()
     since_ms = None if selection.since is None else int(selection.since.timestamp() * 1000)
-
-    def undecodable(_message: Any, _exc: PoisonInput) -> None:
-        recording.undecodable += 1
-
     part = take_slice(kafka, names, since_ms=since_ms, required=True)
+    count = 1 + max((p for _t, p in part.ends), default=0)
     progress(f"reading {len(part.reading())} partition(s) of {len(names)} topic(s)")
     meter = history.Progress(
         "replay: reading", part.total, None if progress is quiet else sys.stderr
     )
     keeps = selection.keeps_run
-    for messages, _finished in read_slice(kafka, part, timeout_s=timeout_s):
-        events = edge.decoded(codec, messages, undecodable)
-        recording.events += [e for e in events if keeps(e)] if selection.run_ids else events
-        meter.add(len(messages))
-    progress(f"read {len(recording.events)} event(s)")
-    return recording
+    # Every event is keyed by its run id: other runs' messages are not even decoded.
+    wanted = {run_id.encode() for run_id in selection.run_ids}
+    consumer = edge.consumer(kafka, "history", config=REPLAY_READ)
+    read = 0
+    try:
+        for index in range(count):
+            group = part.group(index, count)
+            if not group.reading():
+                continue
+            recording = Recording()
+
+            def undecodable(_message: Any, _exc: PoisonInput, into: Recording = recording) -> None:
+                into.undecodable += 1
+
+            for batch, _finished in read_slice(
+                kafka, group, timeout_s=timeout_s, consumer=consumer
+            ):
+                meter.add(len(batch))
+                messages = (
+                    [m for m in batch if m.key() is None or m.key() in wanted] if wanted else batch
+                )
+                events = edge.decoded(codec, messages, undecodable)
+                recording.events += [e for e in events if keeps(e)] if wanted else events
+            read += len(recording.events)
+            yield recording
+    finally:
+        consumer.close()
+    progress(f"read {read} event(s)")
 
 
 def export_jsonl(events: Iterable[Event], path: Path) -> int:

@@ -88,3 +88,16 @@ def test_run_selection_limits_the_inputs() -> None:
     report = gatekeeper_report(recording, _without(EXCERPT_RULE), selection)
     assert report.summary["inputs"] == 1
     assert report.summary["runs_changed"] == [bad[0].run_id]
+
+
+def test_partition_groups_give_the_report_of_the_whole_recording() -> None:
+    """Read group by group, each input still finds its recorded result in its own group."""
+    recording, bad = _recorded()
+    whole = gatekeeper_report(recording, _without(EXCERPT_RULE))
+    half = len(recording.events) // 2
+    half -= half % 2  # an evidence event and its result stay together, as runs do
+    groups = [Recording(recording.events[:half]), Recording(recording.events[half:])]
+    grouped = gatekeeper_report(iter(groups), _without(EXCERPT_RULE))
+    assert grouped.summary == whole.summary
+    assert grouped.per_run == whole.per_run
+    assert grouped.summary["runs_changed"] == sorted(e.run_id for e in bad)

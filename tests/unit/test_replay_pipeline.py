@@ -237,3 +237,17 @@ def test_verifier_replay_takes_candidate_verifier_rules(
     assert report["summary"]["inputs"] == 2 and report["summary"]["changed"] == 2
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["summary"]["changed"] == 0
+
+
+def test_pipeline_and_verifier_replays_run_partition_groups_one_at_a_time() -> None:
+    recording, _ = _record(CPU_ZH, SLOW_EN)
+    runs = list(dict.fromkeys(e.run_id for e in recording.events))
+    groups = [Recording([e for e in recording.events if e.run_id == run]) for run in runs]
+    whole = pipeline_report(recording, Chain.build({}), {"mode": "rules"})
+    grouped = pipeline_report(iter(groups), Chain.build({}), {"mode": "rules"})
+    assert grouped.summary == whole.summary and grouped.summary["runs"] == 2
+    assert grouped.per_run == whole.per_run
+    judged = verifier_report(recording, VerifierHandler(), {"mode": "rules"})
+    judged_by_group = verifier_report(iter(groups), VerifierHandler(), {"mode": "rules"})
+    assert judged_by_group.summary == judged.summary
+    assert judged_by_group.per_run == judged.per_run
