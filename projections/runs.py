@@ -31,7 +31,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from projections import resolutions
+from projections import resolutions, stored_state
 from tracebound.events import (
     AgentStep,
     Answer,
@@ -330,7 +330,7 @@ def row(run_id: str, state: State) -> dict[str, Any]:
         stage: {"first": _iso(span["first"]), "last": _iso(span["last"])}
         for stage, span in sorted(state.get("timings", {}).items())
     }
-    return {
+    columns = {
         "run_id": run_id,
         "session_id": session_id,
         "mode": request.get("mode"),
@@ -354,6 +354,7 @@ def row(run_id: str, state: State) -> dict[str, Any]:
         "completion_tokens": completion_tokens,
         "self_evaluation": self_evaluation,
         **resolutions.columns(state),
-        "merge_state": state,
         "last_event_id": status["event_id"],
     }
+    # stored without what the columns above hold (restored when read back)
+    return {**columns, "merge_state": stored_state.compact(state, columns)}
