@@ -61,6 +61,9 @@ class History:
     per_model: dict[str, int]
     distinct: int
     ends: Offsets
+    # just past each partition's last message; short of the end by any trailing
+    # transaction markers, which a consumer's committed offset may not have passed
+    data_ends: Offsets
 
     @property
     def events(self) -> int:
@@ -80,15 +83,17 @@ def count(kafka: KafkaSettings) -> History:
     """Events per read model and distinct events now on the model topics, and the end offsets."""
     ends = end_offsets(kafka, ALL_TOPICS)
     counts: dict[str, int] = dict.fromkeys(ALL_TOPICS, 0)
+    data_ends: Offsets = {}
     consumer = edge.consumer(kafka, "bench", config=edge.READ_TO_END)
     try:
         for messages in edge.read_range(consumer, {}, ends, timeout_s=READ_TIMEOUT_S):
             for message in messages:
                 counts[message.topic()] += 1
+                data_ends[(message.topic(), message.partition())] = message.offset() + 1
     finally:
         consumer.close()
     per_model = {m.name: sum(counts[t] for t in m.topics) for m in MODELS.values()}
-    return History(per_model, sum(counts.values()), ends)
+    return History(per_model, sum(counts.values()), ends, data_ends)
 
 
 @dataclass(slots=True)
@@ -198,14 +203,15 @@ def fill(kafka: KafkaSettings, wanted: int) -> FillReport:
     finally:
         producer.flush(5)
     after = count(kafka)
-    left = _pass_over(kafka, history.ends, after.ends)
+    left = _pass_over(kafka, history.data_ends, after.ends)
     for note in left:
         log(f"history: {note}")
     return FillReport(before, after, copies, copied, tuple(left))
 
 
 def _pass_over(kafka: KafkaSettings, before: Offsets, after: Offsets) -> list[str]:
-    """Move each role's group past the copies where it had read everything before them."""
+    """Move each role's group past the copies where it had read every message before them
+    (``before``: just past each partition's last message then)."""
     notes: list[str] = []
     for role in topology.ROLES:
         if role.name == "projections":
