@@ -152,17 +152,20 @@ class _Renamer:
         digest = hashlib.sha256(f"{self._tag}:{old}".encode()).digest()
         return int.from_bytes(digest[:6], "big") or 1
 
-    def value(self, data: Any) -> Any:
+    def value(self, data: Any, key: str = "") -> Any:
+        """``data`` with its ids replaced; an integer is an invocation id only under a key
+        that names one (``source_invocation_id``, ``id``, ...)."""
         if isinstance(data, str):
             return self._text(data) if data in self._ids else data
         if isinstance(data, bool):
             return data
         if isinstance(data, int):
-            return self._number(data) if data in self._invocations else data
+            named = key == "id" or "invocation" in key
+            return self._number(data) if named and data in self._invocations else data
         if isinstance(data, dict):
-            return {k: self.value(v) for k, v in data.items()}
+            return {k: self.value(v, str(k)) for k, v in data.items()}
         if isinstance(data, list | tuple):
-            return [self.value(v) for v in data]
+            return [self.value(v, key) for v in data]
         return data
 
     def event(self, event: Event) -> Event:
