@@ -138,7 +138,7 @@ def _request_value(event: Event, request: Any) -> dict[str, Any]:
 
 def _kept(event: Event, keys: tuple[str, ...]) -> Callable[[], dict[str, Any]]:
     def build() -> dict[str, Any]:
-        data = event.to_json()
+        data = event.model_dump(mode="json", include=set(keys))  # only what is kept
         return {key: data[key] for key in keys}
 
     return build
