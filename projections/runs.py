@@ -252,6 +252,11 @@ def merge(new: State, event: Event) -> bool:
     return changed
 
 
+def answered(state: State) -> bool:
+    """Whether the run's answer is in ``state``."""
+    return "answer" in state
+
+
 def _value(state: State, slot: str) -> dict[str, Any] | None:
     held = state.get(slot)
     return None if held is None else dict(held["value"])

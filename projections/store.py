@@ -21,7 +21,7 @@ from psycopg import sql
 from psycopg.types.json import Jsonb, set_json_dumps, set_json_loads
 
 from projections import stored_state
-from projections.runs import State
+from projections.runs import State, answered
 from tracebound import fastjson
 from tracebound.events import Event
 from tracebound.settings import PostgresSettings
@@ -146,11 +146,14 @@ def held_runs(conn: Connection, table: str, run_ids: list[str]) -> dict[str, Sta
 class RunStates:
     """The merge states of the most recently touched runs, so a batch need not read them back.
 
-    Bounded by run count, least recently touched dropped first. A projection worker
-    keeps the states it wrote last (valid only while it is the table's one writer
-    and every write it saw was committed: :meth:`clear` whenever a transaction fails
-    or the checkpoints moved under it); a rebuild keeps the states it has not
-    written yet and writes those that :meth:`keep` drops.
+    Bounded by run count. Past it, answered runs go first (oldest first: a run
+    rarely hears anything after its answer), then the least recently touched:
+    when more runs are in flight than fit, as in a burst caught up in time order,
+    plain least-recently-used order would drop each state just before its next event.
+    A projection worker keeps the states it wrote last (valid only while it is the
+    table's one writer and every write it saw was committed: :meth:`clear` whenever a
+    transaction fails or the checkpoints moved under it); a rebuild keeps the states it
+    has not written yet and writes those that :meth:`keep` drops.
     """
 
     def __init__(self, max_runs: int = 1000) -> None:
@@ -166,7 +169,11 @@ class RunStates:
         for run_id, state in states.items():
             self._states[run_id] = state
             self._states.move_to_end(run_id)
-        dropped: dict[str, State] = {}
+        excess = len(self._states) - self._max_runs
+        if excess <= 0:
+            return {}
+        leaving = [r for r, s in self._states.items() if answered(s)][:excess]
+        dropped = {run_id: self._states.pop(run_id) for run_id in leaving}
         while len(self._states) > self._max_runs:
             run_id, state = self._states.popitem(last=False)
             dropped[run_id] = state
