@@ -152,18 +152,7 @@ GATEKEEPER_KEEP = (
     "prompt_audit",
     "round",
 )
-VERDICT_KEEP = (
-    "verdict",
-    "groundedness_score",
-    "critical_fact_count",
-    "claim_checks",
-    "facts_checked",
-    "rationale",
-    "round",
-    "verifier_mode",
-    "prompt_audit",
-    "aiops_rule_evaluation",
-)
+VERDICT_KEEP = (*stored_state.VERDICT_FIELDS, "round", "prompt_audit", "aiops_rule_evaluation")
 ANSWER_KEEP = (
     "answer_summary",
     "recommended_actions",

@@ -21,22 +21,21 @@ State = dict[str, Any]
 FROM_ROW = "from_row"
 _EVALUATION = ("self_evaluation", "verifier_evaluation")
 _AUDITED = ("answer", "verdict", "gatekeeper", "evidence")
+# The verdict's fields that ``verifier_evaluation`` takes as they are.
+VERDICT_FIELDS = (
+    "verdict",
+    "groundedness_score",
+    "critical_fact_count",
+    "claim_checks",
+    "facts_checked",
+    "rationale",
+    "verifier_mode",
+)
 
 # Where the row keeps an entry of a slot's value: (slot, key) → path in the row.
 PLACES: dict[tuple[str, str], tuple[str, ...]] = {
     ("plan", "planner_plan"): ("plan",),
-    **{
-        ("verdict", key): (*_EVALUATION, key)
-        for key in (
-            "verdict",
-            "groundedness_score",
-            "critical_fact_count",
-            "claim_checks",
-            "facts_checked",
-            "rationale",
-            "verifier_mode",
-        )
-    },
+    **{("verdict", key): (*_EVALUATION, key) for key in VERDICT_FIELDS},
     ("verdict", "aiops_rule_evaluation"): ("self_evaluation", "aiops_rule_evaluation"),
     **{
         ("gatekeeper", key): (*_EVALUATION, key)
@@ -112,4 +111,4 @@ def slot_value(state: Mapping[str, Any], slot: str, row: Mapping[str, Any]) -> d
     return dict(restore(whole, row)[slot]["value"])
 
 
-__all__ = ["COLUMNS", "FROM_ROW", "PLACES", "compact", "restore", "slot_value"]
+__all__ = ["COLUMNS", "FROM_ROW", "PLACES", "VERDICT_FIELDS", "compact", "restore", "slot_value"]
