@@ -49,10 +49,7 @@ log = logging.getLogger("projections.runner")
 LAG_INTERVAL_S = 10.0
 DB_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
 UNKNOWN = -1
-# Per read model; only a catch-up ever queues much. With the client's prefetch below this
-# bounds what a catching-up process holds of the topics (four models: about 32 MiB).
-MERGE_BYTES = 6 << 20
-PREFETCH = {"queued.max.messages.kbytes": "2048"}
+MERGE_BYTES = 16 << 20  # per read model; only a catch-up ever queues much
 T = TypeVar("T")
 
 
@@ -153,8 +150,7 @@ class ModelWorker:
             self.kafka,
             self.group,
             group=self.group,
-            # a caught-up partition stops pacing the others
-            config={**edge.READ_TO_END, **PREFETCH},
+            config=edge.READ_TO_END,  # a caught-up partition stops pacing the others
         )
         consumer.subscribe(
             list(self.model.topics),
