@@ -17,7 +17,7 @@ import signal
 import sys
 import threading
 
-from projections.heap import share_allocator_arenas, tune_collector
+from projections.heap import tune_collector
 from projections.migrate import migrate
 from projections.runner import DB_ERRORS, ModelWorker, model_workers
 from projections.settings import SERVICE, ProjectionRuntimeSettings, ProjectionSettings
@@ -47,7 +47,6 @@ def _migrate(postgres: PostgresSettings, runtime: RuntimeSettings, stop: threadi
 
 
 def main() -> int:
-    share_allocator_arenas()  # before any thread (the clients' included) allocates
     logs.configure()
     faulthandler.register(signal.SIGUSR1)
     stop = threading.Event()

@@ -12,19 +12,10 @@ is cyclic garbage, so the work is wasted:
 - a young-generation threshold of tens of thousands of allocations makes
   collections rare while still reclaiming the cycles that do occur, with the
   memory they hold bounded by the threshold.
-
-The projection process also folds in one thread per read model. glibc's
-allocator gives each thread an arena of its own (up to eight per core), and
-memory freed in one arena is not reused by the others, so a catch-up's peak
-resident size grew with the thread count; :func:`share_allocator_arenas` caps
-the arenas before the threads start (where the C library is glibc; elsewhere it
-does nothing).
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import gc
 
 YOUNG_THRESHOLD = 50_000
@@ -36,19 +27,3 @@ def tune_collector() -> None:
     gc.collect()
     gc.freeze()
     gc.set_threshold(YOUNG_THRESHOLD, *OLDER_THRESHOLDS)
-
-
-M_ARENA_MAX = -8  # glibc's mallopt parameter number
-ARENAS = 2
-
-
-def share_allocator_arenas(arenas: int = ARENAS) -> bool:
-    """Cap glibc's malloc arenas (before threads start); whether it took effect."""
-    name = ctypes.util.find_library("c")
-    if name is None:
-        return False
-    try:
-        libc = ctypes.CDLL(name)
-        return bool(libc.mallopt(M_ARENA_MAX, arenas))
-    except (OSError, AttributeError):
-        return False
