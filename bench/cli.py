@@ -66,6 +66,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--llm-delay", type=float, default=1.0, help="seconds per model call (default 1)"
     )
     parser.add_argument(
+        "--projection-events",
+        type=int,
+        default=150_000,
+        help="projections: copy recorded runs until the history holds this many model events",
+    )
+    parser.add_argument(
         "--answered-runs", type=int, default=1_000_000, help="restore: answers past the window"
     )
     parser.add_argument(

@@ -21,7 +21,7 @@ TARGETS = {
     "runtime_vs_raw": 0.5,  # of the raw exactly-once loop at the same commit policy
     "runtime_vs_quix": 1.0,  # of Quix Streams' exactly-once JSON path, same interval
     "gatekeeper_cps": 20_000.0,
-    "projections_live_eps": 5_000.0,
+    "projections_live_eps": 10_000.0,
     "projections_rebuild_eps": 10_000.0,
     "projections_rss_mb": 150.0,
     "replay_eps": 8_000.0,  # gatekeeper-stage replay, evidence events/s over the command

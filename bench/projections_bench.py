@@ -35,13 +35,13 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from bench import history_fill
 from bench.processes import Sampler, rss_mb
 from bench.report import dump_profiles
-from bench.topic_reads import read_range
 from projections.history import take_slice
 from projections.migrate import migrate
 from projections.models import ALL_TOPICS, MODELS
-from projections.rebuild import end_offsets, rebuild_models, worker_count
+from projections.rebuild import rebuild_models, worker_count
 from projections.store import connect, read_checkpoints
 from tracebound.settings import KafkaSettings, PostgresSettings
 
@@ -66,14 +66,6 @@ def private_schema(dsn: str) -> Iterator[PostgresSettings]:
             conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
 
 
-def model_events(kafka: KafkaSettings) -> tuple[dict[str, int], int, dict[tuple[str, int], int]]:
-    """Events per read model and distinct events now on the model topics, and the end offsets."""
-    ends = end_offsets(kafka, ALL_TOPICS)
-    _, counts = read_range(kafka, {}, ends, decode=False)
-    per_model = {m.name: sum(counts[t] for t in m.topics) for m in MODELS.values()}
-    return per_model, sum(counts.values()), ends
-
-
 def _projection_process(kafka: KafkaSettings, postgres: PostgresSettings, log_to: Any) -> Any:
     env = {
         **os.environ,
@@ -89,7 +81,8 @@ def _projection_process(kafka: KafkaSettings, postgres: PostgresSettings, log_to
 def catch_up(kafka: KafkaSettings, dsn: str, profile_to: Path | None = None) -> dict[str, Any]:
     """``python -m projections`` over the whole history into an empty schema; events/s and
     the process's peak RSS (sampled with py-spy when ``profile_to`` is given)."""
-    per_model, distinct, ends = model_events(kafka)
+    history = history_fill.count(kafka)
+    per_model, distinct, ends = history.per_model, history.distinct, history.ends
     with private_schema(dsn) as postgres, tempfile.TemporaryFile() as output:
         with connect(postgres) as conn:
             migrate(conn)

@@ -17,7 +17,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench import pipeline_bench, processes, projections_bench, replay_bench, runtime_bench
+from bench import (
+    history_fill,
+    pipeline_bench,
+    processes,
+    projections_bench,
+    replay_bench,
+    runtime_bench,
+)
 from bench.figures import (
     TARGETS,
     llm_figures,
@@ -176,6 +183,12 @@ class FigureRunners:
         self.report["llm"] = runs
 
     def projections(self, kafka: Any, dsn: str) -> None:
+        filled = history_fill.fill(kafka, self.args.projection_events)
+        if filled.copies:
+            log(
+                f"history filled: {filled.before:,} → {filled.after.events:,} model events"
+                f" ({filled.runs_copied:,} runs copied)"
+            )
         live = self._profiled_runs(
             "projections catch-up",
             "projections-catch-up",
@@ -192,6 +205,12 @@ class FigureRunners:
             "live_events_per_second_median": live_eps,
             "rebuild_events_per_second_median": rebuild_eps,
             "event_definition": "one event applied to one read model",
+            "history": {
+                "asked": self.args.projection_events,
+                "before_fill": filled.before,
+                "model_events": filled.after.events,
+                "runs_copied": filled.runs_copied,
+            },
             "catch_up_runs": live,
             "rebuild_runs": rebuilt,
         }

@@ -103,9 +103,9 @@ _DETAILS = sql.SQL(
     "  THEN jsonb_array_length(r.request -> 'alerts') ELSE 0 END AS alert_count,"
     " (SELECT string_agg(DISTINCT s.model, ', ' ORDER BY s.model) FROM agent_step s"
     "  WHERE s.run_id = r.run_id AND s.model IS NOT NULL) AS models,"
-    " r.merge_state -> 'gatekeeper' -> 'value' -> 'gatekeeper_result' ->> 'rule_set_version'"
+    " r.self_evaluation -> 'verifier_evaluation' -> 'gatekeeper_result' ->> 'rule_set_version'"
     "  AS rule_set_version,"
-    " r.merge_state -> 'verdict' -> 'value' ->> 'verifier_mode' AS verifier_mode"
+    " r.self_evaluation -> 'verifier_evaluation' ->> 'verifier_mode' AS verifier_mode"
     " FROM diagnosis_run r WHERE r.run_id = ANY(%s)"
 )
 
@@ -139,7 +139,7 @@ def read_summary(conn: Connection, selection: RunFilter, sample: int = SAMPLE) -
     ).format(where=where)
     latest = sql.SQL(
         "SELECT requested_at, verdict, status, latency_ms, timings,"
-        " merge_state -> 'verdict' -> 'value' ->> 'verifier_mode' AS verifier_mode,"
+        " self_evaluation -> 'verifier_evaluation' ->> 'verifier_mode' AS verifier_mode,"
         " CASE jsonb_typeof(self_evaluation -> 'verifier_evaluation' -> 'fallbacks')"
         "  WHEN 'array' THEN jsonb_array_length("
         "   self_evaluation -> 'verifier_evaluation' -> 'fallbacks') ELSE 0 END AS fallback_roles"

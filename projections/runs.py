@@ -31,7 +31,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from projections import resolutions
+from projections import resolutions, stored_state
 from tracebound.events import (
     AgentStep,
     Answer,
@@ -138,7 +138,7 @@ def _request_value(event: Event, request: Any) -> dict[str, Any]:
 
 def _kept(event: Event, keys: tuple[str, ...]) -> Callable[[], dict[str, Any]]:
     def build() -> dict[str, Any]:
-        data = event.to_json()
+        data = event.model_dump(mode="json", include=set(keys))  # only what is kept
         return {key: data[key] for key in keys}
 
     return build
@@ -152,18 +152,7 @@ GATEKEEPER_KEEP = (
     "prompt_audit",
     "round",
 )
-VERDICT_KEEP = (
-    "verdict",
-    "groundedness_score",
-    "critical_fact_count",
-    "claim_checks",
-    "facts_checked",
-    "rationale",
-    "round",
-    "verifier_mode",
-    "prompt_audit",
-    "aiops_rule_evaluation",
-)
+VERDICT_KEEP = (*stored_state.VERDICT_FIELDS, "round", "prompt_audit", "aiops_rule_evaluation")
 ANSWER_KEEP = (
     "answer_summary",
     "recommended_actions",
@@ -252,6 +241,11 @@ def merge(new: State, event: Event) -> bool:
     return changed
 
 
+def answered(state: State) -> bool:
+    """Whether the run's answer is in ``state``."""
+    return "answer" in state
+
+
 def _value(state: State, slot: str) -> dict[str, Any] | None:
     held = state.get(slot)
     return None if held is None else dict(held["value"])
@@ -330,7 +324,7 @@ def row(run_id: str, state: State) -> dict[str, Any]:
         stage: {"first": _iso(span["first"]), "last": _iso(span["last"])}
         for stage, span in sorted(state.get("timings", {}).items())
     }
-    return {
+    columns = {
         "run_id": run_id,
         "session_id": session_id,
         "mode": request.get("mode"),
@@ -354,6 +348,7 @@ def row(run_id: str, state: State) -> dict[str, Any]:
         "completion_tokens": completion_tokens,
         "self_evaluation": self_evaluation,
         **resolutions.columns(state),
-        "merge_state": state,
         "last_event_id": status["event_id"],
     }
+    # stored without what the columns above hold (restored when read back)
+    return {**columns, "merge_state": stored_state.compact(state, columns)}

@@ -18,9 +18,10 @@ from typing import Any, Protocol
 
 import psycopg
 from psycopg import sql
-from psycopg.types.json import Jsonb, set_json_dumps
+from psycopg.types.json import Jsonb, set_json_dumps, set_json_loads
 
-from projections.runs import State
+from projections import stored_state
+from projections.runs import State, answered
 from tracebound import fastjson
 from tracebound.events import Event
 from tracebound.settings import PostgresSettings
@@ -49,7 +50,14 @@ def connect(settings: PostgresSettings | None = None) -> Connection:
     # Autocommit: every unit of work is an explicit `conn.transaction()` block.
     conn = psycopg.connect(settings.dsn.get_secret_value(), autocommit=True)
     set_json_dumps(fastjson.dumps_bytes, context=conn)
+    # A run's merge state read back is kilobytes of JSON: orjson reads it several times
+    # faster than the standard library (same result, see tracebound.fastjson).
+    set_json_loads(_loads, context=conn)
     return conn
+
+
+def _loads(data: bytes | str) -> Any:
+    return fastjson.loads(data if isinstance(data, str) else bytes(data).decode())
 
 
 def lock_model(conn: Connection, model: str) -> None:
@@ -123,24 +131,29 @@ def upsert(
 
 
 def held_runs(conn: Connection, table: str, run_ids: list[str]) -> dict[str, State]:
-    """The stored merge states of ``run_ids`` (runs without a row: absent)."""
-    rows = conn.execute(
-        sql.SQL("SELECT run_id, merge_state FROM {t} WHERE run_id = ANY(%s)").format(
-            t=sql.Identifier(table)
-        ),
-        (run_ids,),
-    ).fetchall()
-    return {str(r[0]): r[1] for r in rows}
+    """The merge states of ``run_ids`` as stored, made whole again (runs without a row: absent)."""
+    columns = stored_state.COLUMNS
+    query = sql.SQL("SELECT run_id, merge_state, {cols} FROM {t} WHERE run_id = ANY(%s)").format(
+        cols=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
+        t=sql.Identifier(table),
+    )
+    states: dict[str, State] = {}
+    for r in conn.execute(query, (run_ids,)).fetchall():
+        states[str(r[0])] = stored_state.restore(r[1], dict(zip(columns, r[2:], strict=True)))
+    return states
 
 
 class RunStates:
     """The merge states of the most recently touched runs, so a batch need not read them back.
 
-    Bounded by run count, least recently touched dropped first. A projection worker
-    keeps the states it wrote last (valid only while it is the table's one writer
-    and every write it saw was committed: :meth:`clear` whenever a transaction fails
-    or the checkpoints moved under it); a rebuild keeps the states it has not
-    written yet and writes those that :meth:`keep` drops.
+    Bounded by run count. Past it, answered runs go first (oldest first: a run
+    rarely hears anything after its answer), then the least recently touched:
+    when more runs are in flight than fit, as in a burst caught up in time order,
+    plain least-recently-used order would drop each state just before its next event.
+    A projection worker keeps the states it wrote last (valid only while it is the
+    table's one writer and every write it saw was committed: :meth:`clear` whenever a
+    transaction fails or the checkpoints moved under it); a rebuild keeps the states it
+    has not written yet and writes those that :meth:`keep` drops.
     """
 
     def __init__(self, max_runs: int = 1000) -> None:
@@ -156,7 +169,11 @@ class RunStates:
         for run_id, state in states.items():
             self._states[run_id] = state
             self._states.move_to_end(run_id)
-        dropped: dict[str, State] = {}
+        excess = len(self._states) - self._max_runs
+        if excess <= 0:
+            return {}
+        leaving = [r for r, s in self._states.items() if answered(s)][:excess]
+        dropped = {run_id: self._states.pop(run_id) for run_id in leaving}
         while len(self._states) > self._max_runs:
             run_id, state = self._states.popitem(last=False)
             dropped[run_id] = state

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from projections.row_values import as_dict, as_list, jsonable
+from projections.stored_state import slot_value
 
 Row = Mapping[str, Any]
 Key = tuple[Any, Any]
@@ -57,8 +58,7 @@ def _executor_original(run: Row) -> dict[str, Any]:
     are written; the merge state still holds the executor's evidence event, which
     shows what the executor itself cited.
     """
-    state = as_dict(run.get("merge_state"))
-    evidence = as_dict(as_dict(state.get("evidence")).get("value"))
+    evidence = slot_value(as_dict(run.get("merge_state")), "evidence", run)
     return as_dict(evidence.get("executor_structured_output"))
 
 

@@ -123,6 +123,13 @@ def test_run_states_drop_the_least_recently_kept() -> None:
     assert states.held(["a", "c"]) == {}
 
 
+def test_run_states_drop_answered_runs_first() -> None:
+    states = RunStates(max_runs=2)
+    states.keep({"a": {"n": 1}, "b": {"answer": {}}})
+    assert states.keep({"a": {"n": 2}, "c": {"n": 3}}) == {"b": {"answer": {}}}
+    assert states.keep({"d": {"n": 4}}) == {"a": {"n": 2}}
+
+
 def test_every_model_is_fed_by_its_declared_events() -> None:
     assert MODELS["diagnosis_run"].live_cache() is not None
     assert MODELS["tool_invocation"].live_cache() is None
