@@ -69,7 +69,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--projection-events",
         type=int,
         default=150_000,
-        help="projections: copy recorded runs until the history holds this many model events",
+        help="projections, replay: copy recorded runs until the history has this many model events",
     )
     parser.add_argument(
         "--answered-runs", type=int, default=1_000_000, help="restore: answers past the window"
