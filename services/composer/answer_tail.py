@@ -61,7 +61,6 @@ class AnswerTail:
         self._synced_at: float | None = None  # None: the next read is a sync
         self.positions: edge.Offsets = {}
         self.messages_read = 0  # in all, for the figures
-        self.syncs = 0
 
     def resync(self) -> None:
         """Make the next read a sync (the partitions or their owners may have changed)."""
@@ -104,7 +103,6 @@ class AnswerTail:
             self.messages_read += len(messages)
         self.positions = {key: max(starts[key], ends[key]) for key in starts}
         edge.assign(self._consumer, self.positions)
-        self.syncs += 1
         return found
 
     def _drain(self) -> list[Answered]:
