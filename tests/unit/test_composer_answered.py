@@ -74,7 +74,7 @@ class _Reads(AnswerTail):
         self.reads.append("sync")
         return []
 
-    def _drain(self) -> list[Answered]:
+    def _drain(self, wait_s: float = 0.0) -> list[Answered]:
         self.reads.append("drain")
         return []
 
