@@ -43,6 +43,7 @@ LOOKUP_TIMEOUT_S = 10.0
 SYNC_INTERVAL_S = 1.0
 DRAIN_BATCH = 2000
 FETCH_WAIT_S = 0.1  # a sync's wait for the next fetched message
+REASSIGN_AFTER_S = 5.0  # a sync still short of the ends this long assigns the tail anew
 
 Answered = tuple[str, int]  # a run id and its answer's timestamp (ms)
 
@@ -64,12 +65,15 @@ class AnswerTail:
         self._consumer: Any = None
         self._lookups: Any = None  # asks for partitions and offsets on a connection of its own
         self._synced_at: float | None = None  # None: the next read is a sync
+        self._reassign = True  # the next sync assigns the tail at the positions
         self.positions: edge.Offsets = {}
         self.messages_read = 0  # in all, for the figures
 
     def resync(self) -> None:
-        """Make the next read a sync (the partitions or their owners may have changed)."""
+        """Make the next read a sync that assigns the tail anew (after any assignment of
+        the composer's: the partitions, their owners or the broker may have changed)."""
         self._synced_at = None
+        self._reassign = True
 
     def read_new(self, since_ms: int) -> list[Answered]:
         """Every answer committed since the last call (since ``since_ms`` on the first).
@@ -96,6 +100,7 @@ class AnswerTail:
         clients = (self._consumer, self._lookups)
         self._consumer, self._lookups, self.positions = None, None, {}
         self._synced_at = None
+        self._reassign = True
         for client in clients:
             if client is not None:
                 client.close()
@@ -106,14 +111,21 @@ class AnswerTail:
         new = [key for key in keys if key not in self.positions]
         if new:
             self.positions.update(edge.offsets_since(self._lookups, new, since_ms))
-            edge.assign(self._consumer, self.positions)
             log.info("answers read from the window on %d partitions", len(new))
+        if new or self._reassign:
+            edge.assign(self._consumer, self.positions)
+            self._reassign = False
         ends = self._ends(keys)
         found = self._drain()
-        deadline = time.monotonic() + READ_TIMEOUT_S
+        started = time.monotonic()
+        reassign_at = started + REASSIGN_AFTER_S
         while behind := [key for key in keys if self.positions[key] < ends[key]]:
-            if time.monotonic() > deadline:
+            now = time.monotonic()
+            if now > started + READ_TIMEOUT_S:
                 raise TransientError(f"reading answers timed out ({len(behind)} partitions left)")
+            if now > reassign_at:  # a fetch that stopped moving (say, across a broker restart)
+                edge.assign(self._consumer, self.positions)
+                reassign_at = now + REASSIGN_AFTER_S
             found += self._drain(wait_s=FETCH_WAIT_S)
         return found
 
