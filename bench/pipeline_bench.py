@@ -184,10 +184,13 @@ def burst(
     return result
 
 
-def open_loop(
-    kafka: KafkaSettings, codec: Codec, rate: float, seconds: float, tick_s: float = 0.1
-) -> dict[str, Any]:
-    """Requests on a fixed schedule; latency from each request's scheduled send time."""
+def open_loop(kafka: KafkaSettings, codec: Codec, rate: float, seconds: float) -> dict[str, Any]:
+    """Requests on a fixed schedule; latency from each request's scheduled send time.
+
+    The sender sleeps until the next request is due and sends it then: a sender
+    waking on a coarser tick would add up to a tick of its own lateness to every
+    request's latency. Whatever it still sends late (a slow acknowledgement) counts.
+    """
     total = max(1, int(rate * seconds))
     reader = AnswerReader(kafka)
     starts = watermarks(kafka, (topics.TOOL_INVOCATIONS, topics.AGENT_STEPS))
@@ -224,7 +227,7 @@ def open_loop(
                 publisher.publish(batch)
                 late_ms.append((time.time() - (wall0 + (due - 1) / rate)) * 1000)
                 done = due
-            time.sleep(max(0.0, tick_s - (time.monotonic() - mono0) % tick_s))
+            time.sleep(max(0.0, done / rate - (time.monotonic() - mono0)))
         send_seconds = time.monotonic() - mono0
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:

@@ -8,11 +8,15 @@ arriving after the sentinel gave up on the run) produces no second answer.
 
 Why it holds across replicas and partition changes:
 
-- the tail is read up to the last stable offset of *every* answers partition
-  before each batch decides, so an answer another replica committed before the
-  batch began is known, whichever partition it landed on (after a partition-count
-  change, a run's earlier verdict and answer may sit on another partition than
-  its later ones);
+- the replica's own answers are remembered as its transactions commit;
+- the tail is read up to the last stable offset of *every* answers partition on
+  each assignment and at least every second (``SYNC_INTERVAL_S``), and each batch
+  first takes what the tail has fetched since: an answer another replica
+  committed is known within about a second, whichever partition it landed on
+  (after a partition-count change, a run's earlier verdict and answer may sit on
+  another partition than its later ones; the later verdict that could meet it is
+  the sentinel's, which comes a deadline — tens of seconds at least — after the
+  run stalled);
 - a run's verdicts otherwise reach one partition of the verdicts topic (the stage
   topics are co-partitioned, checked by every role), which one replica owns: two
   verdicts of a run are decided one after the other, by the same replica.
@@ -143,6 +147,7 @@ class AnsweredRuns:
     def restore(self, assigned: Sequence[TopicPartition] = ()) -> None:
         """On assignment: catch up now, so the first batch finds the memory ready."""
         self._current = False
+        self._tail.resync()
         try:
             with self._reading:
                 self._catch_up()

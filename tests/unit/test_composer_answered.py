@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from services.composer.answer_tail import SYNC_INTERVAL_S, Answered, AnswerTail
 from services.composer.answered import AnsweredRuns, OncePerRun, RunMemory
 from tests.support.samples import sample
 from tracebound.events import Answer, Event, Verdict
@@ -57,3 +60,36 @@ def test_a_run_is_answered_once_and_a_rewound_answer_never_happened() -> None:
     answered.commit()
     assert once(verdict) == []
     assert answered.reads == 3, "the committed answers are read again before each batch"
+
+
+class _Reads(AnswerTail):
+    """The tail's schedule alone: which reads ask the broker (sync) and which drain."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        super().__init__(kafka=None, codec=None, clock=clock)  # type: ignore[arg-type]
+        self._consumer = object()  # never used: both reads are replaced
+        self.reads: list[str] = []
+
+    def _sync(self, since_ms: int) -> list[Answered]:
+        self.reads.append("sync")
+        return []
+
+    def _drain(self, wait_s: float = 0.0) -> list[Answered]:
+        self.reads.append("drain")
+        return []
+
+
+def test_the_tail_asks_the_broker_first_after_a_resync_and_once_per_interval() -> None:
+    now = [0.0]
+    tail = _Reads(lambda: now[0])
+    tail.read_new(0)
+    tail.read_new(0)
+    now[0] += SYNC_INTERVAL_S / 2
+    tail.read_new(0)
+    assert tail.reads == ["sync", "drain", "drain"]
+    now[0] += SYNC_INTERVAL_S / 2
+    tail.read_new(0)
+    tail.resync()  # an assignment: the partitions or their owners may have changed
+    tail.read_new(0)
+    tail.read_new(0)
+    assert tail.reads[3:] == ["sync", "sync", "drain"]

@@ -18,7 +18,7 @@ from typing import LiteralString
 
 import psycopg
 
-from services.executor.tools.pg import Connection, connect, ensure_seeded
+from services.executor.tools.pg import Connection, SeedCheck, connect, ensure_seeded
 from tracebound.errors import ConfigError
 
 SEED_NAME = "runbooks"
@@ -157,6 +157,7 @@ class KnowledgeStore:
         self._runbooks_dir = runbooks_dir
         self._norm = rank_normalization
         self._seeded: str | None = None
+        self._seed_check = SeedCheck()
 
     def ensure_ready(self, conn: Connection) -> bool:
         """Create the table and load the runbooks if missing or changed."""
@@ -193,7 +194,7 @@ class KnowledgeStore:
             "any": " | ".join(words),
         }
         with connect(self._dsn) as conn:
-            self.ensure_ready(conn)
+            self._seed_check.ready(conn, self.ensure_ready)
             try:
                 return self._search(conn, params, words)
             except psycopg.errors.UndefinedTable:

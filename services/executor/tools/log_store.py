@@ -20,7 +20,7 @@ from psycopg.types.json import Jsonb
 
 from services.executor.tools.demo_env import LogRow, format_ts, log_rows_at, rows_hash
 from services.executor.tools.logs import LogPage, LogQuery
-from services.executor.tools.pg import Connection, connect, ensure_seeded
+from services.executor.tools.pg import Connection, SeedCheck, connect, ensure_seeded
 
 DEMO_ORIGIN = "demo"
 SEED_NAME = "demo-logs"
@@ -87,6 +87,7 @@ class PostgresLogStore:
         self._now = now
         self._demo_data_dir = demo_data_dir
         self._seeded: str | None = None
+        self._seed_check = SeedCheck()
 
     def _demo_rows(self) -> list[LogRow]:
         assert self._demo_data_dir is not None
@@ -127,7 +128,7 @@ class PostgresLogStore:
             "limit": query.limit,
         }
         with connect(self._dsn) as conn:
-            self.ensure_ready(conn)
+            self._seed_check.ready(conn, self.ensure_ready)
             try:
                 rows = conn.execute(_SEARCH_SQL, params).fetchall()
             except psycopg.errors.UndefinedTable:

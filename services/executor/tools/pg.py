@@ -4,7 +4,9 @@ Why here: both stores create their tables on first use and load a shipped data
 set idempotently. ``tb_seed`` records a content hash per data set, and an
 advisory lock serialises the check-and-load, so any number of executor replicas
 may start at once and the data is loaded once — and again only when it changed.
-Our own database being unreachable is transient (the runtime retries), so every
+A store looks at its data set on its first search and then every
+``SEED_RECHECK_S`` (an edited runbook is served within that time), not on every
+search. Our own database being unreachable is transient (the runtime retries), so every
 connection or operational failure surfaces as :class:`TransientError`.
 """
 
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import LiteralString
 
@@ -22,6 +25,9 @@ from tracebound.errors import TransientError
 from tracebound.runtime.stages import CLOCK
 
 CONNECT_TIMEOUT_S = 5
+# How long a store trusts its last look at its data set: reading and hashing the
+# shipped files costs more than the search itself, so a search does it this seldom.
+SEED_RECHECK_S = 30.0
 
 Connection = psycopg.Connection[TupleRow]
 
@@ -38,6 +44,24 @@ CREATE TABLE IF NOT EXISTS tb_seed (
 
 
 _local = threading.local()
+
+
+class SeedCheck:
+    """When a store looks again whether its data set changed: first use, then every interval."""
+
+    def __init__(
+        self, interval_s: float = SEED_RECHECK_S, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self._interval_s = interval_s
+        self._clock = clock
+        self._checked_at: float | None = None
+
+    def ready(self, conn: Connection, ensure_ready: Callable[[Connection], object]) -> None:
+        """Run the store's ``ensure_ready`` on ``conn`` when the check is due."""
+        now = self._clock()
+        if self._checked_at is None or now - self._checked_at >= self._interval_s:
+            ensure_ready(conn)
+            self._checked_at = now
 
 
 def _cached(dsn: str) -> Connection:
