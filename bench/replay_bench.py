@@ -7,7 +7,7 @@ group at a time, and every ``EvidenceProduced`` is re-checked with the default r
 set and compared with its recorded result. The headline rate counts re-judged
 evidence events over the whole command (read + re-judge); the time spent reading
 (waiting on the group reader) and judging are reported separately. Both figures run
-with the garbage-collector settings the command uses (:mod:`projections.heap`).
+with the garbage-collector settings the command uses (:mod:`tracebound.collector`).
 
 :func:`pipeline` does the same for ``replay --stage pipeline`` (rules mode, tools
 frozen from the recording): one pass reads every recorded event of the pipeline's
@@ -19,38 +19,24 @@ reading, and the whole command's time is reported beside it.
 from __future__ import annotations
 
 import cProfile
-import gc
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from bench.report import dump_profiles
-from projections.heap import tune_collector
 from replay.chain import Chain
 from replay.cli import STAGE_TOPICS
 from replay.compare import gatekeeper_report, pipeline_report
 from replay.recorded import Recording, Selection, read_groups
 from services.gatekeeper.handler import GatekeeperHandler
 from services.gatekeeper.ruleset import default_ruleset
+from tracebound.collector import tuned_collector
 from tracebound.events import DiagnosisRequested
 from tracebound.settings import KafkaSettings
 
 PIPELINE_RUNS = 300  # runs re-run through the whole chain
-
-
-@contextmanager
-def _collector_as_the_command() -> Iterator[None]:
-    """The collector settings ``replay`` runs with; the bench's own are given back after."""
-    thresholds = gc.get_threshold()
-    tune_collector()
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
 
 
 class _Timed:
@@ -81,7 +67,7 @@ def run(
     groups = _Timed(read_groups(kafka, STAGE_TOPICS["gatekeeper"], selection))
     handler = GatekeeperHandler(default_ruleset())
     profiler = cProfile.Profile() if profile_to is not None else None
-    with _collector_as_the_command():
+    with tuned_collector():
         if profiler is not None:
             report = profiler.runcall(gatekeeper_report, groups, handler, selection)
         else:
@@ -106,7 +92,7 @@ def run(
 def pipeline(kafka: KafkaSettings, since: datetime | None) -> dict[str, Any]:
     """``replay --stage pipeline --no-store`` over the first recorded runs; runs/s and events/s."""
     topics = STAGE_TOPICS["pipeline"]
-    with _collector_as_the_command():
+    with tuned_collector():
         return _pipeline(kafka, topics, since)
 
 

@@ -4,7 +4,7 @@ One thread per read model, each with its own consumer and database connection.
 The process migrates the schema first (retrying while PostgreSQL is down), serves
 ``/healthz`` and ``/metrics`` on the ``TRACEBOUND_PROJECTIONS_METRICS_PORT``, and on
 SIGTERM lets every thread finish its batch before exiting 0. The garbage collector
-is tuned once start-up is done (:mod:`projections.heap`). If a thread dies of
+is tuned once start-up is done (:mod:`tracebound.collector`). If a thread dies of
 an unexpected error the others are stopped and the process exits 1, so a
 supervisor restarts it from the checkpoints.
 """
@@ -17,12 +17,12 @@ import signal
 import sys
 import threading
 
-from projections.heap import tune_collector
 from projections.migrate import migrate
 from projections.runner import DB_ERRORS, ModelWorker, model_workers
 from projections.settings import SERVICE, ProjectionRuntimeSettings, ProjectionSettings
 from projections.store import connect
 from tracebound import logs
+from tracebound.collector import tune_collector
 from tracebound.runtime.metrics import ServiceMetrics, serve_metrics
 from tracebound.settings import KafkaSettings, PostgresSettings, RuntimeSettings
 from tracebound.settings_check import report_unknown_variables

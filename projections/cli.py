@@ -10,11 +10,11 @@ from typing import Any
 
 import psycopg
 
-from projections.heap import tune_collector
 from projections.migrate import migrate
 from projections.models import MODELS, select_models
 from projections.rebuild import rebuild_models, status
 from projections.store import connect
+from tracebound.collector import tune_collector
 from tracebound.errors import TransientError
 from tracebound.settings import KafkaSettings, PostgresSettings
 

@@ -21,13 +21,13 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from projections.heap import tune_collector
 from projections.history import HISTORY_READ, Progress, Slice, read_slice
 from projections.models import MODELS, ReadModel
 from projections.store import Connection, connect
 from projections.timemerge import TimeMerge
 from tracebound import kafka as edge
 from tracebound.codec import Codec, make_codec
+from tracebound.collector import tune_collector
 from tracebound.errors import PoisonInput
 from tracebound.events import Event
 from tracebound.settings import KafkaSettings, PostgresSettings

@@ -26,7 +26,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from projections.heap import tune_collector
 from replay.chain import Chain, prompts_folder
 from replay.compare import gatekeeper_report, pipeline_report, verifier_report
 from replay.evals import load_suite, run_suite
@@ -46,6 +45,7 @@ from services.gatekeeper.handler import GatekeeperHandler
 from services.gatekeeper.ruleset import default_ruleset, load_ruleset
 from services.verifier.handler import VerifierHandler
 from services.verifier.rules_file import VerifierRules, load_verifier_rules
+from tracebound.collector import tune_collector
 from tracebound.errors import InvalidInputError
 from tracebound.events import ToolInvoked
 from tracebound.llm import ChatModel, LLMSettings, chat_model_from_settings

@@ -42,12 +42,12 @@ from confluent_kafka import KafkaException, Message, TopicPartition
 from tracebound import kafka as edge
 from tracebound import topics
 from tracebound.codec import Codec, make_codec
+from tracebound.collector import tuned_collector
 from tracebound.errors import TransientError
 from tracebound.kafka import Severity, severity_of
 from tracebound.replica import ReplicaInUse, ReplicaLock
 from tracebound.runtime.batch import Output, first_offsets, next_offsets, transform
 from tracebound.runtime.bounded import BoundedCalls, ClientStuckError, Deadline, commit_within
-from tracebound.runtime.collector import tuned_collector
 from tracebound.runtime.commit_policy import CommitPolicy, Uncommitted
 from tracebound.runtime.inflight import InFlight
 from tracebound.runtime.metrics import ServiceMetrics

@@ -1,11 +1,12 @@
-"""Garbage-collector settings while a service loop runs.
+"""Garbage-collector settings for processes that handle many events.
 
-Every input allocates a few dozen container objects (records, models, lists)
-that die young and hold no cycles. CPython's default threshold (700
-allocations) then starts a collection every few messages, and each pass of an
+Every event read allocates a few dozen container objects (records, models,
+lists), and a projection catching up, a rebuild or a replay keeps many of them
+alive (run states, queued messages). CPython's default threshold (700
+allocations) then starts a collection every few events, and each pass of an
 older generation walks everything the process has alive: modules, schemas,
-compiled models, the clients' state. That work finds nothing to free, so while
-a loop runs:
+compiled models, the clients' state, the held events (about a third of a
+catch-up was collector time). That work finds almost nothing to free, so:
 
 - what start-up allocated is frozen out of the collector's sight
   (:func:`gc.freeze`);
@@ -13,8 +14,11 @@ a loop runs:
   which still reclaims the cycles that do occur (a dead letter's exception and
   its frames) with the memory they hold bounded by the threshold.
 
-Loops sharing a process (tests, the bench) share the settings: the first to
-start applies them and the last to stop puts the previous ones back.
+:func:`tune_collector` applies this for the rest of a process's life (the
+projection process, a rebuild worker, ``replay``); :func:`tuned_collector` for a
+block, which a service loop uses: loops sharing a process (tests, the bench)
+share the settings, the first to start applies them and the last to stop puts
+the previous ones back.
 """
 
 from __future__ import annotations
@@ -26,6 +30,13 @@ from contextlib import contextmanager
 
 YOUNG_THRESHOLD = 50_000
 OLDER_THRESHOLDS = (20, 20)
+
+
+def tune_collector() -> None:
+    """Freeze what start-up allocated and raise the collection thresholds (idempotent)."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(YOUNG_THRESHOLD, *OLDER_THRESHOLDS)
 
 
 class _Settings:
@@ -40,9 +51,7 @@ class _Settings:
         with self._lock:
             if self._running == 0:
                 self._previous = gc.get_threshold()
-                gc.collect()
-                gc.freeze()
-                gc.set_threshold(YOUNG_THRESHOLD, *OLDER_THRESHOLDS)
+                tune_collector()
             self._running += 1
 
     def leave(self) -> None:
@@ -66,4 +75,4 @@ def tuned_collector() -> Iterator[None]:
         _SETTINGS.leave()
 
 
-__all__ = ["OLDER_THRESHOLDS", "YOUNG_THRESHOLD", "tuned_collector"]
+__all__ = ["OLDER_THRESHOLDS", "YOUNG_THRESHOLD", "tune_collector", "tuned_collector"]

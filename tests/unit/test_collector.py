@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 
-from tracebound.runtime.collector import OLDER_THRESHOLDS, YOUNG_THRESHOLD, tuned_collector
+from tracebound.collector import OLDER_THRESHOLDS, YOUNG_THRESHOLD, tuned_collector
 
 
 def test_settings_hold_while_any_loop_runs_and_are_restored_after() -> None:
