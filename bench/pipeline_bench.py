@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench import hops
 from bench.processes import Sampler, cpu_seconds, stage_seconds
 from bench.report import log, percentile
 from bench.topic_reads import READ_TIMEOUT_S, Offsets, run_costs, watermarks
@@ -211,7 +212,12 @@ def open_loop(kafka: KafkaSettings, codec: Codec, rate: float, seconds: float) -
 
     thread = threading.Thread(target=read, name="bench-answers", daemon=True)
     thread.start()
+    watcher = hops.HopWatcher(kafka)
+    watcher.start()
     publisher = KafkaPublisher(kafka, codec)  # long-lived, as a real load source would be
+    # A new producer's first send waits for its connection, metadata and producer id
+    # (100-500 ms): paid by an uncounted request, not by the first ones of the schedule.
+    publisher.publish(_requests(1))
     wall0, mono0 = time.time(), time.monotonic()
     done = 0
     late_ms: list[float] = []
@@ -240,15 +246,23 @@ def open_loop(kafka: KafkaSettings, codec: Codec, rate: float, seconds: float) -
         stop.set()
         thread.join(5)
         reader.close()
+        watcher.stop()
     with lock:
         answered = dict(received)
     result = _summarise(kafka, sent, answered, starts)
+    per_run = hops.hop_times(
+        hops.occurred_at(codec), watcher.seen, sent, {r: t for r, (t, _) in answered.items()}
+    )
+    for line in hops.lines(per_run):
+        log(line)
     result.update(
         {
             "offered_rate": rate,
             "achieved_send_rate": round(done / send_seconds, 1) if send_seconds > 0 else 0.0,
             "send_seconds": round(send_seconds, 2),
             "publish_lag_ms_p99": round(percentile(late_ms, 99), 1),
+            "hops_ms": hops.summary(per_run),
+            "slowest_hops_ms": hops.slowest(per_run),
         }
     )
     return result
