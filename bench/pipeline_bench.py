@@ -37,6 +37,7 @@ from bench.topic_reads import READ_TIMEOUT_S, Offsets, run_costs, watermarks
 from tracebound import topics
 from tracebound.client import AnswerReader, new_request, publish
 from tracebound.codec import Codec
+from tracebound.collector import tuned_collector
 from tracebound.events import DiagnosisRequested
 from tracebound.publisher import KafkaPublisher
 from tracebound.settings import KafkaSettings
@@ -191,7 +192,15 @@ def open_loop(kafka: KafkaSettings, codec: Codec, rate: float, seconds: float) -
     The sender sleeps until the next request is due and sends it then: a sender
     waking on a coarser tick would add up to a tick of its own lateness to every
     request's latency. Whatever it still sends late (a slow acknowledgement) counts.
+    The bench process runs with the service loops' collector settings meanwhile: a
+    full collection of what the earlier runs left on its heap would stop the sender
+    and the readers at once, and count as the pipeline's latency.
     """
+    with tuned_collector():
+        return _open_loop(kafka, codec, rate, seconds)
+
+
+def _open_loop(kafka: KafkaSettings, codec: Codec, rate: float, seconds: float) -> dict[str, Any]:
     total = max(1, int(rate * seconds))
     reader = AnswerReader(kafka)
     starts = watermarks(kafka, (topics.TOOL_INVOCATIONS, topics.AGENT_STEPS))
