@@ -30,12 +30,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench import hops
 from bench.processes import Sampler, cpu_seconds, stage_seconds
 from bench.report import log, percentile
 from bench.topic_reads import READ_TIMEOUT_S, Offsets, run_costs, watermarks
 from tracebound import topics
 from tracebound.client import AnswerReader, new_request, publish
 from tracebound.codec import Codec
+from tracebound.collector import tuned_collector
 from tracebound.events import DiagnosisRequested
 from tracebound.publisher import KafkaPublisher
 from tracebound.settings import KafkaSettings
@@ -190,7 +192,15 @@ def open_loop(kafka: KafkaSettings, codec: Codec, rate: float, seconds: float) -
     The sender sleeps until the next request is due and sends it then: a sender
     waking on a coarser tick would add up to a tick of its own lateness to every
     request's latency. Whatever it still sends late (a slow acknowledgement) counts.
+    The bench process runs with the service loops' collector settings meanwhile: a
+    full collection of what the earlier runs left on its heap would stop the sender
+    and the readers at once, and count as the pipeline's latency.
     """
+    with tuned_collector():
+        return _open_loop(kafka, codec, rate, seconds)
+
+
+def _open_loop(kafka: KafkaSettings, codec: Codec, rate: float, seconds: float) -> dict[str, Any]:
     total = max(1, int(rate * seconds))
     reader = AnswerReader(kafka)
     starts = watermarks(kafka, (topics.TOOL_INVOCATIONS, topics.AGENT_STEPS))
@@ -211,7 +221,12 @@ def open_loop(kafka: KafkaSettings, codec: Codec, rate: float, seconds: float) -
 
     thread = threading.Thread(target=read, name="bench-answers", daemon=True)
     thread.start()
+    watcher = hops.HopWatcher(kafka)
+    watcher.start()
     publisher = KafkaPublisher(kafka, codec)  # long-lived, as a real load source would be
+    # A new producer's first send waits for its connection, metadata and producer id
+    # (100-500 ms): paid by an uncounted request, not by the first ones of the schedule.
+    publisher.publish(_requests(1))
     wall0, mono0 = time.time(), time.monotonic()
     done = 0
     late_ms: list[float] = []
@@ -240,15 +255,23 @@ def open_loop(kafka: KafkaSettings, codec: Codec, rate: float, seconds: float) -
         stop.set()
         thread.join(5)
         reader.close()
+        watcher.stop()
     with lock:
         answered = dict(received)
     result = _summarise(kafka, sent, answered, starts)
+    per_run = hops.hop_times(
+        hops.occurred_at(codec), watcher.seen, sent, {r: t for r, (t, _) in answered.items()}
+    )
+    for line in hops.lines(per_run):
+        log(line)
     result.update(
         {
             "offered_rate": rate,
             "achieved_send_rate": round(done / send_seconds, 1) if send_seconds > 0 else 0.0,
             "send_seconds": round(send_seconds, 2),
             "publish_lag_ms_p99": round(percentile(late_ms, 99), 1),
+            "hops_ms": hops.summary(per_run),
+            "slowest_hops_ms": hops.slowest(per_run),
         }
     )
     return result

@@ -115,11 +115,13 @@ def transactional_producer(
     """The producer of an exactly-once loop; a stable id fences a zombie predecessor.
 
     A transaction begun right after the previous commit often finds the
-    coordinator still writing that commit's markers: ``AddPartitionsToTxn`` and
-    ``AddOffsetsToTxn`` are answered CONCURRENT_TRANSACTIONS and retried after
-    ``retry.backoff.ms``. librdkafka's 100 ms default would make that wait longer
-    than the whole transaction; the backoff starts at a few milliseconds instead
-    and still grows (to ``retry.backoff.max.ms``) while a broker stays away.
+    coordinator still writing that commit's markers (a commit returns once it is
+    decided, before its markers are written): its first requests are answered
+    CONCURRENT_TRANSACTIONS. librdkafka retries ``AddOffsetsToTxn`` after
+    ``retry.backoff.ms``, whose 100 ms default would make that wait longer than
+    the whole transaction; the backoff starts at a few milliseconds instead and
+    still grows (to ``retry.backoff.max.ms``) while a broker stays away.
+    (``AddPartitionsToTxn`` is retried after a fixed 20 ms whatever the settings.)
     """
     timeout = str(timeout_ms)
     return producer(
