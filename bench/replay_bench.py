@@ -20,15 +20,16 @@ from __future__ import annotations
 
 import cProfile
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from bench.report import dump_profiles
 from replay.chain import Chain
 from replay.cli import STAGE_TOPICS
 from replay.compare import gatekeeper_report, pipeline_report
+from replay.gate import GateGroup, read_gate_groups
 from replay.recorded import Recording, Selection, read_groups
 from services.gatekeeper.handler import GatekeeperHandler
 from services.gatekeeper.ruleset import default_ruleset
@@ -36,27 +37,37 @@ from tracebound.collector import tuned_collector
 from tracebound.events import DiagnosisRequested
 from tracebound.settings import KafkaSettings
 
+G = TypeVar("G")
 PIPELINE_RUNS = 300  # runs re-run through the whole chain
 
 
-class _Timed:
+class _Timed(Generic[G]):
     """The groups of a read, with the time spent waiting for them and their sizes."""
 
-    def __init__(self, groups: Iterable[Recording]) -> None:
+    def __init__(self, groups: Iterable[G], size: Callable[[G], int]) -> None:
         self._groups = iter(groups)
+        self._size = size
         self.seconds = 0.0
         self.events = 0
 
-    def __iter__(self) -> Iterator[Recording]:
+    def __iter__(self) -> Iterator[G]:
         while True:
             started = time.perf_counter()
             group = next(self._groups, None)
             self.seconds += time.perf_counter() - started
             if group is None:
                 return
-            self.events += len(group.events)
+            self.events += self._size(group)
             yield group
             del group  # let it go before the next one is read, as the replay does
+
+
+def _events(group: Recording) -> int:
+    return len(group.events)
+
+
+def _gate_events(group: GateGroup) -> int:
+    return len(group.evidence) + len(group.outcomes)
 
 
 def run(
@@ -64,7 +75,7 @@ def run(
 ) -> dict[str, Any]:
     selection = Selection(since=since)
     started = time.perf_counter()
-    groups = _Timed(read_groups(kafka, STAGE_TOPICS["gatekeeper"], selection))
+    groups = _Timed(read_gate_groups(kafka, STAGE_TOPICS["gatekeeper"], selection), _gate_events)
     handler = GatekeeperHandler(default_ruleset())
     profiler = cProfile.Profile() if profile_to is not None else None
     with tuned_collector():
@@ -108,7 +119,7 @@ def _pipeline(
         chosen += [e.run_id for e in group.of(DiagnosisRequested)[: max(room, 0)]]
     read = time.perf_counter()
     selection = Selection(since=since, run_ids=frozenset(chosen))
-    groups = _Timed(read_groups(kafka, topics, selection))
+    groups = _Timed(read_groups(kafka, topics, selection), _events)
     report = pipeline_report(groups, Chain.build({}), {}, selection)
     rerun = time.perf_counter()
     runs, seconds = int(report.summary["runs"]), rerun - read - groups.seconds

@@ -30,6 +30,7 @@ from replay.chain import Chain, prompts_folder
 from replay.compare import gatekeeper_report, pipeline_report, verifier_report
 from replay.evals import load_suite, run_suite
 from replay.frozen import FrozenTools
+from replay.gate import GateGroup, read_gate_groups
 from replay.recorded import (
     Recording,
     Selection,
@@ -175,6 +176,14 @@ def _recorded(
     return read_groups(KafkaSettings(), names, sel, stderr_progress)
 
 
+def _gate_groups(args: argparse.Namespace, sel: Selection) -> Iterable[Recording | GateGroup]:
+    """As :func:`_recorded`, but the topics are decoded only as far as the gatekeeper
+    replay reads them."""
+    if args.from_file:
+        return (load_jsonl(args.from_file, sel),)
+    return read_gate_groups(KafkaSettings(), STAGE_TOPICS["gatekeeper"], sel, stderr_progress)
+
+
 def _finish(report: Report, args: argparse.Namespace) -> int:
     page = None
     if not args.no_store:
@@ -208,17 +217,19 @@ def run_replay(args: argparse.Namespace) -> int:
     prompts, verifier_rules = _prompts(args.prompt_version), _verifier_rules(args)
     candidate = _candidate(args, prompts, verifier_rules)
     candidate["selection"] = selection.describe()
-    recorded = _recorded(args, STAGE_TOPICS[args.stage], selection)
     if args.stage == "gatekeeper":
         ruleset = load_ruleset(args.rules) if args.rules else default_ruleset()
-        report = gatekeeper_report(recorded, GatekeeperHandler(ruleset), selection, stderr_progress)
+        gates = _gate_groups(args, selection)
+        report = gatekeeper_report(gates, GatekeeperHandler(ruleset), selection, stderr_progress)
         report.candidate.update(candidate)
     elif args.stage == "verifier":
+        recorded = _recorded(args, STAGE_TOPICS[args.stage], selection)
         handler = VerifierHandler(
             model=_model(args), rules=verifier_rules, prompts=prompts, monitor=FallbackMonitor()
         )
         report = verifier_report(recorded, handler, candidate, selection, stderr_progress)
     else:
+        recorded = _recorded(args, STAGE_TOPICS[args.stage], selection)
         candidate_rules = load_ruleset(args.rules) if args.rules else None
         chain = Chain.build(
             {},

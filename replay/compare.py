@@ -12,13 +12,16 @@ over events built in memory.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from statistics import mean
 from typing import Any
 
 from replay.chain import Chain, ChainResult
 from replay.frozen import FrozenTools
-from replay.recorded import Progress, Recorded, Recording, Selection, inputs, quiet
+from replay.gate import GateGroup, gate_groups
+from replay.recorded import Progress, Recorded, Recording, Selection, inputs, quiet, selected
 from replay.report import Report
+from services.gatekeeper.check import judge
 from services.gatekeeper.handler import GatekeeperHandler
 from services.verifier.handler import VerifierHandler
 from tracebound.events import (
@@ -26,7 +29,6 @@ from tracebound.events import (
     DiagnosisRequested,
     Event,
     EvidenceProduced,
-    GatekeeperOutcome,
     GatekeeperResult,
     PlanProduced,
     RetryRequested,
@@ -49,31 +51,31 @@ def _reaction(reactions: list[Event], kinds: tuple[type[Event], ...]) -> Any:
 
 
 def gatekeeper_report(
-    recorded: Recorded,
+    recorded: Recording | Iterable[Recording | GateGroup],
     handler: GatekeeperHandler,
     selection: Selection = ALL,
     progress: Progress = quiet,
 ) -> Report:
-    """Re-check every recorded ``EvidenceProduced`` with the candidate rule set."""
+    """Re-check every recorded ``EvidenceProduced`` with the candidate rule set.
+
+    The candidate judges each round as the handler's check would (the same status,
+    severity and failed rules); the result's explaining records are not built.
+    """
+    ruleset = handler.ruleset
     transitions: Counter[str] = Counter()
     fires_old: Counter[str] = Counter()
     fires_new: Counter[str] = Counter()
     per_run: list[dict[str, Any]] = []
     old_versions: set[str] = set()
-    for evidence, reactions in inputs(
-        recorded,
-        EvidenceProduced,
-        Recording.reactions,
+    for evidence, old in selected(
+        gate_groups(recorded),
+        GateGroup.inputs,
         selection,
         progress,
         label="gatekeeper: evidence event(s)",
         every=5000,
     ):
-        reaction = _reaction(reactions, (GatekeeperResult,))
-        [new_event] = handler(evidence)
-        assert isinstance(new_event, GatekeeperResult)
-        new = new_event.gatekeeper_result
-        old: GatekeeperOutcome | None = reaction.gatekeeper_result if reaction else None
+        new = judge(evidence.structured_output, evidence.invocations, ruleset)
         fires_new.update(set(new.failed_rules))
         if old is not None:
             fires_old.update(set(old.failed_rules))
@@ -98,7 +100,7 @@ def gatekeeper_report(
                 "changed": changed,
             }
         )
-    rules = sorted(set(fires_old) | set(fires_new) | set(handler.ruleset.order))
+    rules = sorted(set(fires_old) | set(fires_new) | set(ruleset.order))
     summary = {
         "inputs": len(per_run),
         "without_recorded_result": sum(1 for r in per_run if r["old"]["status"] == MISSING),
@@ -110,7 +112,7 @@ def gatekeeper_report(
     return Report(
         kind="replay.gatekeeper",
         baseline={"rule_set_version": sorted(old_versions)},
-        candidate={"rule_set_version": handler.ruleset.version, "rules": handler.ruleset.source},
+        candidate={"rule_set_version": ruleset.version, "rules": ruleset.source},
         summary=summary,
         per_run=per_run,
     )

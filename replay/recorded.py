@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from projections import history
 from projections.history import read_slice, take_slice
@@ -28,6 +28,8 @@ from tracebound.events import EVENT_TYPES, Event
 from tracebound.settings import KafkaSettings
 
 E = TypeVar("E", bound=Event)
+G = TypeVar("G")
+R = TypeVar("R")
 Progress = Callable[[str], None]
 READ_TIMEOUT_S = 120.0  # without a message from the broker
 # Fetch again as soon as a batch was taken from a full queue: librdkafka otherwise
@@ -45,6 +47,19 @@ def quiet(_message: str) -> None:
     """Progress sink for tests and library callers that want silence."""
 
 
+class Stamped(Protocol):
+    """What a selection looks at: an event, or a record a stage reads of one."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def occurred_at(self) -> datetime: ...
+
+
+S = TypeVar("S", bound=Stamped)
+
+
 @dataclass(frozen=True, slots=True)
 class Selection:
     """Which recorded history a replay looks at: all, a time window, or chosen runs."""
@@ -53,10 +68,10 @@ class Selection:
     until: datetime | None = None
     run_ids: frozenset[str] = frozenset()
 
-    def keeps_run(self, event: Event) -> bool:
+    def keeps_run(self, event: Stamped) -> bool:
         return not self.run_ids or event.run_id in self.run_ids
 
-    def keeps(self, event: Event) -> bool:
+    def keeps(self, event: Stamped) -> bool:
         """Whether a stage *input* is selected; outputs are matched wherever they fall."""
         if self.run_ids and event.run_id not in self.run_ids:
             return False
@@ -125,23 +140,47 @@ def inputs(
     label: str,
     every: int,
 ) -> Iterator[tuple[Any, list[Event]]]:
-    """Each selected input of ``kind`` with its ``related`` recorded events.
+    """Each selected input of ``kind`` with its ``related`` recorded events."""
+    groups = (recorded,) if isinstance(recorded, Recording) else recorded
 
-    Only events are handed out, never the group: a group is let go before the next
+    def of_group(recording: Recording) -> Iterator[tuple[Any, list[Event]]]:
+        return ((event, related(recording, event)) for event in recording.of(kind))
+
+    return selected(groups, of_group, selection, progress, label=label, every=every)
+
+
+def selected(
+    groups: Iterable[G],
+    pairs: Callable[[G], Iterable[tuple[S, R]]],
+    selection: Selection,
+    progress: Progress,
+    *,
+    label: str,
+    every: int,
+) -> Iterator[tuple[S, R]]:
+    """The ``pairs`` (a stage input and what it is compared with) of every group whose
+    input ``selection`` keeps, with progress every ``every`` inputs.
+
+    Only pairs are handed out, never the group: a group is let go before the next
     one is read, so no more than one is held at a time.
     """
-    groups = iter((recorded,) if isinstance(recorded, Recording) else recorded)
     count = 0
-    recording: Recording | None
-    while (recording := next(groups, None)) is not None:
-        for event in recording.of(kind):
-            if selection.keeps(event):
-                count += 1
-                if count % every == 0:
-                    progress(f"{label}: {count} re-run")
-                yield event, related(recording, event)
-        recording = None
+    for pair in _pairs_of(iter(groups), pairs):
+        if selection.keeps(pair[0]):
+            count += 1
+            if count % every == 0:
+                progress(f"{label}: {count} re-run")
+            yield pair
     progress(f"{label}: {count} re-run")
+
+
+def _pairs_of(
+    groups: Iterator[G], pairs: Callable[[G], Iterable[tuple[S, R]]]
+) -> Iterator[tuple[S, R]]:
+    group: G | None
+    while (group := next(groups, None)) is not None:
+        yield from pairs(group)
+        group = None
 
 
 def read_groups(
@@ -152,17 +191,43 @@ def read_groups(
     timeout_s: float = READ_TIMEOUT_S,
 ) -> Iterator[Recording]:
     """Every committed event of ``topic_names`` inside ``selection``, one partition group
-    at a time, up to the end offsets taken when the read started.
+    at a time (see :func:`message_groups`), decoded into a :class:`Recording`."""
+    codec = make_codec(kafka)
+    keeps = selection.keeps_run
+    read = 0
+    for batches in message_groups(kafka, topic_names, selection, progress, timeout_s):
+        recording = Recording()
+
+        def undecodable(_message: Any, _exc: PoisonInput, into: Recording = recording) -> None:
+            into.undecodable += 1
+
+        for batch in batches:
+            events = edge.decoded(codec, batch, undecodable)
+            recording.events += [e for e in events if keeps(e)] if selection.run_ids else events
+        read += len(recording.events)
+        yield recording
+    progress(f"read {read} event(s)")
+
+
+def message_groups(
+    kafka: KafkaSettings,
+    topic_names: Iterable[str],
+    selection: Selection,
+    progress: Progress = quiet,
+    timeout_s: float = READ_TIMEOUT_S,
+) -> Iterator[Iterator[list[Any]]]:
+    """The committed messages of ``topic_names``, one partition group at a time, in
+    batches, up to the end offsets taken when the read started.
 
     Runs are co-partitioned by run id on every topic, so a group holds every event of
     its runs, and a stage input finds its recorded reaction in the same group: the
-    caller handles a group, lets it go and gets the next, so at most one group is
-    held in memory. Each group is partition ``n`` of every topic, in offset order.
-    Read once for the whole replay, in the rebuild's batches and decoding path
-    (:mod:`projections.history`), with one consumer; progress with events/s and the
-    time left goes to stderr unless ``progress`` is :func:`quiet`.
+    caller reads a group's batches, handles the group, lets it go and gets the next,
+    so at most one group is held in memory. Each group is partition ``n`` of every
+    topic, in offset order. Read once for the whole replay, in the rebuild's batches
+    (:mod:`projections.history`), with one consumer; with ``--run`` ids, other runs'
+    messages are left out by key before anything is decoded. Progress with events/s
+    and the time left goes to stderr unless ``progress`` is :func:`quiet`.
     """
-    codec = make_codec(kafka)
     names = list(topic_names)
     since_ms = None if selection.since is None else int(selection.since.timestamp() * 1000)
     part = take_slice(kafka, names, since_ms=since_ms, required=True)
@@ -171,35 +236,22 @@ def read_groups(
     meter = history.Progress(
         "replay: reading", part.total, None if progress is quiet else sys.stderr
     )
-    keeps = selection.keeps_run
     # Every event is keyed by its run id: other runs' messages are not even decoded.
     wanted = {run_id.encode() for run_id in selection.run_ids}
     consumer = edge.consumer(kafka, "history", config=REPLAY_READ)
-    read = 0
+
+    def batches(group: history.Slice) -> Iterator[list[Any]]:
+        for batch, _finished in read_slice(kafka, group, timeout_s=timeout_s, consumer=consumer):
+            meter.add(len(batch))
+            yield [m for m in batch if m.key() is None or m.key() in wanted] if wanted else batch
+
     try:
         for index in range(count):
             group = part.group(index, count)
-            if not group.reading():
-                continue
-            recording = Recording()
-
-            def undecodable(_message: Any, _exc: PoisonInput, into: Recording = recording) -> None:
-                into.undecodable += 1
-
-            for batch, _finished in read_slice(
-                kafka, group, timeout_s=timeout_s, consumer=consumer
-            ):
-                meter.add(len(batch))
-                messages = (
-                    [m for m in batch if m.key() is None or m.key() in wanted] if wanted else batch
-                )
-                events = edge.decoded(codec, messages, undecodable)
-                recording.events += [e for e in events if keeps(e)] if wanted else events
-            read += len(recording.events)
-            yield recording
+            if group.reading():
+                yield batches(group)
     finally:
         consumer.close()
-    progress(f"read {read} event(s)")
 
 
 def export_jsonl(events: Iterable[Event], path: Path) -> int:
