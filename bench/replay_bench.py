@@ -19,6 +19,7 @@ reading, and the whole command's time is reported beside it.
 from __future__ import annotations
 
 import cProfile
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
@@ -28,11 +29,18 @@ from typing import Any, Generic, TypeVar
 from bench.report import dump_profiles
 from replay.chain import Chain
 from replay.cli import STAGE_TOPICS
-from replay.compare import gatekeeper_report, pipeline_report
-from replay.gate import GateGroup, read_gate_groups
-from replay.recorded import Recording, Selection, read_groups
-from services.gatekeeper.handler import GatekeeperHandler
-from services.gatekeeper.ruleset import default_ruleset
+from replay.compare import gatekeeper_comparison, pipeline_report
+from replay.gate import read_gate_group
+from replay.judging import judged, read_judged
+from replay.recorded import (
+    Recording,
+    Selection,
+    partition_groups,
+    quiet,
+    read_groups,
+    replay_consumer,
+)
+from services.gatekeeper.ruleset import Ruleset, default_ruleset
 from tracebound.collector import tuned_collector
 from tracebound.events import DiagnosisRequested
 from tracebound.settings import KafkaSettings
@@ -66,38 +74,68 @@ def _events(group: Recording) -> int:
     return len(group.events)
 
 
-def _gate_events(group: GateGroup) -> int:
-    return len(group.evidence) + len(group.outcomes)
-
-
 def run(
     kafka: KafkaSettings, since: datetime | None, profile_to: Path | None = None
 ) -> dict[str, Any]:
+    """The command as it runs (a worker process per core), then once in this process."""
     selection = Selection(since=since)
-    started = time.perf_counter()
-    groups = _Timed(read_gate_groups(kafka, STAGE_TOPICS["gatekeeper"], selection), _gate_events)
-    handler = GatekeeperHandler(default_ruleset())
-    profiler = cProfile.Profile() if profile_to is not None else None
+    ruleset = default_ruleset()
+    topics = STAGE_TOPICS["gatekeeper"]
     with tuned_collector():
+        started = time.perf_counter()
+        report = gatekeeper_comparison(read_judged(kafka, topics, selection, ruleset), ruleset)
+        total = time.perf_counter() - started
+        profiler = cProfile.Profile() if profile_to is not None else None
         if profiler is not None:
-            report = profiler.runcall(gatekeeper_report, groups, handler, selection)
+            single = profiler.runcall(_in_process, kafka, selection, ruleset)
         else:
-            report = gatekeeper_report(groups, handler, selection)
-    total = time.perf_counter() - started
+            single = _in_process(kafka, selection, ruleset)
     if profiler is not None and profile_to is not None:
         dump_profiles([profiler], profile_to)
     inputs = int(report.summary["inputs"])
-    judge = total - groups.seconds
     return {
         "inputs": inputs,
-        "recorded_events_read": groups.events,
         "changed": int(report.summary["changed"]),
+        "workers": min(os.cpu_count() or 1, single["groups"]),
         "seconds": round(total, 3),
-        "read_seconds": round(groups.seconds, 3),
+        "events_per_second": round(inputs / total, 1) if total > 0 else 0.0,
+        "one_process": single,
+        "judge_events_per_second": single["judge_events_per_second"],
+    }
+
+
+def _in_process(kafka: KafkaSettings, selection: Selection, ruleset: Ruleset) -> dict[str, Any]:
+    """One process, one group at a time: the time spent reading (and decoding) and judging."""
+    started = time.perf_counter()
+    groups = partition_groups(kafka, STAGE_TOPICS["gatekeeper"], selection, quiet)
+    consumer = replay_consumer(kafka)
+    read = judge = 0.0
+    inputs = events = 0
+    try:
+        for group in groups:
+            begun = time.perf_counter()
+            gate = read_gate_group(kafka, group, selection, consumer, _ignore)
+            read_at = time.perf_counter()
+            inputs += len(judged(gate, ruleset, selection))
+            judge += time.perf_counter() - read_at
+            read += read_at - begun
+            events += len(gate.evidence) + len(gate.outcomes)
+    finally:
+        consumer.close()
+    total = time.perf_counter() - started
+    return {
+        "groups": len(groups),
+        "recorded_events_read": events,
+        "seconds": round(total, 3),
+        "read_seconds": round(read, 3),
         "judge_seconds": round(judge, 3),
         "events_per_second": round(inputs / total, 1) if total > 0 else 0.0,
         "judge_events_per_second": round(inputs / judge, 1) if judge > 0 else 0.0,
     }
+
+
+def _ignore(_count: int) -> None:
+    """No progress in the bench."""
 
 
 def pipeline(kafka: KafkaSettings, since: datetime | None) -> dict[str, Any]:

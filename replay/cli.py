@@ -27,10 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from replay.chain import Chain, prompts_folder
-from replay.compare import gatekeeper_report, pipeline_report, verifier_report
+from replay.compare import (
+    gatekeeper_comparison,
+    gatekeeper_report,
+    pipeline_report,
+    verifier_report,
+)
 from replay.evals import load_suite, run_suite
 from replay.frozen import FrozenTools
-from replay.gate import GateGroup, read_gate_groups
+from replay.judging import read_judged
 from replay.recorded import (
     Recording,
     Selection,
@@ -103,6 +108,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     rp.add_argument("--run", action="append", default=[], metavar="RUN_ID", help="repeatable")
     rp.add_argument("--from-file", type=Path, help="read a --export file instead of Kafka")
     rp.add_argument("--export", type=Path, metavar="FILE", help="write events as JSON Lines")
+    rp.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="processes re-judging partition groups (--stage gatekeeper; default one per core)",
+    )
     _candidate_options(rp)
     _output_options(rp)
     rp.set_defaults(handler=run_replay)
@@ -176,12 +187,21 @@ def _recorded(
     return read_groups(KafkaSettings(), names, sel, stderr_progress)
 
 
-def _gate_groups(args: argparse.Namespace, sel: Selection) -> Iterable[Recording | GateGroup]:
-    """As :func:`_recorded`, but the topics are decoded only as far as the gatekeeper
-    replay reads them."""
+def _gatekeeper(args: argparse.Namespace, sel: Selection, handler: GatekeeperHandler) -> Report:
+    """The gatekeeper replay: of ``--from-file`` here, of the topics by ``--workers`` processes,
+    each message decoded only as far as the replay reads it."""
     if args.from_file:
-        return (load_jsonl(args.from_file, sel),)
-    return read_gate_groups(KafkaSettings(), STAGE_TOPICS["gatekeeper"], sel, stderr_progress)
+        recording = load_jsonl(args.from_file, sel)
+        return gatekeeper_report(recording, handler, sel, stderr_progress)
+    groups = read_judged(
+        KafkaSettings(),
+        STAGE_TOPICS["gatekeeper"],
+        sel,
+        handler.ruleset,
+        progress=stderr_progress,
+        workers=args.workers,
+    )
+    return gatekeeper_comparison(groups, handler.ruleset, stderr_progress)
 
 
 def _finish(report: Report, args: argparse.Namespace) -> int:
@@ -219,8 +239,7 @@ def run_replay(args: argparse.Namespace) -> int:
     candidate["selection"] = selection.describe()
     if args.stage == "gatekeeper":
         ruleset = load_ruleset(args.rules) if args.rules else default_ruleset()
-        gates = _gate_groups(args, selection)
-        report = gatekeeper_report(gates, GatekeeperHandler(ruleset), selection, stderr_progress)
+        report = _gatekeeper(args, selection, GatekeeperHandler(ruleset))
         report.candidate.update(candidate)
     elif args.stage == "verifier":
         recorded = _recorded(args, STAGE_TOPICS[args.stage], selection)

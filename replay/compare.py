@@ -19,10 +19,11 @@ from typing import Any
 from replay.chain import Chain, ChainResult
 from replay.frozen import FrozenTools
 from replay.gate import GateGroup, gate_groups
-from replay.recorded import Progress, Recorded, Recording, Selection, inputs, quiet, selected
+from replay.judging import Judged, judged
+from replay.recorded import Progress, Recorded, Recording, Selection, inputs, quiet
 from replay.report import Report
-from services.gatekeeper.check import judge
 from services.gatekeeper.handler import GatekeeperHandler
+from services.gatekeeper.ruleset import Ruleset
 from services.verifier.handler import VerifierHandler
 from tracebound.events import (
     Answer,
@@ -39,6 +40,7 @@ from tracebound.events import (
 ALL = Selection()
 RETRY = "RETRY"
 MISSING = "missing"
+GATEKEEPER_PROGRESS_EVERY = 5000  # evidence events between progress lines
 
 
 def _transition(old: str, new: str) -> str:
@@ -56,50 +58,56 @@ def gatekeeper_report(
     selection: Selection = ALL,
     progress: Progress = quiet,
 ) -> Report:
-    """Re-check every recorded ``EvidenceProduced`` with the candidate rule set.
+    """Re-check every recorded ``EvidenceProduced`` with the candidate rule set, here.
 
     The candidate judges each round as the handler's check would (the same status,
     severity and failed rules); the result's explaining records are not built.
     """
     ruleset = handler.ruleset
+    groups = (judged(group, ruleset, selection) for group in gate_groups(recorded))
+    return gatekeeper_comparison(groups, ruleset, progress)
+
+
+def gatekeeper_comparison(
+    groups: Iterable[list[Judged]], ruleset: Ruleset, progress: Progress = quiet
+) -> Report:
+    """The report of re-judged evidence, group by group (see :mod:`replay.judging`)."""
     transitions: Counter[str] = Counter()
     fires_old: Counter[str] = Counter()
     fires_new: Counter[str] = Counter()
     per_run: list[dict[str, Any]] = []
     old_versions: set[str] = set()
-    for evidence, old in selected(
-        gate_groups(recorded),
-        GateGroup.inputs,
-        selection,
-        progress,
-        label="gatekeeper: evidence event(s)",
-        every=5000,
-    ):
-        new = judge(evidence.structured_output, evidence.invocations, ruleset)
-        fires_new.update(set(new.failed_rules))
-        if old is not None:
-            fires_old.update(set(old.failed_rules))
-            old_versions.add(old.rule_set_version)
-        old_rules = set(old.failed_rules) if old else set()
-        old_key = (old.status, old.severity) if old else (MISSING, MISSING)
-        changed = (
-            old is None
-            or old_key != (new.status, new.severity)
-            or old_rules != set(new.failed_rules)
-        )
-        transitions[_transition(old.severity if old else MISSING, new.severity)] += 1
-        per_run.append(
-            {
-                "run_id": evidence.run_id,
-                "evidence_event_id": evidence.event_id,
-                "round": evidence.round,
-                "old": {"status": old_key[0], "severity": old_key[1]},
-                "new": {"status": new.status, "severity": new.severity},
-                "failed_rules_added": sorted(set(new.failed_rules) - old_rules),
-                "failed_rules_removed": sorted(old_rules - set(new.failed_rules)),
-                "changed": changed,
-            }
-        )
+    label = "gatekeeper: evidence event(s)"
+    for rows in groups:
+        for row in rows:
+            old, new = row.old, row.new
+            fires_new.update(set(new.failed_rules))
+            if old is not None:
+                fires_old.update(set(old.failed_rules))
+                old_versions.add(old.rule_set_version)
+            old_rules = set(old.failed_rules) if old else set()
+            old_key = (old.status, old.severity) if old else (MISSING, MISSING)
+            changed = (
+                old is None
+                or old_key != (new.status, new.severity)
+                or old_rules != set(new.failed_rules)
+            )
+            transitions[_transition(old.severity if old else MISSING, new.severity)] += 1
+            per_run.append(
+                {
+                    "run_id": row.run_id,
+                    "evidence_event_id": row.event_id,
+                    "round": row.round,
+                    "old": {"status": old_key[0], "severity": old_key[1]},
+                    "new": {"status": new.status, "severity": new.severity},
+                    "failed_rules_added": sorted(set(new.failed_rules) - old_rules),
+                    "failed_rules_removed": sorted(old_rules - set(new.failed_rules)),
+                    "changed": changed,
+                }
+            )
+            if len(per_run) % GATEKEEPER_PROGRESS_EVERY == 0:
+                progress(f"{label}: {len(per_run)} re-run")
+    progress(f"{label}: {len(per_run)} re-run")
     rules = sorted(set(fires_old) | set(fires_new) | set(ruleset.order))
     summary = {
         "inputs": len(per_run),

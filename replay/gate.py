@@ -17,7 +17,7 @@ decoded and the same records are taken from them, so both paths judge one shape.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -25,10 +25,12 @@ from typing import Any
 
 from fastavro import parse_schema, schemaless_reader
 
-from replay.recorded import Progress, Recording, Selection, message_groups, quiet, read_groups
+from projections.history import Slice
+from replay.recorded import Recording, Selection, group_batches
 from services.gatekeeper.input import Invocation
 from tracebound import fastjson
-from tracebound.codec import schemas
+from tracebound import kafka as edge
+from tracebound.codec import make_codec, schemas
 from tracebound.codec.schemas import _plain_uuids
 from tracebound.codec.single_object import HEADER_LEN, MAGIC
 from tracebound.events import EvidenceProduced, GatekeeperResult
@@ -213,34 +215,36 @@ def decode(data: bytes | None) -> Evidence | Outcome | None:
         raise ValueError(f"invalid {event}: {exc}") from exc
 
 
-def read_gate_groups(
+def read_gate_group(
     kafka: KafkaSettings,
-    topic_names: Iterable[str],
+    group: Slice,
     selection: Selection,
-    progress: Progress = quiet,
-) -> Iterator[GateGroup]:
-    """The gatekeeper stage's partition groups, read as :func:`replay.recorded.read_groups`
-    reads them, each message decoded only as far as the replay needs."""
+    consumer: Any,
+    on_read: Callable[[int], None],
+) -> GateGroup:
+    """One partition group of the gatekeeper stage's topics (read as
+    :func:`replay.recorded.group_batches` reads it), each message decoded only as far
+    as the replay needs."""
+    batches = group_batches(kafka, group, selection, consumer, on_read)
     if kafka.schema_registry_url:  # Confluent framing: whole events, then their records
-        yield from (GateGroup.of(r) for r in read_groups(kafka, topic_names, selection, progress))
-        return
-    read = 0
-    for batches in message_groups(kafka, topic_names, selection, progress):
-        group = GateGroup()
+        codec = make_codec(kafka)
+        recording = Recording()
         for batch in batches:
-            for message in batch:
-                if message.error() is not None or message.value() is None:
-                    continue
-                try:
-                    item = decode(message.value())
-                except ValueError:
-                    group.undecodable += 1
-                    continue
-                if item is not None:
-                    group.add(item)
-                    read += 1
-        yield group
-    progress(f"read {read} event(s)")
+            recording.events += edge.decoded(codec, batch)
+        return GateGroup.of(recording)
+    gate = GateGroup()
+    for batch in batches:
+        for message in batch:
+            if message.error() is not None or message.value() is None:
+                continue
+            try:
+                item = decode(message.value())
+            except ValueError:
+                gate.undecodable += 1
+                continue
+            if item is not None:
+                gate.add(item)
+    return gate
 
 
 def gate_groups(recorded: Recording | Iterable[Recording | GateGroup]) -> Iterator[GateGroup]:

@@ -216,42 +216,72 @@ def message_groups(
     progress: Progress = quiet,
     timeout_s: float = READ_TIMEOUT_S,
 ) -> Iterator[Iterator[list[Any]]]:
-    """The committed messages of ``topic_names``, one partition group at a time, in
-    batches, up to the end offsets taken when the read started.
+    """The committed messages of ``topic_names``, one partition group at a time (see
+    :func:`partition_groups`), in batches, read with one consumer.
+
+    The caller reads a group's batches, handles the group, lets it go and gets the
+    next, so at most one group is held in memory. Progress with events/s and the
+    time left goes to stderr unless ``progress`` is :func:`quiet`.
+    """
+    groups = partition_groups(kafka, topic_names, selection, progress)
+    meter = reading_meter(groups, progress)
+    consumer = replay_consumer(kafka)
+    try:
+        for group in groups:
+            yield group_batches(kafka, group, selection, consumer, meter.add, timeout_s=timeout_s)
+    finally:
+        consumer.close()
+
+
+def partition_groups(
+    kafka: KafkaSettings, topic_names: Iterable[str], selection: Selection, progress: Progress
+) -> list[history.Slice]:
+    """The partition groups of ``topic_names`` with something to read, up to the end
+    offsets taken now (events published meanwhile are left for the next replay).
 
     Runs are co-partitioned by run id on every topic, so a group holds every event of
-    its runs, and a stage input finds its recorded reaction in the same group: the
-    caller reads a group's batches, handles the group, lets it go and gets the next,
-    so at most one group is held in memory. Each group is partition ``n`` of every
-    topic, in offset order. Read once for the whole replay, in the rebuild's batches
-    (:mod:`projections.history`), with one consumer; with ``--run`` ids, other runs'
-    messages are left out by key before anything is decoded. Progress with events/s
-    and the time left goes to stderr unless ``progress`` is :func:`quiet`.
+    its runs, and a stage input finds its recorded reaction in the same group. Each
+    group is partition ``n`` of every topic, read in offset order in the rebuild's
+    batches (:mod:`projections.history`).
     """
     names = list(topic_names)
     since_ms = None if selection.since is None else int(selection.since.timestamp() * 1000)
     part = take_slice(kafka, names, since_ms=since_ms, required=True)
     count = 1 + max((p for _t, p in part.ends), default=0)
     progress(f"reading {len(part.reading())} partition(s) of {len(names)} topic(s)")
-    meter = history.Progress(
-        "replay: reading", part.total, None if progress is quiet else sys.stderr
-    )
-    # Every event is keyed by its run id: other runs' messages are not even decoded.
+    groups = (part.group(index, count) for index in range(count))
+    return [group for group in groups if group.reading()]
+
+
+def reading_meter(groups: Iterable[history.Slice], progress: Progress) -> history.Progress:
+    """Events read, events/s and the time left on stderr (nowhere when ``progress`` is quiet)."""
+    total = sum(group.total for group in groups)
+    return history.Progress("replay: reading", total, None if progress is quiet else sys.stderr)
+
+
+def replay_consumer(kafka: KafkaSettings) -> Any:
+    """An assign-only consumer for :func:`group_batches` (close it when done)."""
+    return edge.consumer(kafka, "history", config=REPLAY_READ)
+
+
+def group_batches(
+    kafka: KafkaSettings,
+    group: history.Slice,
+    selection: Selection,
+    consumer: Any,
+    on_read: Callable[[int], None],
+    *,
+    timeout_s: float = READ_TIMEOUT_S,
+) -> Iterator[list[Any]]:
+    """The messages of one partition group in batches; ``on_read`` hears each batch's size.
+
+    With ``--run`` ids, other runs' messages (every event is keyed by its run id) are
+    left out before anything is decoded.
+    """
     wanted = {run_id.encode() for run_id in selection.run_ids}
-    consumer = edge.consumer(kafka, "history", config=REPLAY_READ)
-
-    def batches(group: history.Slice) -> Iterator[list[Any]]:
-        for batch, _finished in read_slice(kafka, group, timeout_s=timeout_s, consumer=consumer):
-            meter.add(len(batch))
-            yield [m for m in batch if m.key() is None or m.key() in wanted] if wanted else batch
-
-    try:
-        for index in range(count):
-            group = part.group(index, count)
-            if group.reading():
-                yield batches(group)
-    finally:
-        consumer.close()
+    for batch, _finished in read_slice(kafka, group, timeout_s=timeout_s, consumer=consumer):
+        on_read(len(batch))
+        yield [m for m in batch if m.key() is None or m.key() in wanted] if wanted else batch
 
 
 def export_jsonl(events: Iterable[Event], path: Path) -> int:
