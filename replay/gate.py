@@ -174,7 +174,7 @@ def _pruned(avro: Any, keep: Keep) -> Any:
 
 
 @cache
-def _readers() -> dict[bytes, tuple[str, Any, Any]]:
+def readers() -> dict[bytes, tuple[str, Any, Any]]:
     """Fingerprint → (event, writer schema, reader schema) of the events read here.
 
     Ids are read as plain strings, as the codec reads them (``_plain_uuids``).
@@ -195,7 +195,7 @@ def decode(data: bytes | None) -> Evidence | Outcome | None:
     if not data or len(data) < HEADER_LEN or data[:2] != MAGIC:
         raise ValueError("not an Avro single-object message")
     fingerprint = data[2:HEADER_LEN]
-    resolved = _readers().get(fingerprint)
+    resolved = readers().get(fingerprint)
     if resolved is None:
         if fingerprint in schemas.all_versions():
             return None  # an event this stage does not read

@@ -7,8 +7,9 @@ judged by a worker process with its own consumer. The slice of history is taken
 once, before the workers start, so every worker reads up to the same end offsets.
 A worker hands back only the compared fields of each judged round, and the parent
 takes the groups' results in group order, so the report is the one a single
-process gives. Workers are forked before any Kafka client of the replay exists
-(the slice's own is closed); with one group, or one worker, nothing is forked.
+process gives. Workers are forked (they inherit the parsed reader schemas) when
+the slice's own Kafka client is already closed, and make their own; with one
+group, or one worker, nothing is forked.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from projections.history import Slice
-from replay.gate import GateGroup, Outcome, read_gate_group
+from replay.gate import GateGroup, Outcome, read_gate_group, readers
 from replay.recorded import (
     Progress,
     Selection,
@@ -92,6 +93,7 @@ def read_judged(
         finally:
             consumer.close()
         return
+    readers()  # parsed once here, inherited by every worker
     context = multiprocessing.get_context("fork")
     read = context.Value("q", 0)
     with ProcessPoolExecutor(count, context, initializer=_share, initargs=(read,)) as pool:
