@@ -28,8 +28,6 @@ from tracebound.events import EVENT_TYPES, Event
 from tracebound.settings import KafkaSettings
 
 E = TypeVar("E", bound=Event)
-G = TypeVar("G")
-R = TypeVar("R")
 Progress = Callable[[str], None]
 READ_TIMEOUT_S = 120.0  # without a message from the broker
 # Fetch again as soon as a batch was taken from a full queue: librdkafka otherwise
@@ -55,9 +53,6 @@ class Stamped(Protocol):
 
     @property
     def occurred_at(self) -> datetime: ...
-
-
-S = TypeVar("S", bound=Stamped)
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,47 +135,23 @@ def inputs(
     label: str,
     every: int,
 ) -> Iterator[tuple[Any, list[Event]]]:
-    """Each selected input of ``kind`` with its ``related`` recorded events."""
-    groups = (recorded,) if isinstance(recorded, Recording) else recorded
+    """Each selected input of ``kind`` with its ``related`` recorded events.
 
-    def of_group(recording: Recording) -> Iterator[tuple[Any, list[Event]]]:
-        return ((event, related(recording, event)) for event in recording.of(kind))
-
-    return selected(groups, of_group, selection, progress, label=label, every=every)
-
-
-def selected(
-    groups: Iterable[G],
-    pairs: Callable[[G], Iterable[tuple[S, R]]],
-    selection: Selection,
-    progress: Progress,
-    *,
-    label: str,
-    every: int,
-) -> Iterator[tuple[S, R]]:
-    """The ``pairs`` (a stage input and what it is compared with) of every group whose
-    input ``selection`` keeps, with progress every ``every`` inputs.
-
-    Only pairs are handed out, never the group: a group is let go before the next
+    Only events are handed out, never the group: a group is let go before the next
     one is read, so no more than one is held at a time.
     """
+    groups = iter((recorded,) if isinstance(recorded, Recording) else recorded)
     count = 0
-    for pair in _pairs_of(iter(groups), pairs):
-        if selection.keeps(pair[0]):
-            count += 1
-            if count % every == 0:
-                progress(f"{label}: {count} re-run")
-            yield pair
+    recording: Recording | None
+    while (recording := next(groups, None)) is not None:
+        for event in recording.of(kind):
+            if selection.keeps(event):
+                count += 1
+                if count % every == 0:
+                    progress(f"{label}: {count} re-run")
+                yield event, related(recording, event)
+        recording = None
     progress(f"{label}: {count} re-run")
-
-
-def _pairs_of(
-    groups: Iterator[G], pairs: Callable[[G], Iterable[tuple[S, R]]]
-) -> Iterator[tuple[S, R]]:
-    group: G | None
-    while (group := next(groups, None)) is not None:
-        yield from pairs(group)
-        group = None
 
 
 def read_groups(
