@@ -27,9 +27,15 @@ from pathlib import Path
 from typing import Any
 
 from replay.chain import Chain, prompts_folder
-from replay.compare import gatekeeper_report, pipeline_report, verifier_report
+from replay.compare import (
+    gatekeeper_comparison,
+    gatekeeper_report,
+    pipeline_report,
+    verifier_report,
+)
 from replay.evals import load_suite, run_suite
 from replay.frozen import FrozenTools
+from replay.judging import read_judged
 from replay.recorded import (
     Recording,
     Selection,
@@ -102,6 +108,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     rp.add_argument("--run", action="append", default=[], metavar="RUN_ID", help="repeatable")
     rp.add_argument("--from-file", type=Path, help="read a --export file instead of Kafka")
     rp.add_argument("--export", type=Path, metavar="FILE", help="write events as JSON Lines")
+    rp.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="processes re-judging partition groups (--stage gatekeeper; default one per core)",
+    )
     _candidate_options(rp)
     _output_options(rp)
     rp.set_defaults(handler=run_replay)
@@ -175,6 +187,23 @@ def _recorded(
     return read_groups(KafkaSettings(), names, sel, stderr_progress)
 
 
+def _gatekeeper(args: argparse.Namespace, sel: Selection, handler: GatekeeperHandler) -> Report:
+    """The gatekeeper replay: of ``--from-file`` here, of the topics by ``--workers`` processes,
+    each message decoded only as far as the replay reads it."""
+    if args.from_file:
+        recording = load_jsonl(args.from_file, sel)
+        return gatekeeper_report(recording, handler, sel, stderr_progress)
+    groups = read_judged(
+        KafkaSettings(),
+        STAGE_TOPICS["gatekeeper"],
+        sel,
+        handler.ruleset,
+        progress=stderr_progress,
+        workers=args.workers,
+    )
+    return gatekeeper_comparison(groups, handler.ruleset, stderr_progress)
+
+
 def _finish(report: Report, args: argparse.Namespace) -> int:
     page = None
     if not args.no_store:
@@ -208,17 +237,18 @@ def run_replay(args: argparse.Namespace) -> int:
     prompts, verifier_rules = _prompts(args.prompt_version), _verifier_rules(args)
     candidate = _candidate(args, prompts, verifier_rules)
     candidate["selection"] = selection.describe()
-    recorded = _recorded(args, STAGE_TOPICS[args.stage], selection)
     if args.stage == "gatekeeper":
         ruleset = load_ruleset(args.rules) if args.rules else default_ruleset()
-        report = gatekeeper_report(recorded, GatekeeperHandler(ruleset), selection, stderr_progress)
+        report = _gatekeeper(args, selection, GatekeeperHandler(ruleset))
         report.candidate.update(candidate)
     elif args.stage == "verifier":
+        recorded = _recorded(args, STAGE_TOPICS[args.stage], selection)
         handler = VerifierHandler(
             model=_model(args), rules=verifier_rules, prompts=prompts, monitor=FallbackMonitor()
         )
         report = verifier_report(recorded, handler, candidate, selection, stderr_progress)
     else:
+        recorded = _recorded(args, STAGE_TOPICS[args.stage], selection)
         candidate_rules = load_ruleset(args.rules) if args.rules else None
         chain = Chain.build(
             {},

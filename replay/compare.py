@@ -12,21 +12,24 @@ over events built in memory.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from statistics import mean
 from typing import Any
 
 from replay.chain import Chain, ChainResult
 from replay.frozen import FrozenTools
+from replay.gate import GateGroup, gate_groups
+from replay.judging import Judged, judged
 from replay.recorded import Progress, Recorded, Recording, Selection, inputs, quiet
 from replay.report import Report
 from services.gatekeeper.handler import GatekeeperHandler
+from services.gatekeeper.ruleset import Ruleset
 from services.verifier.handler import VerifierHandler
 from tracebound.events import (
     Answer,
     DiagnosisRequested,
     Event,
     EvidenceProduced,
-    GatekeeperOutcome,
     GatekeeperResult,
     PlanProduced,
     RetryRequested,
@@ -37,6 +40,7 @@ from tracebound.events import (
 ALL = Selection()
 RETRY = "RETRY"
 MISSING = "missing"
+GATEKEEPER_PROGRESS_EVERY = 5000  # evidence events between progress lines
 
 
 def _transition(old: str, new: str) -> str:
@@ -49,56 +53,62 @@ def _reaction(reactions: list[Event], kinds: tuple[type[Event], ...]) -> Any:
 
 
 def gatekeeper_report(
-    recorded: Recorded,
+    recorded: Recording | Iterable[Recording | GateGroup],
     handler: GatekeeperHandler,
     selection: Selection = ALL,
     progress: Progress = quiet,
 ) -> Report:
-    """Re-check every recorded ``EvidenceProduced`` with the candidate rule set."""
+    """Re-check every recorded ``EvidenceProduced`` with the candidate rule set, here.
+
+    The candidate judges each round as the handler's check would (the same status,
+    severity and failed rules); the result's explaining records are not built.
+    """
+    ruleset = handler.ruleset
+    groups = (judged(group, ruleset, selection) for group in gate_groups(recorded))
+    return gatekeeper_comparison(groups, ruleset, progress)
+
+
+def gatekeeper_comparison(
+    groups: Iterable[list[Judged]], ruleset: Ruleset, progress: Progress = quiet
+) -> Report:
+    """The report of re-judged evidence, group by group (see :mod:`replay.judging`)."""
     transitions: Counter[str] = Counter()
     fires_old: Counter[str] = Counter()
     fires_new: Counter[str] = Counter()
     per_run: list[dict[str, Any]] = []
     old_versions: set[str] = set()
-    for evidence, reactions in inputs(
-        recorded,
-        EvidenceProduced,
-        Recording.reactions,
-        selection,
-        progress,
-        label="gatekeeper: evidence event(s)",
-        every=5000,
-    ):
-        reaction = _reaction(reactions, (GatekeeperResult,))
-        [new_event] = handler(evidence)
-        assert isinstance(new_event, GatekeeperResult)
-        new = new_event.gatekeeper_result
-        old: GatekeeperOutcome | None = reaction.gatekeeper_result if reaction else None
-        fires_new.update(set(new.failed_rules))
-        if old is not None:
-            fires_old.update(set(old.failed_rules))
-            old_versions.add(old.rule_set_version)
-        old_rules = set(old.failed_rules) if old else set()
-        old_key = (old.status, old.severity) if old else (MISSING, MISSING)
-        changed = (
-            old is None
-            or old_key != (new.status, new.severity)
-            or old_rules != set(new.failed_rules)
-        )
-        transitions[_transition(old.severity if old else MISSING, new.severity)] += 1
-        per_run.append(
-            {
-                "run_id": evidence.run_id,
-                "evidence_event_id": evidence.event_id,
-                "round": evidence.round,
-                "old": {"status": old_key[0], "severity": old_key[1]},
-                "new": {"status": new.status, "severity": new.severity},
-                "failed_rules_added": sorted(set(new.failed_rules) - old_rules),
-                "failed_rules_removed": sorted(old_rules - set(new.failed_rules)),
-                "changed": changed,
-            }
-        )
-    rules = sorted(set(fires_old) | set(fires_new) | set(handler.ruleset.order))
+    label = "gatekeeper: evidence event(s)"
+    for rows in groups:
+        for row in rows:
+            old, new = row.old, row.new
+            fires_new.update(set(new.failed_rules))
+            if old is not None:
+                fires_old.update(set(old.failed_rules))
+                old_versions.add(old.rule_set_version)
+            old_rules = set(old.failed_rules) if old else set()
+            old_key = (old.status, old.severity) if old else (MISSING, MISSING)
+            changed = (
+                old is None
+                or old_key != (new.status, new.severity)
+                or old_rules != set(new.failed_rules)
+            )
+            transitions[_transition(old.severity if old else MISSING, new.severity)] += 1
+            per_run.append(
+                {
+                    "run_id": row.run_id,
+                    "evidence_event_id": row.event_id,
+                    "round": row.round,
+                    "old": {"status": old_key[0], "severity": old_key[1]},
+                    "new": {"status": new.status, "severity": new.severity},
+                    "failed_rules_added": sorted(set(new.failed_rules) - old_rules),
+                    "failed_rules_removed": sorted(old_rules - set(new.failed_rules)),
+                    "changed": changed,
+                }
+            )
+            if len(per_run) % GATEKEEPER_PROGRESS_EVERY == 0:
+                progress(f"{label}: {len(per_run)} re-run")
+    progress(f"{label}: {len(per_run)} re-run")
+    rules = sorted(set(fires_old) | set(fires_new) | set(ruleset.order))
     summary = {
         "inputs": len(per_run),
         "without_recorded_result": sum(1 for r in per_run if r["old"]["status"] == MISSING),
@@ -110,7 +120,7 @@ def gatekeeper_report(
     return Report(
         kind="replay.gatekeeper",
         baseline={"rule_set_version": sorted(old_versions)},
-        candidate={"rule_set_version": handler.ruleset.version, "rules": handler.ruleset.source},
+        candidate={"rule_set_version": ruleset.version, "rules": ruleset.source},
         summary=summary,
         per_run=per_run,
     )

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from projections import history
 from projections.history import read_slice, take_slice
@@ -45,6 +45,16 @@ def quiet(_message: str) -> None:
     """Progress sink for tests and library callers that want silence."""
 
 
+class Stamped(Protocol):
+    """What a selection looks at: an event, or a record a stage reads of one."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def occurred_at(self) -> datetime: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Selection:
     """Which recorded history a replay looks at: all, a time window, or chosen runs."""
@@ -53,10 +63,10 @@ class Selection:
     until: datetime | None = None
     run_ids: frozenset[str] = frozenset()
 
-    def keeps_run(self, event: Event) -> bool:
+    def keeps_run(self, event: Stamped) -> bool:
         return not self.run_ids or event.run_id in self.run_ids
 
-    def keeps(self, event: Event) -> bool:
+    def keeps(self, event: Stamped) -> bool:
         """Whether a stage *input* is selected; outputs are matched wherever they fall."""
         if self.run_ids and event.run_id not in self.run_ids:
             return False
@@ -152,54 +162,97 @@ def read_groups(
     timeout_s: float = READ_TIMEOUT_S,
 ) -> Iterator[Recording]:
     """Every committed event of ``topic_names`` inside ``selection``, one partition group
-    at a time, up to the end offsets taken when the read started.
+    at a time (see :func:`message_groups`), decoded into a :class:`Recording`."""
+    codec = make_codec(kafka)
+    keeps = selection.keeps_run
+    read = 0
+    for batches in message_groups(kafka, topic_names, selection, progress, timeout_s):
+        recording = Recording()
 
-    Runs are co-partitioned by run id on every topic, so a group holds every event of
-    its runs, and a stage input finds its recorded reaction in the same group: the
-    caller handles a group, lets it go and gets the next, so at most one group is
-    held in memory. Each group is partition ``n`` of every topic, in offset order.
-    Read once for the whole replay, in the rebuild's batches and decoding path
-    (:mod:`projections.history`), with one consumer; progress with events/s and the
+        def undecodable(_message: Any, _exc: PoisonInput, into: Recording = recording) -> None:
+            into.undecodable += 1
+
+        for batch in batches:
+            events = edge.decoded(codec, batch, undecodable)
+            recording.events += [e for e in events if keeps(e)] if selection.run_ids else events
+        read += len(recording.events)
+        yield recording
+    progress(f"read {read} event(s)")
+
+
+def message_groups(
+    kafka: KafkaSettings,
+    topic_names: Iterable[str],
+    selection: Selection,
+    progress: Progress = quiet,
+    timeout_s: float = READ_TIMEOUT_S,
+) -> Iterator[Iterator[list[Any]]]:
+    """The committed messages of ``topic_names``, one partition group at a time (see
+    :func:`partition_groups`), in batches, read with one consumer.
+
+    The caller reads a group's batches, handles the group, lets it go and gets the
+    next, so at most one group is held in memory. Progress with events/s and the
     time left goes to stderr unless ``progress`` is :func:`quiet`.
     """
-    codec = make_codec(kafka)
+    groups = partition_groups(kafka, topic_names, selection, progress)
+    meter = reading_meter(groups, progress)
+    consumer = replay_consumer(kafka)
+    try:
+        for group in groups:
+            yield group_batches(kafka, group, selection, consumer, meter.add, timeout_s=timeout_s)
+    finally:
+        consumer.close()
+
+
+def partition_groups(
+    kafka: KafkaSettings, topic_names: Iterable[str], selection: Selection, progress: Progress
+) -> list[history.Slice]:
+    """The partition groups of ``topic_names`` with something to read, up to the end
+    offsets taken now (events published meanwhile are left for the next replay).
+
+    Runs are co-partitioned by run id on every topic, so a group holds every event of
+    its runs, and a stage input finds its recorded reaction in the same group. Each
+    group is partition ``n`` of every topic, read in offset order in the rebuild's
+    batches (:mod:`projections.history`).
+    """
     names = list(topic_names)
     since_ms = None if selection.since is None else int(selection.since.timestamp() * 1000)
     part = take_slice(kafka, names, since_ms=since_ms, required=True)
     count = 1 + max((p for _t, p in part.ends), default=0)
     progress(f"reading {len(part.reading())} partition(s) of {len(names)} topic(s)")
-    meter = history.Progress(
-        "replay: reading", part.total, None if progress is quiet else sys.stderr
-    )
-    keeps = selection.keeps_run
-    # Every event is keyed by its run id: other runs' messages are not even decoded.
+    groups = (part.group(index, count) for index in range(count))
+    return [group for group in groups if group.reading()]
+
+
+def reading_meter(groups: Iterable[history.Slice], progress: Progress) -> history.Progress:
+    """Events read, events/s and the time left on stderr (nowhere when ``progress`` is quiet)."""
+    total = sum(group.total for group in groups)
+    return history.Progress("replay: reading", total, None if progress is quiet else sys.stderr)
+
+
+def replay_consumer(kafka: KafkaSettings) -> Any:
+    """An assign-only consumer for :func:`group_batches` (close it when done)."""
+    return edge.consumer(kafka, "history", config=REPLAY_READ)
+
+
+def group_batches(
+    kafka: KafkaSettings,
+    group: history.Slice,
+    selection: Selection,
+    consumer: Any,
+    on_read: Callable[[int], None],
+    *,
+    timeout_s: float = READ_TIMEOUT_S,
+) -> Iterator[list[Any]]:
+    """The messages of one partition group in batches; ``on_read`` hears each batch's size.
+
+    With ``--run`` ids, other runs' messages (every event is keyed by its run id) are
+    left out before anything is decoded.
+    """
     wanted = {run_id.encode() for run_id in selection.run_ids}
-    consumer = edge.consumer(kafka, "history", config=REPLAY_READ)
-    read = 0
-    try:
-        for index in range(count):
-            group = part.group(index, count)
-            if not group.reading():
-                continue
-            recording = Recording()
-
-            def undecodable(_message: Any, _exc: PoisonInput, into: Recording = recording) -> None:
-                into.undecodable += 1
-
-            for batch, _finished in read_slice(
-                kafka, group, timeout_s=timeout_s, consumer=consumer
-            ):
-                meter.add(len(batch))
-                messages = (
-                    [m for m in batch if m.key() is None or m.key() in wanted] if wanted else batch
-                )
-                events = edge.decoded(codec, messages, undecodable)
-                recording.events += [e for e in events if keeps(e)] if wanted else events
-            read += len(recording.events)
-            yield recording
-    finally:
-        consumer.close()
-    progress(f"read {read} event(s)")
+    for batch, _finished in read_slice(kafka, group, timeout_s=timeout_s, consumer=consumer):
+        on_read(len(batch))
+        yield [m for m in batch if m.key() is None or m.key() in wanted] if wanted else batch
 
 
 def export_jsonl(events: Iterable[Event], path: Path) -> int:

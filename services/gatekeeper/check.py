@@ -18,12 +18,12 @@ normalised lazily, once per check, and only when cited.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from services.gatekeeper.input import Invocation, index_invocations, is_object
+from services.gatekeeper.input import Invocation, index, index_invocations, is_object
 from services.gatekeeper.result import Binding, CheckOutcome, with_fills
 from services.gatekeeper.ruleset import (
     SEVERITY_BY_RANK,
@@ -357,6 +357,44 @@ class _Run:
             self.fail("negative.no_evidence_only", message, claim_id, rec)
 
 
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """What a check decided, without the records that explain it (for a replay)."""
+
+    status: str
+    severity: str
+    failed_rules: tuple[str, ...]
+
+
+def _judged(
+    structured_output: Any,
+    invocations: dict[int, Invocation],
+    duplicates: int,
+    ruleset: Ruleset,
+) -> tuple[_Run, Judgement]:
+    run = _Run(ruleset, invocations)
+    if duplicates:
+        message = f"{duplicates} duplicate invocation ids; the first record of each is used"
+        run.warnings.append(GateNote(rule="invocation.exists", message=message))
+    run.output(structured_output)
+    failed = tuple(rule for rule in ruleset.order if rule in run.failed) if run.failed else ()
+    status = "pass" if run.rank == 0 else "fail"
+    return run, Judgement(status, SEVERITY_BY_RANK[run.rank], failed)
+
+
+def judge(
+    structured_output: Any,
+    invocations: Iterable[Invocation],
+    ruleset: Ruleset,
+) -> Judgement:
+    """The status, severity and failed rules :func:`check` gives the same input.
+
+    A replay compares only these, so it skips building the result's records.
+    """
+    by_id, duplicates = index(invocations)
+    return _judged(structured_output, by_id, duplicates, ruleset)[1]
+
+
 def check(
     structured_output: Mapping[str, Any] | None,
     tool_invocations: Sequence[ToolInvocation],
@@ -364,19 +402,14 @@ def check(
 ) -> CheckOutcome:
     """Verify every citation of ``structured_output`` against the recorded invocations."""
     invocations, duplicates = index_invocations(tool_invocations)
-    run = _Run(ruleset, invocations)
-    if duplicates:
-        message = f"{duplicates} duplicate invocation ids; the first record of each is used"
-        run.warnings.append(GateNote(rule="invocation.exists", message=message))
-    run.output(structured_output)
-    failed = [rule for rule in ruleset.order if rule in run.failed] if run.failed else []
+    run, judgement = _judged(structured_output, invocations, duplicates, ruleset)
     result = GatekeeperOutcome(
-        status="pass" if run.rank == 0 else "fail",
-        severity=SEVERITY_BY_RANK[run.rank],
+        status=judgement.status,
+        severity=judgement.severity,
         rule_set_version=ruleset.version,
         rules=run.plan.rules,
         checked_bindings=tuple(rec.record() for rec in run.bindings),
-        failed_rules=tuple(failed),
+        failed_rules=judgement.failed_rules,
         warnings=tuple(run.warnings),
         errors=tuple(run.errors),
     )

@@ -14,8 +14,9 @@ failures in the result rather than input errors. Only its top-level type
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeGuard
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -41,43 +42,81 @@ class Ref:
 
 
 class Invocation:
-    """One tool invocation; its refs are indexed on first use."""
+    """One tool invocation; its refs are indexed on first use.
 
-    __slots__ = ("_record", "_refs", "id", "tool_name")
+    ``refs_of`` gives the ``(raw_path, text)`` pairs of the evidence refs, or is
+    None for a legacy record (from before evidence_refs existed). It is called
+    only when the refs are first needed, so an invocation nothing cites costs
+    nothing more.
+    """
 
-    def __init__(self, record: ToolInvocation) -> None:
-        self.id = record.source_invocation_id
-        self.tool_name = record.tool_name
-        self._record = record
+    __slots__ = ("_refs", "_refs_of", "id", "tool_name")
+
+    def __init__(
+        self,
+        invocation_id: int,
+        tool_name: str,
+        refs_of: Callable[[], Iterable[tuple[str, str]]] | None,
+    ) -> None:
+        self.id = invocation_id
+        self.tool_name = tool_name
+        self._refs_of = refs_of
         self._refs: dict[str, Ref] | None = None
+
+    @classmethod
+    def of_record(cls, record: ToolInvocation) -> Invocation:
+        """The invocation of an event's ``ToolInvocation`` record."""
+        details = record.retrieval_details
+        refs_of = None if details is None else partial(_model_refs, details.evidence_refs)
+        return cls(record.source_invocation_id, record.tool_name, refs_of)
+
+    @classmethod
+    def of_avro(cls, record: Mapping[str, Any]) -> Invocation:
+        """The invocation of a ``ToolInvocation`` Avro record as fastavro reads it."""
+        details = record["retrieval_details"]
+        refs_of = None if details is None else partial(_avro_refs, details["evidence_refs"])
+        return cls(record["source_invocation_id"], record["tool_name"], refs_of)
 
     @property
     def legacy(self) -> bool:
         """A record from before evidence_refs existed; it cannot be verified."""
-        return self._record.retrieval_details is None
+        return self._refs_of is None
 
     @property
     def refs(self) -> dict[str, Ref]:
         if self._refs is None:
             self._refs = {}
-            details = self._record.retrieval_details
-            for ref in details.evidence_refs if details is not None else ():
-                self._refs.setdefault(ref.raw_path, Ref(ref.text))
+            for raw_path, text in self._refs_of() if self._refs_of is not None else ():
+                if raw_path not in self._refs:
+                    self._refs[raw_path] = Ref(text)
         return self._refs
+
+
+def _model_refs(refs: Iterable[EvidenceRef]) -> Iterator[tuple[str, str]]:
+    return ((ref.raw_path, ref.text) for ref in refs)
+
+
+def _avro_refs(refs: Iterable[Mapping[str, str]]) -> Iterator[tuple[str, str]]:
+    return ((ref["raw_path"], ref["text"]) for ref in refs)
+
+
+def index(invocations: Iterable[Invocation]) -> tuple[dict[int, Invocation], int]:
+    """Invocations by id (first record wins); also how many duplicate ids were dropped."""
+    by_id: dict[int, Invocation] = {}
+    duplicates = 0
+    for invocation in invocations:
+        if invocation.id in by_id:
+            duplicates += 1
+            continue
+        by_id[invocation.id] = invocation
+    return by_id, duplicates
 
 
 def index_invocations(
     tool_invocations: Sequence[ToolInvocation],
 ) -> tuple[dict[int, Invocation], int]:
-    """Invocations by id (first record wins); also how many duplicate ids were dropped."""
-    by_id: dict[int, Invocation] = {}
-    duplicates = 0
-    for record in tool_invocations:
-        if record.source_invocation_id in by_id:
-            duplicates += 1
-            continue
-        by_id[record.source_invocation_id] = Invocation(record)
-    return by_id, duplicates
+    """:func:`index` of an event's ``ToolInvocation`` records."""
+    return index(Invocation.of_record(record) for record in tool_invocations)
 
 
 class GatekeeperInput(BaseModel):

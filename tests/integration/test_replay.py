@@ -119,6 +119,20 @@ def test_gatekeeper_replay_lists_exactly_the_runs_a_disabled_rule_decided(
 
 
 @pytest.mark.usefixtures("env")
+def test_gatekeeper_replay_in_one_process_gives_the_report_of_the_workers(
+    recorded: dict[str, Any], tmp_path: Path
+) -> None:
+    runs = recorded["asked"] + recorded["bad"]
+    rules = _without_rule(tmp_path)
+    args = ("--stage", "gatekeeper", "--rules", str(rules), "--no-store")
+    one = _replay(tmp_path, runs, *args, "--workers", "1")
+    several = _replay(tmp_path, runs, *args, "--workers", "3")
+    assert one["summary"]["runs_changed"] == sorted(recorded["bad"])
+    assert several["summary"] == one["summary"]
+    assert several["per_run"] == one["per_run"]
+
+
+@pytest.mark.usefixtures("env")
 def test_pipeline_replay_with_frozen_tools_reproduces_the_recorded_verdicts(
     recorded: dict[str, Any], tmp_path: Path
 ) -> None:

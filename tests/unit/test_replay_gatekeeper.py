@@ -6,14 +6,24 @@ import copy
 import json
 from typing import Any
 
+import pytest
+
 from replay.compare import gatekeeper_report
+from replay.gate import GateGroup, decode
 from replay.recorded import Recording, Selection
 from replay.report import render_text
 from services.gatekeeper.handler import GatekeeperHandler
 from services.gatekeeper.ruleset import DEFAULT_RULES_PATH, default_ruleset, parse_ruleset
 from tests.support import demo_evidence
 from tests.support.evidence_events import evidence_event
-from tracebound.events import Event, EvidenceProduced
+from tracebound.codec import SingleObjectCodec
+from tracebound.events import (
+    DiagnosisRequest,
+    DiagnosisRequested,
+    Event,
+    EvidenceProduced,
+    Producer,
+)
 
 EXCERPT_RULE = "evidence.excerpt_supported"
 
@@ -101,3 +111,49 @@ def test_partition_groups_give_the_report_of_the_whole_recording() -> None:
     assert grouped.summary == whole.summary
     assert grouped.per_run == whole.per_run
     assert grouped.summary["runs_changed"] == sorted(e.run_id for e in bad)
+
+
+def _legacy_evidence() -> EvidenceProduced:
+    """A round whose cited invocation was recorded before evidence refs existed."""
+    scenario = demo_evidence.scenarios()[0]
+    event = evidence_event(scenario.structured_output, scenario.tool_invocations)
+    trace = tuple(i.model_copy(update={"retrieval_details": None}) for i in event.tool_trace)
+    return event.model_copy(update={"tool_trace": trace})
+
+
+def test_the_topics_read_slim_give_the_report_of_whole_events() -> None:
+    """Decoded only as far as the replay reads, the recording gives the same report."""
+    recording, _ = _recorded()
+    legacy = _legacy_evidence()
+    recording.events += [legacy, *GatekeeperHandler(default_ruleset())(legacy)]
+    codec = SingleObjectCodec()
+    slim = GateGroup()
+    for event in recording.events:
+        item = decode(codec.encode(event))
+        assert item is not None
+        slim.add(item)
+    candidates = ((GatekeeperHandler(default_ruleset()), 0), (_without(EXCERPT_RULE), 2))
+    for handler, changed in candidates:
+        whole = gatekeeper_report(recording, handler)
+        read = gatekeeper_report([slim], handler)
+        assert read.summary == whole.summary
+        assert read.per_run == whole.per_run
+        assert read.baseline == whole.baseline
+        assert read.summary["changed"] == changed
+        assert read.summary["rule_fires"]["invocation.legacy_refs"]["old"] == 1
+
+
+def test_a_message_the_codec_cannot_read_is_not_read_slim_either() -> None:
+    recording, _ = _recorded()
+    data = SingleObjectCodec().encode(recording.events[0])
+    for broken in (b"", b"junk", data[:-3], data + b"\x00", b"\xc3\x01" + b"\x00" * 8 + data[10:]):
+        with pytest.raises(ValueError):
+            decode(broken)
+    other = SingleObjectCodec().encode(
+        DiagnosisRequested(
+            run_id="r",
+            producer=Producer(service="test"),
+            request=DiagnosisRequest(mode="CHAT", query="q", language="zh"),
+        )
+    )
+    assert decode(other) is None
