@@ -16,6 +16,7 @@ answer guard flags them in answers.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -144,6 +145,27 @@ class OverclaimPhrases:
     source: str
     phrases: tuple[str, ...]
     pattern: re.Pattern[str]
+    # What ASCII text must contain (lowercased) for ``pattern`` to match it; None when a
+    # phrase could match ASCII text without being ASCII itself (then no shortcut).
+    ascii_needles: tuple[str, ...] | None = None
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        """The phrases in ``text``, as ``pattern.finditer`` finds them.
+
+        The pattern tries every alternative at every position (≈ 0.5 ms per KB); ASCII
+        text that contains no phrase in any case (the usual text) is told apart first.
+        For ASCII characters ``re.IGNORECASE`` is ASCII case-insensitivity, so a match
+        implies a needle in the lowercased text.
+        """
+        if self.ascii_needles is not None and text.isascii():
+            folded = text.lower()
+            if not any(needle in folded for needle in self.ascii_needles):
+                return iter(())
+        return self.pattern.finditer(text)
+
+    def search(self, text: str) -> re.Match[str] | None:
+        """The first phrase in ``text``, as ``pattern.search`` finds it."""
+        return next(self.finditer(text), None)
 
 
 def parse_verifier_rules(
@@ -178,7 +200,25 @@ def parse_overclaim_phrases(data: object, source: str = "<overclaim phrases>") -
     if any(not p.strip() for p in phrases):
         raise ConfigError(f"{source}: invalid over-claim phrases: empty phrase")
     pattern = re.compile("|".join(sorted(parts, key=len, reverse=True)), re.IGNORECASE)
-    return OverclaimPhrases(doc.version, source, phrases, pattern)
+    return OverclaimPhrases(doc.version, source, phrases, pattern, _ascii_needles(phrases))
+
+
+def _ascii_needles(phrases: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The lowercased ASCII phrases, if no other phrase can match ASCII text.
+
+    A phrase with a character that matches no ASCII character (even ignoring case)
+    can never match ASCII text; any other non-ASCII phrase might (``ſ`` matches ``s``).
+    """
+    ascii_chars = [chr(code) for code in range(128)]
+
+    def matches_ascii(char: str) -> bool:
+        one = re.compile(re.escape(char), re.IGNORECASE)
+        return any(one.fullmatch(a) for a in ascii_chars)
+
+    other = [p for p in phrases if not p.isascii()]
+    if any(all(matches_ascii(c) for c in p) for p in other):
+        return None
+    return tuple(p.lower() for p in phrases if p.isascii())
 
 
 def load_overclaim_phrases(path: str | Path | None = None) -> OverclaimPhrases:
