@@ -16,6 +16,9 @@ answer guard flags them in answers.
 from __future__ import annotations
 
 import re
+import string
+import sys
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -145,21 +148,19 @@ class OverclaimPhrases:
     source: str
     phrases: tuple[str, ...]
     pattern: re.Pattern[str]
-    # What ASCII text must contain (lowercased) for ``pattern`` to match it; None when a
-    # phrase could match ASCII text without being ASCII itself (then no shortcut).
-    ascii_needles: tuple[str, ...] | None = None
+    # What text must contain, folded (:func:`_fold`), for ``pattern`` to match it; None
+    # when a phrase has a character folding cannot vouch for (then no shortcut).
+    needles: tuple[str, ...] | None = None
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
         """The phrases in ``text``, as ``pattern.finditer`` finds them.
 
-        The pattern tries every alternative at every position (≈ 0.5 ms per KB); ASCII
-        text that contains no phrase in any case (the usual text) is told apart first.
-        For ASCII characters ``re.IGNORECASE`` is ASCII case-insensitivity, so a match
-        implies a needle in the lowercased text.
+        The pattern tries every alternative at every position (≈ 0.5 ms per KB); text
+        whose folded form contains no needle (the usual text) is told apart first.
         """
-        if self.ascii_needles is not None and text.isascii():
-            folded = text.lower()
-            if not any(needle in folded for needle in self.ascii_needles):
+        if self.needles is not None:
+            folded = _fold(text)
+            if not any(needle in folded for needle in self.needles):
                 return iter(())
         return self.pattern.finditer(text)
 
@@ -200,25 +201,46 @@ def parse_overclaim_phrases(data: object, source: str = "<overclaim phrases>") -
     if any(not p.strip() for p in phrases):
         raise ConfigError(f"{source}: invalid over-claim phrases: empty phrase")
     pattern = re.compile("|".join(sorted(parts, key=len, reverse=True)), re.IGNORECASE)
-    return OverclaimPhrases(doc.version, source, phrases, pattern, _ascii_needles(phrases))
+    return OverclaimPhrases(doc.version, source, phrases, pattern, _needles(phrases))
 
 
-def _ascii_needles(phrases: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The lowercased ASCII phrases, if no other phrase can match ASCII text.
+def _needles(phrases: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The folded phrases, if folding keeps every match of theirs a substring.
 
-    A phrase with a character that matches no ASCII character (even ignoring case)
-    can never match ASCII text; any other non-ASCII phrase might (``ſ`` matches ``s``).
+    A character ``re.IGNORECASE`` matches to an ASCII one folds to it; any other
+    phrase character must be one only it matches (no case: CJK, digits, punctuation).
     """
-    ascii_chars = [chr(code) for code in range(128)]
+    for char in "".join(phrases):
+        if not char.isascii() and unicodedata.category(char) not in _UNCASED:
+            return None
+    _to_ascii()  # made now (≈ 0.5 s once per process), not while a request waits
+    return tuple(p.lower() for p in phrases)
 
-    def matches_ascii(char: str) -> bool:
-        one = re.compile(re.escape(char), re.IGNORECASE)
-        return any(one.fullmatch(a) for a in ascii_chars)
 
-    other = [p for p in phrases if not p.isascii()]
-    if any(all(matches_ascii(c) for c in p) for p in other):
-        return None
-    return tuple(p.lower() for p in phrases if p.isascii())
+_UNCASED = frozenset({"Lo", "Nd", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Zs"})
+
+
+def _fold(text: str) -> str:
+    """``text`` lowercased, with what ``re.IGNORECASE`` reads as an ASCII letter made it."""
+    if not text.isascii():
+        for char, letter in _to_ascii():  # a few characters: a replace each beats translate
+            if char in text:
+                text = text.replace(char, letter)
+    return text.lower()
+
+
+@cache
+def _to_ascii() -> tuple[tuple[str, str], ...]:
+    """Non-ASCII characters ``re.IGNORECASE`` matches to an ASCII letter (``K`` to ``k``,
+    ``ſ`` to ``s``), each with that letter: asked of the regex engine itself, once."""
+    letters = {a: re.compile(a, re.IGNORECASE) for a in string.ascii_lowercase}
+    pairs = []
+    for code in range(0x80, sys.maxunicode + 1):
+        char = chr(code)
+        if char.lower() == char == char.upper():
+            continue  # no case, nothing it could match but itself
+        pairs += [(char, a) for a, one in letters.items() if one.fullmatch(char)]
+    return tuple(pairs)
 
 
 def load_overclaim_phrases(path: str | Path | None = None) -> OverclaimPhrases:

@@ -148,13 +148,15 @@ def test_repository_rules_load() -> None:
         "Doesn't exist\nconfirmed that there is no error at 12%",
         "plain text with no phrase at all",
         "系统健康, 没有问题 and is healthy",
-        "ſo the ſervice iſ healthy",  # non-ASCII text takes the pattern's own way
+        "ſo the ſervice iſ healthy",  # ſ is an s to re.IGNORECASE
+        "NO İSSUE and the KNOWN ıssue",
+        "负载 92%，没有问题; σ and ς",
         "",
     ],
 )
 def test_overclaim_shortcut_finds_what_the_pattern_finds(text: str) -> None:
     phrases = load_overclaim_phrases()
-    assert phrases.ascii_needles is not None
+    assert phrases.needles is not None
     expected = [m.span() for m in phrases.pattern.finditer(text)]
     assert [m.span() for m in phrases.finditer(text)] == expected
     found = phrases.search(text)
@@ -164,7 +166,7 @@ def test_overclaim_shortcut_finds_what_the_pattern_finds(text: str) -> None:
 def test_overclaim_shortcut_off_when_a_non_ascii_phrase_could_match_ascii() -> None:
     document = {"version": "v", "en": ["is healthy", "iſ fine"], "zh": ["系统健康"]}
     phrases = parse_overclaim_phrases(document)
-    assert phrases.ascii_needles is None
+    assert phrases.needles is None
     assert phrases.search("it IS FINE") is not None
 
 
