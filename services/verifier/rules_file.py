@@ -16,9 +16,6 @@ answer guard flags them in answers.
 from __future__ import annotations
 
 import re
-import string
-import sys
-import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
@@ -29,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from services.common.negation import Negations, default_negations
 from services.common.rules_json import describe, read_json
+from services.verifier.ignorecase import fold, foldable, to_ascii
 from tracebound import resources
 from tracebound.errors import ConfigError
 
@@ -148,8 +146,8 @@ class OverclaimPhrases:
     source: str
     phrases: tuple[str, ...]
     pattern: re.Pattern[str]
-    # What text must contain, folded (:func:`_fold`), for ``pattern`` to match it; None
-    # when a phrase has a character folding cannot vouch for (then no shortcut).
+    # What text must contain, folded, for ``pattern`` to match it; None when a phrase
+    # is not foldable (then no shortcut). See :mod:`services.verifier.ignorecase`.
     needles: tuple[str, ...] | None = None
 
     def finditer(self, text: str) -> Iterator[re.Match[str]]:
@@ -159,7 +157,7 @@ class OverclaimPhrases:
         whose folded form contains no needle (the usual text) is told apart first.
         """
         if self.needles is not None:
-            folded = _fold(text)
+            folded = fold(text)
             if not any(needle in folded for needle in self.needles):
                 return iter(())
         return self.pattern.finditer(text)
@@ -205,42 +203,11 @@ def parse_overclaim_phrases(data: object, source: str = "<overclaim phrases>") -
 
 
 def _needles(phrases: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The folded phrases, if folding keeps every match of theirs a substring.
-
-    A character ``re.IGNORECASE`` matches to an ASCII one folds to it; any other
-    phrase character must be one only it matches (no case: CJK, digits, punctuation).
-    """
-    for char in "".join(phrases):
-        if not char.isascii() and unicodedata.category(char) not in _UNCASED:
-            return None
-    _to_ascii()  # made now (≈ 0.5 s once per process), not while a request waits
-    return tuple(p.lower() for p in phrases)
-
-
-_UNCASED = frozenset({"Lo", "Nd", "Pc", "Pd", "Ps", "Pe", "Pi", "Pf", "Po", "Zs"})
-
-
-def _fold(text: str) -> str:
-    """``text`` lowercased, with what ``re.IGNORECASE`` reads as an ASCII letter made it."""
-    if not text.isascii():
-        for char, letter in _to_ascii():  # a few characters: a replace each beats translate
-            if char in text:
-                text = text.replace(char, letter)
-    return text.lower()
-
-
-@cache
-def _to_ascii() -> tuple[tuple[str, str], ...]:
-    """Non-ASCII characters ``re.IGNORECASE`` matches to an ASCII letter (``K`` to ``k``,
-    ``ſ`` to ``s``), each with that letter: asked of the regex engine itself, once."""
-    letters = {a: re.compile(a, re.IGNORECASE) for a in string.ascii_lowercase}
-    pairs = []
-    for code in range(0x80, sys.maxunicode + 1):
-        char = chr(code)
-        if char.lower() == char == char.upper():
-            continue  # no case, nothing it could match but itself
-        pairs += [(char, a) for a, one in letters.items() if one.fullmatch(char)]
-    return tuple(pairs)
+    """The folded phrases (:mod:`~services.verifier.ignorecase`), if all are foldable."""
+    if not all(foldable(p) for p in phrases):
+        return None
+    to_ascii()  # made now (≈ 0.5 s once per process), not while a request waits
+    return tuple(fold(p) for p in phrases)
 
 
 def load_overclaim_phrases(path: str | Path | None = None) -> OverclaimPhrases:
