@@ -25,6 +25,7 @@ from services.common.negation import Negations, default_negations
 from services.composer.checks import restated
 from services.composer.guard_rules import GuardRules, template_fragments
 from services.composer.templates import TemplatesFile, default_templates
+from services.verifier.ignorecase import fold, foldable
 from services.verifier.rules_file import VerifierRules
 from tracebound.events import AllowedClaim
 
@@ -44,9 +45,18 @@ def _fold(text: str) -> str:
 
 
 def _blank(text: str, pieces: Iterable[str]) -> str:
-    """``text`` with every occurrence of each piece replaced by a sentence break."""
+    """``text`` with every occurrence of each piece replaced by a sentence break.
+
+    A piece absent from the folded text is passed over without a regex search
+    (:mod:`~services.verifier.ignorecase`); the text is folded again after a change.
+    """
+    folded = fold(text)
     for piece in sorted({p for p in pieces if p}, key=len, reverse=True):
-        text = re.sub(re.escape(piece), _GAP, text, flags=re.IGNORECASE)
+        if foldable(piece) and fold(piece) not in folded:
+            continue
+        blanked = re.sub(re.escape(piece), _GAP, text, flags=re.IGNORECASE)
+        if blanked != text:
+            text, folded = blanked, fold(blanked)
     return text
 
 

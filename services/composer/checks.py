@@ -31,18 +31,31 @@ def overclaims(
 
     ``answer`` is expected in NFKC form (the guard normalises it first).
     """
+    matches = list(phrases.finditer(answer))
+    if not matches:  # the common case: no claim needs looking at
+        return []
     positive = [
         unicodedata.normalize("NFKC", c.claim_text).strip()
         for c in allowed
         if not _negative(c, rules) and c.claim_text.strip()
     ]
-    verbatim = [
-        m.span() for text in positive for m in re.finditer(re.escape(text), answer, re.IGNORECASE)
-    ]
+    spans: dict[str, list[tuple[int, int]]] = {}  # a claim's verbatim spans, found once
+
+    def verbatim(text: str) -> list[tuple[int, int]]:
+        if text not in spans:
+            found = re.finditer(re.escape(text), answer, re.IGNORECASE)
+            spans[text] = [m.span() for m in found]
+        return spans[text]
+
     violations = []
-    for match in phrases.pattern.finditer(answer):
+    for match in matches:
         start, end = match.span()
-        if any(s <= start and end <= e for s, e in verbatim):
+        if any(
+            s <= start and end <= e
+            for text in positive
+            if len(text) >= end - start
+            for s, e in verbatim(text)
+        ):
             continue
         # A phrase inside a verified claim is tolerated only where the answer repeats that
         # claim word for word (above): a claim that merely contains it — e.g. quoting a log

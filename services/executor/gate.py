@@ -11,7 +11,6 @@ backend that answered it, and hands the tools the request's alerts and time.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -24,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 from services.executor.ids import invocation_id
 from services.executor.settings import ExecutorSettings
 from services.executor.tools.base import EvidenceTool, RunContext, ToolOutcome
-from tracebound import tracing
+from tracebound import fastjson, tracing
 from tracebound.errors import TransientError
 from tracebound.events import DiagnosisRequest, RetrievalDetails, ToolBackend, ToolInvocation
 
@@ -127,7 +126,7 @@ class ToolGate:
             failed = _failed(f"invalid parameters: {reason}")
             return self._record(tool_name, dict(raw_params), failed, 0)
         canonical = params.model_dump(mode="json")
-        key = tool_name + json.dumps(canonical, sort_keys=True, ensure_ascii=False).casefold()
+        key = tool_name + fastjson.dumps(canonical).casefold()
         if key in self._seen:
             return self._refuse(tool_name, canonical, "duplicate call (same tool and parameters)")
         if self.narrow and any(

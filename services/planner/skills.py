@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,6 +42,7 @@ _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 _SPACE = re.compile(r"\s+")
 
 
+@lru_cache(maxsize=4096)  # the triggers of every skill are squashed for every request
 def squash(text: str) -> str:
     """Case- and whitespace-insensitive form, so "CPU 使用率" matches "cpu使用率"."""
     return _SPACE.sub("", text).casefold()

@@ -130,7 +130,7 @@ def judge_claim(
     if claim_type in neg_rules.claim_types:
         results = compare(claim_facts, evidence, rules, negations=False)
         phrased = _phrased_not_found(text, rules)
-        over = overclaim.pattern.search(unicodedata.normalize("NFKC", text))
+        over = overclaim.search(unicodedata.normalize("NFKC", text))
         detail = "phrased as 'not found'" if phrased else "not phrased as 'not found'"
         ok = phrased and over is None
         results.append(FactResult("negation", "not found", ok, not ok, detail))
@@ -150,8 +150,8 @@ def judge_claim(
         texts = ("\n".join(m for _, m, _ in verified), "\n".join(e for _, _, e in verified if e))
         sequences = [extract(t, rules).numbers for t in texts]
         results = compare(claim_facts, evidence, rules, sequences=sequences)
-        over = overclaim.pattern.search(unicodedata.normalize("NFKC", text))
-        if over is not None and not overclaim.pattern.search(evidence.search):
+        over = overclaim.search(unicodedata.normalize("NFKC", text))
+        if over is not None and not overclaim.search(evidence.search):
             detail = "conclusion not stated in evidence"
             results.append(FactResult("overclaim", over.group(), False, False, detail))
     if any(r.conflict for r in results):

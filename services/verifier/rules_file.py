@@ -16,6 +16,7 @@ answer guard flags them in answers.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -25,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from services.common.negation import Negations, default_negations
 from services.common.rules_json import describe, read_json
+from services.verifier.ignorecase import fold, foldable, to_ascii
 from tracebound import resources
 from tracebound.errors import ConfigError
 
@@ -144,6 +146,25 @@ class OverclaimPhrases:
     source: str
     phrases: tuple[str, ...]
     pattern: re.Pattern[str]
+    # What text must contain, folded, for ``pattern`` to match it; None when a phrase
+    # is not foldable (then no shortcut). See :mod:`services.verifier.ignorecase`.
+    needles: tuple[str, ...] | None = None
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        """The phrases in ``text``, as ``pattern.finditer`` finds them.
+
+        The pattern tries every alternative at every position (≈ 0.5 ms per KB); text
+        whose folded form contains no needle (the usual text) is told apart first.
+        """
+        if self.needles is not None:
+            folded = fold(text)
+            if not any(needle in folded for needle in self.needles):
+                return iter(())
+        return self.pattern.finditer(text)
+
+    def search(self, text: str) -> re.Match[str] | None:
+        """The first phrase in ``text``, as ``pattern.search`` finds it."""
+        return next(self.finditer(text), None)
 
 
 def parse_verifier_rules(
@@ -178,7 +199,15 @@ def parse_overclaim_phrases(data: object, source: str = "<overclaim phrases>") -
     if any(not p.strip() for p in phrases):
         raise ConfigError(f"{source}: invalid over-claim phrases: empty phrase")
     pattern = re.compile("|".join(sorted(parts, key=len, reverse=True)), re.IGNORECASE)
-    return OverclaimPhrases(doc.version, source, phrases, pattern)
+    return OverclaimPhrases(doc.version, source, phrases, pattern, _needles(phrases))
+
+
+def _needles(phrases: tuple[str, ...]) -> tuple[str, ...] | None:
+    """The folded phrases (:mod:`~services.verifier.ignorecase`), if all are foldable."""
+    if not all(foldable(p) for p in phrases):
+        return None
+    to_ascii()  # made now (≈ 0.5 s once per process), not while a request waits
+    return tuple(fold(p) for p in phrases)
 
 
 def load_overclaim_phrases(path: str | Path | None = None) -> OverclaimPhrases:

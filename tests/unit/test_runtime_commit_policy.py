@@ -94,9 +94,14 @@ def test_json_fields_read_as_the_standard_library_reads_them() -> None:
         '{"big": 123456789012345678901234567890}',
         "[1e400, -0.0]",
         '"a string of 20 digits 12345678901234567890"',
+        '{"low": -9999999999999999999, "text": "负载 92%"}',
+        '["\u0661\u0662\u0663 ١٢٣٤٥٦٧٨٩٠١٢٣٤٥٦٧٨٩٠١٢٣", 18446744073709551615]',
+        '"\ud800" ',
     ]
     for text in texts:
         assert fastjson.loads(text) == json.loads(text)
+        assert type(fastjson.loads(text)) is type(json.loads(text))
+    assert fastjson.loads("[-9999999999999999999]") == [-9999999999999999999]
     assert isinstance(fastjson.loads('{"big": 123456789012345678901234567890}')["big"], int)
 
 

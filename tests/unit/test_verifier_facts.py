@@ -16,6 +16,7 @@ from services.verifier.rules_file import (
     default_verifier_rules,
     load_overclaim_phrases,
     load_verifier_rules,
+    parse_overclaim_phrases,
     parse_verifier_rules,
 )
 from tests.support.rulebook import RULES
@@ -137,6 +138,36 @@ def test_repository_rules_load() -> None:
     rules = default_verifier_rules()
     assert rules.version == "verifier-rules-v4"
     assert load_overclaim_phrases().phrases
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The service IS HEALTHY; db-1 was Ruled Out.",
+        "no issues found in xno issue or no issuesx",
+        "Doesn't exist\nconfirmed that there is no error at 12%",
+        "plain text with no phrase at all",
+        "系统健康, 没有问题 and is healthy",
+        "ſo the ſervice iſ healthy",  # ſ is an s to re.IGNORECASE
+        "NO İSSUE and the KNOWN ıssue",
+        "负载 92%，没有问题; σ and ς",
+        "",
+    ],
+)
+def test_overclaim_shortcut_finds_what_the_pattern_finds(text: str) -> None:
+    phrases = load_overclaim_phrases()
+    assert phrases.needles is not None
+    expected = [m.span() for m in phrases.pattern.finditer(text)]
+    assert [m.span() for m in phrases.finditer(text)] == expected
+    found = phrases.search(text)
+    assert (found.span() if found else None) == (expected[0] if expected else None)
+
+
+def test_overclaim_shortcut_off_when_a_non_ascii_phrase_could_match_ascii() -> None:
+    document = {"version": "v", "en": ["is healthy", "iſ fine"], "zh": ["系统健康"]}
+    phrases = parse_overclaim_phrases(document)
+    assert phrases.needles is None
+    assert phrases.search("it IS FINE") is not None
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,10 @@ record is validated in full, so invalid input raises the same
 ``EventValidationError`` and is dead-lettered as before.
 
 Encoding is the mirror: the dict fastavro writes, built from the model's values
-with JSON fields dumped to text and nested records as dicts.
+with JSON fields dumped to text and nested records as dicts. A value of a union
+with null is given in fastavro's ``(branch name, value)`` notation: fastavro
+otherwise validates the value against each branch to pick one, which for a
+nested record means checking the whole record once more.
 """
 
 from __future__ import annotations
@@ -168,11 +171,9 @@ class Compiler:
             return _dump_json
         origin, args = get_origin(annotation), get_args(annotation)
         if origin in (typing.Union, types.UnionType) and type(None) in args and len(args) == 2:
-            inner = self.dump_convert(
-                next(a for a in args if a is not type(None)),
-                next(a for a in avro if a != "null"),
-            )
-            return None if inner is None else _or_none(inner)
+            branch = next(a for a in avro if a != "null")
+            inner = self.dump_convert(next(a for a in args if a is not type(None)), branch)
+            return _branch(_branch_name(branch), inner)
         if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
             item = self.dump_convert(args[0], avro["items"])
             return None if item is None else _list_of(item)
@@ -207,6 +208,22 @@ def _dump_json(value: Any) -> Any:
 
 def _or_none(convert: Convert) -> Convert:
     return lambda value: None if value is None else convert(value)
+
+
+def _branch_name(avro: Any) -> str:
+    """How fastavro names a union's branch in its ``(name, value)`` notation."""
+    if isinstance(avro, dict):
+        kind = str(avro["type"])
+        return str(avro["name"]) if kind in ("record", "enum", "fixed", "error") else kind
+    return str(avro)
+
+
+def _branch(name: str, convert: Convert | None) -> Convert:
+    """A value of a union with null, its branch named: fastavro then writes it without
+    validating it against each branch first (the model already holds that type)."""
+    if convert is None:
+        return lambda value: None if value is None else (name, value)
+    return lambda value: None if value is None else (name, convert(value))
 
 
 def _tuple_of(convert: Convert) -> Convert:
@@ -264,7 +281,8 @@ def to_event(event: str, record: dict[str, Any]) -> Event:
 
 
 def to_record(event: Event) -> dict[str, Any]:
-    """The dict fastavro writes for ``event`` (as ``Event.to_avro``, without pydantic)."""
+    """The dict fastavro writes for ``event``: the bytes of ``Event.to_avro``, without pydantic
+    (union values name their branch)."""
     return _compiled(event.schema_name)[1](event)
 
 

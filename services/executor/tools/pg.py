@@ -71,7 +71,7 @@ def _cached(dsn: str) -> Connection:
     conn = cache.get(dsn)
     if conn is None or conn.closed or conn.broken:
         try:
-            conn = psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT_S)
+            conn = psycopg.connect(dsn, connect_timeout=CONNECT_TIMEOUT_S, autocommit=True)
         except psycopg.OperationalError as exc:
             raise TransientError(f"PostgreSQL unreachable: {exc}".strip()) from exc
         cache[dsn] = conn
@@ -87,16 +87,18 @@ def _drop(dsn: str) -> None:
 
 @contextlib.contextmanager
 def connect(dsn: str) -> Iterator[Connection]:
-    """A connection that commits on success; database failures become transient.
+    """A connection in autocommit mode; database failures become transient.
 
     Each tool thread keeps its connection open between calls (a new connection per
     query cost more than the query); a failed one is dropped and made anew next time.
+    A search only reads, so each of its statements runs on its own: no ``BEGIN`` and
+    ``COMMIT`` round trips around it (they were two of a search's three). What must
+    be atomic (loading a data set) opens its own transaction.
     """
     conn = _cached(dsn)
     try:
         with CLOCK.timing("postgres"):
             yield conn
-            conn.commit()
     except psycopg.OperationalError as exc:
         _drop(dsn)
         raise TransientError(f"PostgreSQL failed: {exc}".strip()) from exc
