@@ -16,14 +16,13 @@ decoded and the same records are taken from them, so both paths judge one shape.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
 from typing import Any
 
-from fastavro import parse_schema, schemaless_reader
+from fastavro import parse_schema
 
 from projections.history import Slice
 from replay.recorded import Recording, Selection, group_batches
@@ -31,8 +30,9 @@ from services.gatekeeper.input import Invocation
 from tracebound import fastjson
 from tracebound import kafka as edge
 from tracebound.codec import make_codec, schemas
-from tracebound.codec.schemas import _plain_uuids
-from tracebound.codec.single_object import HEADER_LEN, MAGIC
+from tracebound.codec.schemas import plain_uuids
+from tracebound.codec.single_object import read_record
+from tracebound.errors import DecodeError
 from tracebound.events import EvidenceProduced, GatekeeperResult
 from tracebound.settings import KafkaSettings
 
@@ -177,10 +177,10 @@ def _pruned(avro: Any, keep: Keep) -> Any:
 def readers() -> dict[bytes, tuple[str, Any, Any]]:
     """Fingerprint → (event, writer schema, reader schema) of the events read here.
 
-    Ids are read as plain strings, as the codec reads them (``_plain_uuids``).
+    Ids are read as plain strings, as the codec reads them (``plain_uuids``).
     """
     readers = {
-        event: parse_schema(_plain_uuids(_pruned(schemas.current(event).expanded, keep)))
+        event: parse_schema(plain_uuids(_pruned(schemas.current(event).expanded, keep)))
         for event, keep in _KEPT.items()
     }
     return {
@@ -191,28 +191,15 @@ def readers() -> dict[bytes, tuple[str, Any, Any]]:
 
 
 def decode(data: bytes | None) -> Evidence | Outcome | None:
-    """The record of one message; None for any other event, ``ValueError`` if unreadable."""
-    if not data or len(data) < HEADER_LEN or data[:2] != MAGIC:
-        raise ValueError("not an Avro single-object message")
-    fingerprint = data[2:HEADER_LEN]
-    resolved = readers().get(fingerprint)
-    if resolved is None:
-        if fingerprint in schemas.all_versions():
-            return None  # an event this stage does not read
-        raise ValueError(f"unknown schema fingerprint {fingerprint.hex()}")
-    event, writer, reader = resolved
-    buf = io.BytesIO(data)
-    buf.seek(HEADER_LEN)
-    try:
-        record = schemaless_reader(buf, writer, reader)
-    except Exception as exc:  # fastavro raises many types on corrupt input
-        raise ValueError(f"corrupt {event} body: {exc}") from exc
-    if buf.tell() != len(data) or not isinstance(record, dict):
-        raise ValueError(f"malformed {event} body")
+    """The record of one message; None for any other event, ``DecodeError`` if unreadable."""
+    read = read_record(data, readers())
+    if read is None:
+        return None  # an event this stage does not read
+    event, record = read
     try:
         return Evidence.of_avro(record) if event == "EvidenceProduced" else Outcome.of_avro(record)
     except (ValueError, TypeError, KeyError) as exc:
-        raise ValueError(f"invalid {event}: {exc}") from exc
+        raise DecodeError(f"invalid {event}: {exc}") from exc
 
 
 def read_gate_group(
@@ -239,7 +226,7 @@ def read_gate_group(
                 continue
             try:
                 item = decode(message.value())
-            except ValueError:
+            except DecodeError:
                 gate.undecodable += 1
                 continue
             if item is not None:

@@ -17,6 +17,7 @@ from services.gatekeeper.ruleset import DEFAULT_RULES_PATH, default_ruleset, par
 from tests.support import demo_evidence
 from tests.support.evidence_events import evidence_event
 from tracebound.codec import SingleObjectCodec
+from tracebound.errors import DecodeError
 from tracebound.events import (
     DiagnosisRequest,
     DiagnosisRequested,
@@ -147,7 +148,9 @@ def test_a_message_the_codec_cannot_read_is_not_read_slim_either() -> None:
     recording, _ = _recorded()
     data = SingleObjectCodec().encode(recording.events[0])
     for broken in (b"", b"junk", data[:-3], data + b"\x00", b"\xc3\x01" + b"\x00" * 8 + data[10:]):
-        with pytest.raises(ValueError):
+        with pytest.raises(DecodeError):
+            SingleObjectCodec().decode(broken)
+        with pytest.raises(DecodeError):
             decode(broken)
     other = SingleObjectCodec().encode(
         DiagnosisRequested(

@@ -61,7 +61,7 @@ class SchemaVersion:
     fingerprint: bytes  # 8 bytes, little-endian, as in single-object encoding
 
 
-def _plain_uuids(schema: Any) -> Any:
+def plain_uuids(schema: Any) -> Any:
     """``schema`` with ``uuid`` logical types read as plain strings.
 
     The models keep ids as strings; letting fastavro build ``uuid.UUID`` objects only
@@ -71,16 +71,16 @@ def _plain_uuids(schema: Any) -> Any:
     if isinstance(schema, dict):
         if schema.get("logicalType") == "uuid":
             return "string"
-        return {k: _plain_uuids(v) for k, v in schema.items()}
+        return {k: plain_uuids(v) for k, v in schema.items()}
     if isinstance(schema, list):
-        return [_plain_uuids(v) for v in schema]
+        return [plain_uuids(v) for v in schema]
     return schema
 
 
 def _version(event: str, version: int | None, expanded: dict[str, Any]) -> SchemaVersion:
     canonical = to_parsing_canonical_form(expanded)
     fp = crc64_avro(canonical.encode("utf-8")).to_bytes(8, "little")
-    parsed = parse_schema(_plain_uuids(expanded))
+    parsed = parse_schema(plain_uuids(expanded))
     return SchemaVersion(event, version, expanded, parsed, canonical, fp)
 
 

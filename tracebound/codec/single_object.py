@@ -8,6 +8,7 @@ current reader schema, so events written by older versions stay readable.
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from functools import cache
 from typing import Any
 
@@ -46,20 +47,39 @@ class SingleObjectCodec:
 
     def decode(self, data: bytes | None, topic: str | None = None) -> Event:
         del topic  # the fingerprint alone names the schema
-        if not data or len(data) < HEADER_LEN or data[:2] != MAGIC:
-            raise DecodeError("not an Avro single-object message (missing C3 01 header)")
-        resolved = _readers().get(data[2:HEADER_LEN])
-        if resolved is None:
-            raise UnknownSchemaError(f"unknown schema fingerprint {data[2:HEADER_LEN].hex()}")
-        event, writer, reader = resolved
-        buf = io.BytesIO(data)
-        buf.seek(HEADER_LEN)
-        try:
-            record = schemaless_reader(buf, writer, reader)
-        except Exception as exc:  # fastavro raises many types on corrupt input
-            raise DecodeError(f"corrupt {event} body: {type(exc).__name__}: {exc}") from exc
-        if buf.tell() != len(data):
-            raise DecodeError(f"{len(data) - buf.tell()} trailing bytes after {event} body")
-        if not isinstance(record, dict):
-            raise DecodeError(f"{event} body is not a record")
-        return fastpath.to_event(event, record)
+        read = read_record(data, _readers())
+        if read is None:  # every known fingerprint has a reader here
+            raise UnknownSchemaError("no reader for a known schema fingerprint")
+        return fastpath.to_event(*read)
+
+
+Readers = Mapping[bytes, tuple[str, Any, Any]]
+
+
+def read_record(data: bytes | None, readers: Readers) -> tuple[str, dict[str, Any]] | None:
+    """The event name and Avro record of one single-object message.
+
+    ``readers`` maps a writer fingerprint to (event, writer schema, reader schema or
+    None); a fingerprint of a known schema missing from it gives None (an event the
+    caller does not read). Anything unreadable raises :class:`DecodeError`.
+    """
+    if not data or len(data) < HEADER_LEN or data[:2] != MAGIC:
+        raise DecodeError("not an Avro single-object message (missing C3 01 header)")
+    fingerprint = data[2:HEADER_LEN]
+    resolved = readers.get(fingerprint)
+    if resolved is None:
+        if fingerprint in schemas.all_versions():
+            return None
+        raise UnknownSchemaError(f"unknown schema fingerprint {fingerprint.hex()}")
+    event, writer, reader = resolved
+    buf = io.BytesIO(data)
+    buf.seek(HEADER_LEN)
+    try:
+        record = schemaless_reader(buf, writer, reader)
+    except Exception as exc:  # fastavro raises many types on corrupt input
+        raise DecodeError(f"corrupt {event} body: {type(exc).__name__}: {exc}") from exc
+    if buf.tell() != len(data):
+        raise DecodeError(f"{len(data) - buf.tell()} trailing bytes after {event} body")
+    if not isinstance(record, dict):
+        raise DecodeError(f"{event} body is not a record")
+    return event, record
