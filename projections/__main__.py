@@ -3,7 +3,7 @@
 One thread per read model, each with its own consumer and database connection.
 The process migrates the schema first (retrying while PostgreSQL is down), serves
 ``/healthz`` and ``/metrics`` on the ``TRACEBOUND_PROJECTIONS_METRICS_PORT``, and on
-SIGTERM lets every thread finish its batch before exiting 0. The garbage collector
+SIGTERM lets every thread finish its commit window before exiting 0. The garbage collector
 is tuned once start-up is done (:mod:`tracebound.collector`). If a thread dies of
 an unexpected error the others are stopped and the process exits 1, so a
 supervisor restarts it from the checkpoints.
@@ -18,7 +18,8 @@ import sys
 import threading
 
 from projections.migrate import migrate
-from projections.runner import DB_ERRORS, ModelWorker, model_workers
+from projections.models import MODELS
+from projections.runner import DB_ERRORS, ModelWorker
 from projections.settings import SERVICE, ProjectionRuntimeSettings, ProjectionSettings
 from projections.store import connect
 from tracebound import logs
@@ -74,14 +75,18 @@ def main() -> int:
             metrics.healthy = False
             stop.set()
 
-    workers = model_workers(
-        kafka=kafka,
-        postgres=postgres,
-        runtime=runtime,
-        settings=settings,
-        metrics=metrics,
-        stop=stop,
-    )
+    workers = [
+        ModelWorker(
+            model,
+            kafka=kafka,
+            postgres=postgres,
+            runtime=runtime,
+            settings=settings,
+            metrics=metrics,
+            stop=stop,
+        )
+        for model in MODELS.values()
+    ]
     threads = [threading.Thread(target=work, name=w.model.name, args=(w,)) for w in workers]
     for thread in threads:
         thread.start()

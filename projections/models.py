@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from psycopg import sql
 
 from projections import reducers
+from projections.live import Held, LiveWriter, PendingFacts, PendingRuns
 from projections.runs import State
 from projections.runs import row as run_row
 from projections.settings import ProjectionSettings
@@ -28,8 +29,8 @@ from tracebound.events import EVENT_TYPES, Event
 from tracebound.topology import READ_MODELS, ReadModelSpec
 
 Events = Sequence[Event]
-Cache = RunStates | None  # what a projection worker keeps between batches
 REBUILD_RUNS = 2000  # run states a rebuild keeps in memory before writing the oldest
+LIVE_RUNS = 1000  # written run states a projection worker keeps, so as not to read them back
 
 
 class RebuildWriter(Protocol):
@@ -55,11 +56,11 @@ class ReadModel:
     def group(self, settings: ProjectionSettings) -> str:
         return f"{settings.group_prefix}{self.name}"
 
-    def live_cache(self) -> Cache:
-        """What a projection worker keeps between its batches (nothing, unless overridden)."""
-        return None
+    def live_writer(self) -> LiveWriter:
+        """What a projection worker folds its batches into between commits."""
+        raise NotImplementedError
 
-    def write(self, conn: Connection, table: str, events: Events, cache: Cache = None) -> int:
+    def write(self, conn: Connection, table: str, events: Events) -> int:
         """Apply decoded events to ``table`` (the live model or a rebuild); returns rows written."""
         raise NotImplementedError
 
@@ -92,39 +93,42 @@ class FactModel(ReadModel):
         self.rows = rows
         self.update_when = update_when
 
-    def write(self, conn: Connection, table: str, events: Events, cache: Cache = None) -> int:
+    def live_writer(self) -> LiveWriter:
+        return PendingFacts(self, self.rows)
+
+    def write(self, conn: Connection, table: str, events: Events) -> int:
         rows = list(self.rows(events).values())
-        upsert(conn, table, self.key, rows, when=self.update_when)
+        self.write_rows(conn, table, rows)
         return len(rows)
+
+    def write_rows(self, conn: Connection, table: str, rows: list[dict[str, Any]]) -> None:
+        upsert(conn, table, self.key, rows, when=self.update_when)
 
 
 class RunModel(ReadModel):
     """``diagnosis_run``: one row per run, merged from all its events (:mod:`projections.runs`)."""
 
-    def live_cache(self) -> RunStates:
-        # Run states the worker wrote last; emptied on every rebalance, since another
-        # instance may write the runs of partitions it held meanwhile.
-        return RunStates()
+    def live_writer(self) -> LiveWriter:
+        # Emptied on every rebalance, since another instance may write the runs of
+        # partitions it held meanwhile.
+        return PendingRuns(self, LIVE_RUNS)
 
     def fold(
-        self, conn: Connection, table: str, held: RunStates | None, events: Sequence[Event]
+        self, conn: Connection, table: str, held: Held | None, events: Sequence[Event]
     ) -> reducers.RunChanges:
-        """Merge ``events`` into the states of their runs: kept in ``held``, else stored."""
+        """Merge ``events`` into the states of their runs: those ``held`` gives, else stored."""
         run_ids = sorted({e.run_id for e in events})
-        states = held.held(run_ids) if held is not None else {}
+        states = held(run_ids) if held is not None else {}
         missing = [r for r in run_ids if r not in states]
         if missing:
             states.update(held_runs(conn, table, missing))
         return reducers.reduce_runs(states, events)
 
-    def write(self, conn: Connection, table: str, events: Events, cache: Cache = None) -> int:
+    def write(self, conn: Connection, table: str, events: Events) -> int:
         if not events:
             return 0
-        changes = self.fold(conn, table, cache, events)
-        rows = changes.rows()
+        rows = self.fold(conn, table, None, events).rows()
         self.write_rows(conn, table, rows)
-        if cache is not None:
-            cache.keep(changes.states)
         return len(rows)
 
     def write_rows(self, conn: Connection, table: str, rows: list[dict[str, Any]]) -> None:
@@ -151,7 +155,7 @@ class _DeferredRuns:
     def apply(self, events: Sequence[Event]) -> int:
         """Fold ``events`` in; returns the rows written to make room."""
         runs = [e for e in events if isinstance(e, reducers.RUN_EVENTS)]
-        changes = self._model.fold(self._conn, self._table, self._states, runs)
+        changes = self._model.fold(self._conn, self._table, self._states.held, runs)
         self._dirty |= changes.changed
         dropped = self._states.keep({r: changes.states[r] for r in sorted(changes.states)})
         leaving = {r: s for r, s in dropped.items() if r in self._dirty}

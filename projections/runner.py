@@ -1,19 +1,19 @@
 """The projection process: one consumer (and one thread) per read model.
 
 Progress lives in PostgreSQL, not in Kafka: on partition assignment the consumer
-seeks to the checkpoints in ``projection_checkpoint``, and every batch commits its
-rows together with the checkpoints it advanced (:func:`projections.store.commit_batch`).
-Kafka's committed offsets are never written, so a crash at any instant resumes
-exactly after the last committed batch.
+seeks to the checkpoints in ``projection_checkpoint``. Every batch is decoded and
+folded as it comes (:mod:`projections.live`); once per commit window the rows it
+changed are written together with the checkpoints they advanced
+(:func:`projections.store.commit_batch`). Kafka's committed offsets are never
+written, so a crash at any instant resumes exactly after the last commit.
 
-The checkpoint of a partition is the consumer position after the batch, which
-also steps over transaction markers at the end of a partition; a caught-up
-projection therefore shows zero lag against the high watermark.
+The checkpoint of a partition is the consumer position (it steps over transaction
+markers at a partition's end: a caught-up projection shows zero lag).
 
 Failure policy: undecodable events are skipped with a warning (the roles have
 already dead-lettered them) and their offsets still advance; a database failure
 is retried with backoff and never skips a batch; SIGTERM lets each thread finish
-its batch, then the process exits 0.
+its window, then the process exits 0.
 """
 
 from __future__ import annotations
@@ -27,15 +27,9 @@ from typing import Any, TypeVar
 import psycopg
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
-from projections.models import MODELS, ReadModel
+from projections.models import ReadModel
 from projections.settings import ProjectionSettings
-from projections.store import (
-    Checkpoints,
-    Connection,
-    TopicPartitionKey,
-    commit_batch,
-    connect,
-)
+from projections.store import Checkpoints, Connection, TopicPartitionKey, commit_batch, connect
 from projections.store import read_checkpoints as stored_checkpoints
 from projections.timemerge import TimeMerge
 from tracebound import kafka as edge
@@ -85,7 +79,9 @@ class ModelWorker:
         self._positions: dict[TopicPartitionKey, int | None] = {}
         self._lag = edge.LagGauge(metrics, self.group, LAG_INTERVAL_S)
         # Emptied on every rebalance: another instance may have written meanwhile.
-        self._cache = model.live_cache()
+        self._pending = model.live_writer()
+        self._folded = 0  # messages folded since the last commit
+        self._window_start: float | None = None
         self._merge = TimeMerge(max_bytes=MERGE_BYTES)
 
     # -- database ----------------------------------------------------------------------
@@ -112,9 +108,12 @@ class ModelWorker:
 
     # -- assignment --------------------------------------------------------------------
 
+    def _forget_folded(self) -> None:
+        self._pending.clear()
+        self._folded, self._window_start = 0, None
+
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
-        if self._cache is not None:
-            self._cache.clear()
+        # Nothing folded is dropped: runs of partitions held before were forgotten on revoke.
         fenced = False
         try:
             stored: Checkpoints = self._with_db(
@@ -135,13 +134,18 @@ class ModelWorker:
         log.info("%s assigned %d partition(s) from its checkpoints", self.group, len(partitions))
 
     def _on_revoke(self, consumer: Any, partitions: list[TopicPartition]) -> None:
-        if self._cache is not None:
-            self._cache.clear()
+        # What was folded is read again from the checkpoints by whoever gets it; the
+        # partitions kept are sought back to theirs, since their folding is dropped too.
+        self._forget_folded()
         keys = [(tp.topic, tp.partition) for tp in partitions]
+        kept = [tp for tp in consumer.assignment() if (tp.topic, tp.partition) not in keys]
         self._merge.forget(keys)
         self._lag.forget(keys)
         for key in keys:
             self._positions.pop(key, None)
+        if kept:
+            held = {k: o for k, o in self._positions.items() if o is not None and o >= 0}
+            self._seek(consumer, kept, held)
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -175,10 +179,15 @@ class ModelWorker:
                 self._merge.add(messages)
                 batch = self._merge.take(self.runtime.batch_size)
                 self._merge.pace(consumer)
-                advanced = self._advanced(consumer)
-                if batch or advanced:
-                    self._commit(consumer, batch, advanced)
+                if batch:
+                    self._fold(batch)
+                if not batch or self._window_full():
+                    advanced = self._advanced(consumer)
+                    if self._folded or advanced:
+                        self._commit(consumer, advanced)
                 self._lag.refresh(consumer, self._positions.get)
+            if self._folded:  # the window open when asked to stop
+                self._commit(consumer, self._advanced(consumer))
         except StopRequested:
             log.info("%s stopped while waiting for the database", self.group)
         finally:
@@ -199,6 +208,22 @@ class ModelWorker:
                 moved[key] = offset
         return moved
 
+    def _window_full(self) -> bool:
+        """Whether what was folded is due: the window is over or big enough."""
+        started = self._window_start
+        return started is not None and (
+            self._folded >= self.runtime.commit_max_messages
+            or time.monotonic() - started >= self.runtime.commit_interval_ms / 1000
+        )
+
+    def _fold(self, batch: list[Any]) -> None:
+        events = self._decode(batch)
+        table = self.model.name
+        self._with_db("fold", lambda conn: self._pending.fold(conn, table, events))
+        if self._window_start is None:
+            self._window_start = time.monotonic()
+        self._folded += len(batch)
+
     def _decode(self, batch: list[Any]) -> list[Event]:
         events: list[Event] = []
         for message in batch:
@@ -218,41 +243,42 @@ class ModelWorker:
                 self.metrics.dead_lettered.labels(self.group, type(exc).__name__).inc()
         return events
 
-    def _commit(
-        self, consumer: Any, batch: list[Any], advanced: dict[TopicPartitionKey, int]
-    ) -> None:
+    def _commit(self, consumer: Any, advanced: dict[TopicPartitionKey, int]) -> None:
         started = time.perf_counter()
-        events = self._decode(batch)
         expected = {key: self._positions.get(key) for key in advanced}
         refused: Checkpoints | None = self._with_db(
-            "batch",
-            lambda conn: commit_batch(
-                conn, self.model, events, expected, advanced, cache=self._cache
-            ),
+            "commit",
+            lambda conn: commit_batch(conn, self.model.name, self._pending, expected, advanced),
         )
         if refused is not None:
             self._rewind(consumer, refused)
             return
+        self._pending.committed()
         self._positions.update(advanced)
-        self.metrics.processed.labels(self.group).inc(len(batch))
+        self.metrics.processed.labels(self.group).inc(self._folded)
+        self._folded, self._window_start = 0, None
         self.metrics.batch_seconds.labels(self.group).observe(time.perf_counter() - started)
 
     def _rewind(self, consumer: Any, stored: Checkpoints) -> None:
         """Checkpoints were moved under us (a rebuild swap): resume from the stored ones."""
         log.warning("%s checkpoints changed outside this process; seeking to them", self.group)
+        self._forget_folded()
         assigned = consumer.assignment()
-        keys = [(tp.topic, tp.partition) for tp in assigned]
-        self._merge.forget(keys)  # what it queued is re-read from the checkpoints
+        for tp in assigned:
+            self._positions[(tp.topic, tp.partition)] = stored.get((tp.topic, tp.partition))
+        self._seek(consumer, assigned, stored)
+
+    def _seek(self, consumer: Any, partitions: list[TopicPartition], to: Checkpoints) -> None:
+        """Read ``partitions`` again from ``to`` (absent: their beginning), queues dropped."""
+        keys = [(tp.topic, tp.partition) for tp in partitions]
+        self._merge.forget(keys)  # what it queued is read again
         self._merge.track(keys)
-        consumer.resume(assigned)
-        for tp in consumer.assignment():
-            key = (tp.topic, tp.partition)
-            offset = stored.get(key, OFFSET_BEGINNING)
-            self._positions[key] = stored.get(key)
+        consumer.resume(partitions)
+        for key in keys:
             try:
-                consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
+                consumer.seek(TopicPartition(*key, to.get(key, OFFSET_BEGINNING)))
             except KafkaException as exc:
-                log.warning("seek failed for %s[%d]: %s", tp.topic, tp.partition, exc)
+                log.warning("seek failed for %s[%d]: %s", *key, exc)
 
 
 def _first_offsets(
@@ -272,27 +298,3 @@ def _first_offsets(
     except KafkaException as exc:
         log.info("first offsets unknown, the client looks them up: %s", exc)
         return {}
-
-
-def model_workers(
-    *,
-    kafka: KafkaSettings,
-    postgres: PostgresSettings,
-    runtime: RuntimeSettings,
-    settings: ProjectionSettings,
-    metrics: ServiceMetrics,
-    stop: threading.Event,
-) -> list[ModelWorker]:
-    """One worker per read model, sharing settings, metrics and the stop flag."""
-    return [
-        ModelWorker(
-            model,
-            kafka=kafka,
-            postgres=postgres,
-            runtime=runtime,
-            settings=settings,
-            metrics=metrics,
-            stop=stop,
-        )
-        for model in MODELS.values()
-    ]

@@ -23,7 +23,14 @@ class ProjectionSettings(TraceboundSettings):
 
 
 class ProjectionRuntimeSettings(RuntimeSettings):
-    """The runtime knobs with a larger batch: a run's row is written once per batch it is
-    in, so when catching up a bigger batch means fewer rewrites of the same row."""
+    """The runtime knobs of the projection process.
 
-    batch_size: int = Field(default=2000, ge=1, le=100_000)
+    A worker folds every batch as it comes and writes what it folded once per commit
+    window (:mod:`projections.live`): ``commit_interval_ms`` after the window's first
+    batch, sooner once ``commit_max_messages`` were folded or nothing more is waiting.
+    A run's row is written once per window it is in, so the window is longer than a
+    role's transaction; the batch only bounds the events decoded at once."""
+
+    batch_size: int = Field(default=500, ge=1, le=100_000)
+    commit_interval_ms: int = Field(default=1000, ge=0, le=60_000)
+    commit_max_messages: int = Field(default=2000, ge=1, le=1_000_000)

@@ -23,7 +23,6 @@ from psycopg.types.json import Jsonb, set_json_dumps, set_json_loads
 from projections import stored_state
 from projections.runs import State, answered
 from tracebound import fastjson
-from tracebound.events import Event
 from tracebound.settings import PostgresSettings
 
 Connection = psycopg.Connection[Any]
@@ -183,45 +182,31 @@ class RunStates:
         self._states.clear()
 
 
-class Projection(Protocol):
-    """What :func:`commit_batch` needs of a read model (:mod:`projections.models`)."""
+class Pending(Protocol):
+    """The rows a batch commits with its checkpoints (:mod:`projections.live`)."""
 
-    @property
-    def name(self) -> str: ...
-
-    def write(
-        self, conn: Connection, table: str, events: Sequence[Event], cache: RunStates | None
-    ) -> int: ...
+    def write(self, conn: Connection, table: str) -> int: ...
 
 
 def commit_batch(
     conn: Connection,
-    model: Projection,
-    events: Sequence[Event],
+    model: str,
+    rows: Pending,
     expected: Mapping[TopicPartitionKey, int | None],
     advanced: Mapping[TopicPartitionKey, int],
-    *,
-    cache: RunStates | None = None,
 ) -> Checkpoints | None:
-    """Write a batch and its checkpoints atomically.
+    """Write the rows of read model ``model`` and its checkpoints atomically.
 
-    ``expected`` holds, for every partition in ``advanced``, the checkpoint the batch
+    ``expected`` holds, for every partition in ``advanced``, the checkpoint the rows
     started from (None: none stored yet). Returns None when committed, or the stored
-    checkpoints when they no longer match (nothing is written then, and ``cache`` is
-    emptied: whoever moved them may have rewritten the rows).
+    checkpoints when they no longer match: nothing is written then, and whoever moved
+    them may have rewritten the rows, so the caller forgets what it folded.
     """
-    try:
-        with conn.transaction():
-            lock_model(conn, model.name)
-            stored = read_checkpoints(conn, model.name)
-            if any(stored.get(tp) != expected.get(tp) for tp in advanced):
-                if cache is not None:
-                    cache.clear()
-                return stored
-            model.write(conn, model.name, events, cache)
-            write_checkpoints(conn, model.name, advanced)
-    except BaseException:
-        if cache is not None:
-            cache.clear()  # it may hold states this rolled-back batch never wrote
-        raise
+    with conn.transaction():
+        lock_model(conn, model)
+        stored = read_checkpoints(conn, model)
+        if any(stored.get(tp) != expected.get(tp) for tp in advanced):
+            return stored
+        rows.write(conn, model)
+        write_checkpoints(conn, model, advanced)
     return None

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from projections.live import PendingFacts, PendingRuns
 from projections.migrate import load_migrations
 from projections.models import ALL_TOPICS, MODELS, select_models
 from projections.reducers import (
@@ -131,7 +132,7 @@ def test_run_states_drop_answered_runs_first() -> None:
 
 
 def test_every_model_is_fed_by_its_declared_events() -> None:
-    assert MODELS["diagnosis_run"].live_cache() is not None
-    assert MODELS["tool_invocation"].live_cache() is None
+    assert isinstance(MODELS["diagnosis_run"].live_writer(), PendingRuns)
+    assert isinstance(MODELS["tool_invocation"].live_writer(), PendingFacts)
     assert MODELS["tool_invocation"].events == (ToolInvoked,)
     assert MODELS["agent_step"].topics == (topics.AGENT_STEPS,)
