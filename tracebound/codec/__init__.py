@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
+from tracebound.codec.documents import EventDoc
 from tracebound.codec.single_object import SingleObjectCodec
 from tracebound.events import Event
 from tracebound.settings import KafkaSettings
+
+if TYPE_CHECKING:
+    from tracebound.codec.confluent import ConfluentCodec
 
 
 class Codec(Protocol):
@@ -15,8 +19,21 @@ class Codec(Protocol):
     def decode(self, data: bytes | None, topic: str | None = None) -> Event: ...
 
 
+class DocDecoder(Protocol):
+    def decode_doc(self, data: bytes | None, topic: str | None = None) -> EventDoc: ...
+
+
 def make_codec(settings: KafkaSettings) -> Codec:
     """The codec the settings ask for: a registry URL switches to the Confluent format."""
+    return _codec(settings)
+
+
+def make_doc_decoder(settings: KafkaSettings) -> DocDecoder:
+    """What reads events as documents (:mod:`tracebound.codec.documents`) in that format."""
+    return _codec(settings)
+
+
+def _codec(settings: KafkaSettings) -> SingleObjectCodec | ConfluentCodec:
     if settings.schema_registry_url:
         from tracebound.codec.confluent import ConfluentCodec  # noqa: PLC0415 - optional path
 
@@ -27,4 +44,4 @@ def make_codec(settings: KafkaSettings) -> Codec:
     return SingleObjectCodec()
 
 
-__all__ = ["Codec", "SingleObjectCodec", "make_codec"]
+__all__ = ["Codec", "DocDecoder", "EventDoc", "SingleObjectCodec", "make_codec", "make_doc_decoder"]

@@ -17,6 +17,7 @@ from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
 from fastavro import parse_schema, schemaless_reader, schemaless_writer
 
 from tracebound.codec import fastpath, schemas
+from tracebound.codec.documents import EventDoc, to_doc
 from tracebound.errors import DecodeError, TransientError, UnknownSchemaError
 from tracebound.events import EVENT_TYPES, Event
 
@@ -80,6 +81,14 @@ class ConfluentCodec:
 
     def decode(self, data: bytes | None, topic: str | None = None) -> Event:
         del topic
+        return fastpath.to_event(*self._read(data))
+
+    def decode_doc(self, data: bytes | None, topic: str | None = None) -> EventDoc:
+        """The event as a JSON document (:mod:`tracebound.codec.documents`), no model built."""
+        del topic
+        return to_doc(*self._read(data))
+
+    def _read(self, data: bytes | None) -> tuple[str, dict[str, Any]]:
         if not data or len(data) < HEADER_LEN or data[0] != MAGIC:
             raise DecodeError("not a Confluent-framed Avro message (missing magic byte 0)")
         event, writer = self._writer(int.from_bytes(data[1:HEADER_LEN], "big"))
@@ -91,4 +100,4 @@ class ConfluentCodec:
             raise DecodeError(f"corrupt {event} body: {type(exc).__name__}: {exc}") from exc
         if not isinstance(record, dict):
             raise DecodeError(f"{event} body is not a record")
-        return fastpath.to_event(event, record)
+        return event, record

@@ -41,7 +41,7 @@ Convert = Callable[[Any], Any]
 Build = Callable[[dict[str, Any]], Any]
 Dump = Callable[[Any], dict[str, Any]]
 # Avro types fastavro reads as exactly the Python type a field of that type holds.
-_PLAIN: dict[type, tuple[str, ...]] = {
+PLAIN_AVRO: dict[type, tuple[str, ...]] = {
     str: ("string", "enum"),
     int: ("int", "long"),
     bool: ("boolean",),
@@ -68,12 +68,12 @@ class Compiler:
     def __init__(self, named: dict[str, Any]) -> None:
         self._named = named
 
-    def _resolve(self, avro: Any) -> Any:
+    def resolve(self, avro: Any) -> Any:
         return self._named.get(avro, avro) if isinstance(avro, str) else avro
 
-    def _fields(self, model: type[BaseModel], avro: Any) -> list[tuple[str, Any, Any]]:
+    def fields(self, model: type[BaseModel], avro: Any) -> list[tuple[str, Any, Any]]:
         """(name, annotation, Avro type) per field; NotExact unless the two agree exactly."""
-        avro = self._resolve(avro)
+        avro = self.resolve(avro)
         if not isinstance(avro, dict) or avro.get("type") != "record":
             raise NotExact(f"{model.__name__} is not an Avro record")
         decorators = model.__pydantic_decorators__
@@ -105,10 +105,10 @@ class Compiler:
 
     def convert(self, annotation: Any, avro: Any) -> Convert | None:
         """What turns fastavro's value into the field's (None: it already is)."""
-        avro = self._resolve(avro)
+        avro = self.resolve(avro)
         origin, args = get_origin(annotation), get_args(annotation)
         if annotation is None:  # a JSON field: text on the wire
-            return _load_json
+            return load_json
         if origin in (typing.Union, types.UnionType) and type(None) in args and len(args) == 2:
             if not isinstance(avro, list) or len(avro) != 2 or "null" not in avro:
                 raise NotExact(f"{annotation} is not a union with null in Avro")
@@ -120,7 +120,7 @@ class Compiler:
         if origin is Literal and all(isinstance(a, str) for a in args):
             if _avro_kind(avro) not in ("string", "enum"):
                 raise NotExact(f"{annotation} is not an Avro string")
-            return _one_of(frozenset(args))
+            return one_of(frozenset(args))
         if origin is tuple and len(args) == 2 and args[1] is Ellipsis:
             if _avro_kind(avro) != "array":
                 raise NotExact(f"{annotation} is not an Avro array")
@@ -134,7 +134,7 @@ class Compiler:
             return self.builder(annotation, avro)
         if annotation is datetime and avro == _TIMESTAMP:
             return None
-        if annotation in _PLAIN and _avro_kind(avro) in _PLAIN[annotation]:
+        if annotation in PLAIN_AVRO and _avro_kind(avro) in PLAIN_AVRO[annotation]:
             return None
         raise NotExact(f"{annotation} from Avro {avro} is not known to be exact")
 
@@ -142,7 +142,7 @@ class Compiler:
         """The model of a record fastavro read, built without validating it again."""
         steps = [
             (name, convert)
-            for name, annotation, field_avro in self._fields(model, avro)
+            for name, annotation, field_avro in self.fields(model, avro)
             if (convert := self.convert(annotation, field_avro)) is not None
         ]
         new, names = model.__new__, set(model.model_fields)
@@ -166,7 +166,7 @@ class Compiler:
 
     def dump_convert(self, annotation: Any, avro: Any) -> Convert | None:
         """What turns a field's value into the one fastavro writes (None: it already is)."""
-        avro = self._resolve(avro)
+        avro = self.resolve(avro)
         if annotation is None:
             return _dump_json
         origin, args = get_origin(annotation), get_args(annotation)
@@ -185,7 +185,7 @@ class Compiler:
         """The dict fastavro writes for a record: the model's values, converted."""
         steps = [
             (name, convert)
-            for name, annotation, field_avro in self._fields(model, avro)
+            for name, annotation, field_avro in self.fields(model, avro)
             if (convert := self.dump_convert(annotation, field_avro)) is not None
         ]
 
@@ -198,7 +198,7 @@ class Compiler:
         return dump
 
 
-def _load_json(value: Any) -> Any:
+def load_json(value: Any) -> Any:
     return fastjson.loads(value) if isinstance(value, str) else value
 
 
@@ -234,7 +234,7 @@ def _list_of(convert: Convert) -> Convert:
     return lambda values: [convert(v) for v in values]
 
 
-def _one_of(allowed: frozenset[str]) -> Convert:
+def one_of(allowed: frozenset[str]) -> Convert:
     def check(value: Any) -> Any:
         if value not in allowed:
             raise ValueError(f"{value!r} is none of {sorted(allowed)}")

@@ -15,6 +15,7 @@ from typing import Any
 from fastavro import schemaless_reader, schemaless_writer
 
 from tracebound.codec import fastpath, schemas
+from tracebound.codec.documents import EventDoc, to_doc
 from tracebound.errors import DecodeError, UnknownSchemaError
 from tracebound.events import Event
 
@@ -47,10 +48,19 @@ class SingleObjectCodec:
 
     def decode(self, data: bytes | None, topic: str | None = None) -> Event:
         del topic  # the fingerprint alone names the schema
-        read = read_record(data, _readers())
-        if read is None:  # every known fingerprint has a reader here
-            raise UnknownSchemaError("no reader for a known schema fingerprint")
-        return fastpath.to_event(*read)
+        return fastpath.to_event(*_read(data))
+
+    def decode_doc(self, data: bytes | None, topic: str | None = None) -> EventDoc:
+        """The event as a JSON document (:mod:`tracebound.codec.documents`), no model built."""
+        del topic
+        return to_doc(*_read(data))
+
+
+def _read(data: bytes | None) -> tuple[str, dict[str, Any]]:
+    read = read_record(data, _readers())
+    if read is None:  # every known fingerprint has a reader here
+        raise UnknownSchemaError("no reader for a known schema fingerprint")
+    return read
 
 
 Readers = Mapping[bytes, tuple[str, Any, Any]]
