@@ -22,7 +22,7 @@ from projections import reducers
 from projections.runs import State
 from projections.runs import row as run_row
 from projections.store import Connection, RunStates
-from tracebound.events import Event
+from tracebound.codec.documents import EventDoc
 
 # The states a caller already holds of some runs (the others are read from their rows).
 Held = Callable[[list[str]], dict[str, State]]
@@ -38,14 +38,14 @@ class RunFolder(RowWriter, Protocol):
     """How ``diagnosis_run`` folds events into the states of their runs."""
 
     def fold(
-        self, conn: Connection, table: str, held: Held | None, events: Sequence[Event]
+        self, conn: Connection, table: str, held: Held | None, events: Sequence[EventDoc]
     ) -> reducers.RunChanges: ...
 
 
 class LiveWriter(Protocol):
     """The rows a worker folded since its last commit."""
 
-    def fold(self, conn: Connection, table: str, events: Sequence[Event]) -> None:
+    def fold(self, conn: Connection, table: str, events: Sequence[EventDoc]) -> None:
         """Fold decoded events in (outside any transaction; may read stored rows)."""
 
     def pending(self) -> int:
@@ -68,7 +68,7 @@ class PendingFacts:
         self._model, self._reduce = model, rows
         self._rows: dict[Any, dict[str, Any]] = {}
 
-    def fold(self, conn: Connection, table: str, events: Sequence[Event]) -> None:
+    def fold(self, conn: Connection, table: str, events: Sequence[EventDoc]) -> None:
         for key, new in self._reduce(events).items():
             held = self._rows.get(key)
             if held is None or new["event_id"] > held["event_id"]:
@@ -108,8 +108,8 @@ class PendingRuns:
         states.update((r, self._changed[r]) for r in run_ids if r in self._changed)
         return states
 
-    def fold(self, conn: Connection, table: str, events: Sequence[Event]) -> None:
-        runs = [e for e in events if isinstance(e, reducers.RUN_EVENTS)]
+    def fold(self, conn: Connection, table: str, events: Sequence[EventDoc]) -> None:
+        runs = [e for e in events if e.name in reducers.RUN_EVENTS]
         if not runs:
             return
         changes = self._model.fold(conn, table, self._held, runs)

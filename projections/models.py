@@ -18,17 +18,17 @@ from typing import Any, Protocol
 
 from psycopg import sql
 
-from projections import reducers
+from projections import reducers, runs
 from projections.live import Held, LiveWriter, PendingFacts, PendingRuns
 from projections.runs import State
 from projections.runs import row as run_row
 from projections.settings import ProjectionSettings
 from projections.store import Connection, RunStates, held_runs, upsert
+from tracebound.codec.documents import EventDoc
 from tracebound.errors import InvalidInputError
-from tracebound.events import EVENT_TYPES, Event
 from tracebound.topology import READ_MODELS, ReadModelSpec
 
-Events = Sequence[Event]
+Events = Sequence[reducers.Item]
 REBUILD_RUNS = 2000  # run states a rebuild keeps in memory before writing the oldest
 LIVE_RUNS = 1000  # written run states a projection worker keeps, so as not to read them back
 
@@ -36,7 +36,7 @@ LIVE_RUNS = 1000  # written run states a projection worker keeps, so as not to r
 class RebuildWriter(Protocol):
     """Writes a rebuild's batches into the new table; :meth:`flush` writes what it held back."""
 
-    def apply(self, events: Sequence[Event]) -> int: ...
+    def apply(self, events: Sequence[EventDoc]) -> int: ...
 
     def flush(self) -> int: ...
 
@@ -48,7 +48,7 @@ class ReadModel:
         self.name = spec.name
         self.key = spec.key
         self.topics = spec.topics
-        self.events: tuple[type[Event], ...] = tuple(EVENT_TYPES[e] for e in spec.events)
+        self.events: frozenset[str] = frozenset(spec.events)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
@@ -74,7 +74,7 @@ class _Immediate:
     def __init__(self, model: ReadModel, conn: Connection, table: str) -> None:
         self._model, self._conn, self._table = model, conn, table
 
-    def apply(self, events: Sequence[Event]) -> int:
+    def apply(self, events: Sequence[EventDoc]) -> int:
         return self._model.write(self._conn, self._table, events)
 
     def flush(self) -> int:
@@ -114,15 +114,16 @@ class RunModel(ReadModel):
         return PendingRuns(self, LIVE_RUNS)
 
     def fold(
-        self, conn: Connection, table: str, held: Held | None, events: Sequence[Event]
+        self, conn: Connection, table: str, held: Held | None, events: Events
     ) -> reducers.RunChanges:
         """Merge ``events`` into the states of their runs: those ``held`` gives, else stored."""
-        run_ids = sorted({e.run_id for e in events})
+        docs = [runs.as_doc(e) for e in events]
+        run_ids = sorted({d.data["run_id"] for d in docs})
         states = held(run_ids) if held is not None else {}
         missing = [r for r in run_ids if r not in states]
         if missing:
             states.update(held_runs(conn, table, missing))
-        return reducers.reduce_runs(states, events)
+        return reducers.reduce_runs(states, docs)
 
     def write(self, conn: Connection, table: str, events: Events) -> int:
         if not events:
@@ -152,10 +153,10 @@ class _DeferredRuns:
         self._states = RunStates(REBUILD_RUNS)
         self._dirty: set[str] = set()
 
-    def apply(self, events: Sequence[Event]) -> int:
+    def apply(self, events: Sequence[EventDoc]) -> int:
         """Fold ``events`` in; returns the rows written to make room."""
-        runs = [e for e in events if isinstance(e, reducers.RUN_EVENTS)]
-        changes = self._model.fold(self._conn, self._table, self._states.held, runs)
+        mine = [e for e in events if e.name in reducers.RUN_EVENTS]
+        changes = self._model.fold(self._conn, self._table, self._states.held, mine)
         self._dirty |= changes.changed
         dropped = self._states.keep({r: changes.states[r] for r in sorted(changes.states)})
         leaving = {r: s for r, s in dropped.items() if r in self._dirty}

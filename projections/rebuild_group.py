@@ -26,10 +26,9 @@ from projections.models import MODELS, ReadModel
 from projections.store import Connection, connect
 from projections.timemerge import TimeMerge
 from tracebound import kafka as edge
-from tracebound.codec import Codec, make_codec
+from tracebound.codec import DocDecoder, EventDoc, make_doc_decoder
 from tracebound.collector import tune_collector
 from tracebound.errors import PoisonInput
-from tracebound.events import Event
 from tracebound.settings import KafkaSettings, PostgresSettings
 
 BATCH = 2000
@@ -49,26 +48,26 @@ class GroupTotals:
 class _Sink:
     """Decodes each batch once and hands every model the events it projects."""
 
-    def __init__(self, conn: Connection, models: list[ReadModel], codec: Codec) -> None:
+    def __init__(self, conn: Connection, models: list[ReadModel], codec: DocDecoder) -> None:
         self._conn, self._models, self._codec = conn, models, codec
         self._writers = [(m, m.rebuild_writer(conn, f"{m.name}__rebuild")) for m in models]
         self.totals = GroupTotals()
 
     def write(self, messages: list[Any]) -> None:
-        events: list[Event] = []
+        events: list[EventDoc] = []
         topics: Counter[str] = Counter()
         bad: Counter[str] = Counter()
         for message in messages:
             topic = message.topic()
             topics[topic] += 1
             try:
-                events.append(self._codec.decode(message.value(), topic))
+                events.append(self._codec.decode_doc(message.value(), topic))
             except PoisonInput as exc:  # the roles dead-lettered it already
                 bad[topic] += 1
                 log.warning("rebuild skipped an undecodable event: %s", exc)
         with self._conn.transaction():
             for model, writer in self._writers:
-                mine = [e for e in events if isinstance(e, model.events)]
+                mine = [e for e in events if e.name in model.events]
                 self.totals.rows[model.name] += writer.apply(mine)
                 self.totals.events[model.name] += sum(topics[t] for t in model.topics)
                 self.totals.skipped[model.name] += sum(bad[t] for t in model.topics)
@@ -87,7 +86,7 @@ def rebuild_group(
     progress: Progress | None = None,
 ) -> GroupTotals:
     """Read ``part`` into the ``<model>__rebuild`` tables of the models ``names``."""
-    sink = _Sink(conn, [MODELS[n] for n in names], make_codec(kafka))
+    sink = _Sink(conn, [MODELS[n] for n in names], make_doc_decoder(kafka))
     consumer = edge.consumer(kafka, "projections-tool", config=HISTORY_READ)
     merge = TimeMerge(max_bytes=MERGE_BYTES)
     merge.track(part.reading())

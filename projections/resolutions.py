@@ -15,7 +15,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from tracebound.events import Alert, AlertsResolved, Event
+from tracebound.codec.documents import EventDoc
 
 State = dict[str, Any]
 SLOT = "resolved"
@@ -32,24 +32,24 @@ def _moment(text: str) -> datetime | None:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
-def _entry(alert: Alert) -> dict[str, Any]:
+def _entry(alert: dict[str, Any]) -> dict[str, Any]:
     return {
-        "fingerprint": alert.fingerprint,
-        "alertname": alert.labels.get("alertname", ""),
-        "labels": dict(alert.labels),
-        "startsAt": alert.startsAt,
-        "endsAt": alert.endsAt,
+        "fingerprint": alert["fingerprint"],
+        "alertname": alert["labels"].get("alertname", ""),
+        "labels": dict(alert["labels"]),
+        "startsAt": alert["startsAt"],
+        "endsAt": alert["endsAt"],
     }
 
 
-def merge(state: State, event: Event) -> bool:
+def merge(state: State, event: EventDoc) -> bool:
     """Fold an ``AlertsResolved`` into ``state`` in place; returns whether it changed."""
-    if not isinstance(event, AlertsResolved):
+    if event.name != "AlertsResolved":
         return False
     held: dict[str, dict[str, Any]] = state.setdefault(SLOT, {})
     changed = False
-    for alert in event.alerts:
-        key = f"{alert.fingerprint}@{alert.startsAt}"
+    for alert in event.data["alerts"]:
+        key = f"{alert['fingerprint']}@{alert['startsAt']}"
         entry = _entry(alert)
         known = held.get(key)
         if known is None or _rank(entry) > _rank(known):

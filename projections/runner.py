@@ -33,9 +33,8 @@ from projections.store import Checkpoints, Connection, TopicPartitionKey, commit
 from projections.store import read_checkpoints as stored_checkpoints
 from projections.timemerge import TimeMerge
 from tracebound import kafka as edge
-from tracebound.codec import Codec, make_codec
+from tracebound.codec import DocDecoder, EventDoc, make_doc_decoder
 from tracebound.errors import PoisonInput
-from tracebound.events import Event
 from tracebound.runtime.metrics import ServiceMetrics
 from tracebound.settings import KafkaSettings, PostgresSettings, RuntimeSettings
 
@@ -64,7 +63,7 @@ class ModelWorker:
         settings: ProjectionSettings,
         metrics: ServiceMetrics,
         stop: threading.Event,
-        codec: Codec | None = None,
+        codec: DocDecoder | None = None,
     ) -> None:
         self.model = model
         self.kafka = kafka
@@ -73,7 +72,7 @@ class ModelWorker:
         self.settings = settings
         self.metrics = metrics
         self.stop = stop
-        self.codec = codec or make_codec(kafka)
+        self.codec = codec or make_doc_decoder(kafka)
         self.group = model.group(settings)
         self._conn: Connection | None = None
         self._positions: dict[TopicPartitionKey, int | None] = {}
@@ -224,11 +223,11 @@ class ModelWorker:
             self._window_start = time.monotonic()
         self._folded += len(batch)
 
-    def _decode(self, batch: list[Any]) -> list[Event]:
-        events: list[Event] = []
+    def _decode(self, batch: list[Any]) -> list[EventDoc]:
+        events: list[EventDoc] = []
         for message in batch:
             try:
-                events.append(self.codec.decode(message.value(), message.topic()))
+                events.append(self.codec.decode_doc(message.value(), message.topic()))
             except PoisonInput as exc:
                 log.warning(
                     "skipped undecodable event: %s",

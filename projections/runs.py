@@ -32,18 +32,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from projections import resolutions, stored_state
-from tracebound.events import (
-    AgentStep,
-    Answer,
-    DiagnosisRequested,
-    Event,
-    EvidenceProduced,
-    GatekeeperResult,
-    PlanProduced,
-    RetryRequested,
-    ToolInvoked,
-    Verdict,
-)
+from tracebound.codec.documents import EventDoc, document
+from tracebound.events import Event
 
 State = dict[str, Any]
 TRACEABILITY_VERSION = "v1"
@@ -51,33 +41,43 @@ ANSWERED_ROUND = 1_000_000_000
 ORIGINAL, CARRIED = 2, 1
 
 # status slot: stage rank inside a round
-STAGES: dict[type[Event], tuple[int, str]] = {
-    DiagnosisRequested: (0, "requested"),
-    PlanProduced: (1, "planned"),
-    RetryRequested: (1, "retrying"),
-    ToolInvoked: (2, "executing"),
-    EvidenceProduced: (3, "gated"),
-    GatekeeperResult: (4, "verifying"),
-    Verdict: (5, "verifying"),
-    Answer: (9, "answered"),
+STAGES: dict[str, tuple[int, str]] = {
+    "DiagnosisRequested": (0, "requested"),
+    "PlanProduced": (1, "planned"),
+    "RetryRequested": (1, "retrying"),
+    "ToolInvoked": (2, "executing"),
+    "EvidenceProduced": (3, "gated"),
+    "GatekeeperResult": (4, "verifying"),
+    "Verdict": (5, "verifying"),
+    "Answer": (9, "answered"),
 }
-TIMING_STAGES: dict[type[Event], str] = {
-    DiagnosisRequested: "request",
-    PlanProduced: "plan",
-    RetryRequested: "retry",
-    ToolInvoked: "tools",
-    EvidenceProduced: "evidence",
-    GatekeeperResult: "gatekeeper",
-    Verdict: "verdict",
-    Answer: "answer",
-    AgentStep: "agent_steps",
+TIMING_STAGES: dict[str, str] = {
+    "DiagnosisRequested": "request",
+    "PlanProduced": "plan",
+    "RetryRequested": "retry",
+    "ToolInvoked": "tools",
+    "EvidenceProduced": "evidence",
+    "GatekeeperResult": "gatekeeper",
+    "Verdict": "verdict",
+    "Answer": "answer",
+    "AgentStep": "agent_steps",
 }
+_ROUND_FIELD = {"EvidenceProduced", "GatekeeperResult", "Verdict", "Answer"}
 
 
-def _ms(moment: datetime) -> int:
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
+def as_doc(item: Event | EventDoc) -> EventDoc:
+    """The document of ``item``: the reducers read documents; a model is turned into one."""
+    return document(item) if isinstance(item, Event) else item
+
+
+def moment(text: str) -> datetime:
+    """An event time (ISO text in a document) as an aware time."""
+    at = datetime.fromisoformat(text)
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+
+
+def _ms(text: str) -> int:
+    return int(moment(text).timestamp() * 1000)
 
 
 def _iso(ms: int) -> str:
@@ -96,52 +96,49 @@ def _offer(state: State, slot: str, rank: list[Any], value: Callable[[], Any]) -
     return False
 
 
-def _round_of(event: Event) -> int:
-    if isinstance(event, ToolInvoked):
-        return event.tool_invocation.round
-    if isinstance(event, RetryRequested):
-        return event.retry_context.round
-    if isinstance(event, PlanProduced):
+def _round_of(event: EventDoc) -> int:
+    name, data = event
+    if name == "ToolInvoked":
+        return int(data["tool_invocation"]["round"])
+    if name == "RetryRequested":
+        return int(data["retry_context"]["round"])
+    if name == "PlanProduced":
         return 1
-    if isinstance(event, EvidenceProduced | GatekeeperResult | Verdict | Answer):
-        return event.round
+    if name in _ROUND_FIELD:
+        return int(data["round"])
     return 0
 
 
-def _carried(state: State, event: Event) -> bool:
+def _carried(state: State, event: EventDoc) -> bool:
     changed = False
-    request = getattr(event, "request", None)
+    name, data = event
+    request = data.get("request")
     if request is not None:
-        prio = ORIGINAL if isinstance(event, DiagnosisRequested) else CARRIED
+        prio = ORIGINAL if name == "DiagnosisRequested" else CARRIED
         changed |= _offer(
             state,
             "request",
-            [prio, event.event_id],
+            [prio, data["event_id"]],
             lambda: _request_value(event, request),
         )
-    plan = getattr(event, "plan", None)
+    plan = data.get("plan")
     if plan is not None:
-        prio = ORIGINAL if isinstance(event, PlanProduced) else CARRIED
-        changed |= _offer(
-            state, "plan", [prio, event.event_id], lambda: plan.model_dump(mode="json")
-        )
+        prio = ORIGINAL if name == "PlanProduced" else CARRIED
+        changed |= _offer(state, "plan", [prio, data["event_id"]], lambda: dict(plan))
     return changed
 
 
-def _request_value(event: Event, request: Any) -> dict[str, Any]:
+def _request_value(event: EventDoc, request: dict[str, Any]) -> dict[str, Any]:
     """The request slot: the request, its session and (original only) its trace id."""
-    value = {"session_id": event.session_id, **request.model_dump(mode="json")}
-    if isinstance(event, DiagnosisRequested) and event.trace_id is not None:
-        value["trace_id"] = event.trace_id
+    name, data = event
+    value = {"session_id": data.get("session_id"), **request}
+    if name == "DiagnosisRequested" and data.get("trace_id") is not None:
+        value["trace_id"] = data["trace_id"]
     return value
 
 
-def _kept(event: Event, keys: tuple[str, ...]) -> Callable[[], dict[str, Any]]:
-    def build() -> dict[str, Any]:
-        data = event.model_dump(mode="json", include=set(keys))  # only what is kept
-        return {key: data[key] for key in keys}
-
-    return build
+def _kept(data: dict[str, Any], keys: tuple[str, ...]) -> Callable[[], dict[str, Any]]:
+    return lambda: {key: data[key] for key in keys}
 
 
 GATEKEEPER_KEEP = (
@@ -167,66 +164,63 @@ ANSWER_KEEP = (
 )
 
 
-def _payload(state: State, event: Event, round_no: int) -> bool:
-    rank = [round_no, event.event_id]
-    if isinstance(event, EvidenceProduced):
-        return _offer(
-            state,
-            "evidence",
-            rank,
-            lambda: {
-                "executor_structured_output": event.executor_structured_output,
-                "executor_output_parse_status": event.executor_output_parse_status.model_dump(
-                    mode="json"
-                ),
-                "prompt_audit": event.prompt_audit.model_dump(mode="json"),
-            },
-        )
-    if isinstance(event, GatekeeperResult):
-        return _offer(state, "gatekeeper", rank, _kept(event, GATEKEEPER_KEEP))
-    if isinstance(event, Verdict):
-        return _offer(state, "verdict", rank, _kept(event, VERDICT_KEEP))
-    if isinstance(event, Answer):
-        return _offer(state, "answer", [event.event_id], _kept(event, ANSWER_KEEP))
-    if isinstance(event, AgentStep):
+EVIDENCE_KEEP = ("executor_structured_output", "executor_output_parse_status", "prompt_audit")
+_SLOTS = {
+    "EvidenceProduced": ("evidence", EVIDENCE_KEEP),
+    "GatekeeperResult": ("gatekeeper", GATEKEEPER_KEEP),
+    "Verdict": ("verdict", VERDICT_KEEP),
+}
+
+
+def _payload(state: State, event: EventDoc, round_no: int) -> bool:
+    name, data = event
+    slot = _SLOTS.get(name)
+    if slot is not None:
+        return _offer(state, slot[0], [round_no, data["event_id"]], _kept(data, slot[1]))
+    if name == "Answer":
+        return _offer(state, "answer", [data["event_id"]], _kept(data, ANSWER_KEEP))
+    if name == "AgentStep":
         steps = state.setdefault("steps", {})
-        counts = [event.token_count, event.prompt_tokens, event.completion_tokens]
-        if steps.get(event.event_id) != counts:
-            steps[event.event_id] = counts
+        counts = [data["token_count"], data["prompt_tokens"], data["completion_tokens"]]
+        if steps.get(data["event_id"]) != counts:
+            steps[data["event_id"]] = counts
             return True
     return False
 
 
-def apply(state: State | None, event: Event) -> State:
+def apply(state: State | None, event: Event | EventDoc) -> State:
     """The merge state after ``event``; ``state`` is not modified."""
     new: State = copy.deepcopy(state) if state is not None else {}
     merge(new, event)
     return new
 
 
-def merge(new: State, event: Event) -> bool:
-    """Fold ``event`` into ``new`` in place; returns whether the state changed.
+def merge(new: State, item: Event | EventDoc) -> bool:
+    """Fold an event into ``new`` in place; returns whether the state changed.
 
     Callers need no copy to tell a changed run from an unchanged one.
     """
+    event = as_doc(item)
+    name, data = event
+    event_id = data["event_id"]
     changed = False
     round_no = _round_of(event)
     if round_no > int(new.get("max_round", 0)) or "max_round" not in new:
         new["max_round"] = max(int(new.get("max_round", 0)), round_no)
         changed = True
-    stage = STAGES.get(type(event))
+    stage = STAGES.get(name)
     if stage is not None:
         order, status = stage
-        status_round = ANSWERED_ROUND if isinstance(event, Answer) else round_no
+        status_round = ANSWERED_ROUND if name == "Answer" else round_no
         changed |= _offer(
             new,
             "status",
-            [status_round, order, event.event_id],
-            lambda: {"status": status, "event_id": event.event_id},
+            [status_round, order, event_id],
+            lambda: {"status": status, "event_id": event_id},
         )
-    timing = TIMING_STAGES.get(type(event))
+    timing = TIMING_STAGES.get(name)
     if timing is not None:
-        at = _ms(event.occurred_at)
+        at = _ms(data["occurred_at"])
         timings = new.setdefault("timings", {})
         span = timings.get(timing)
         if span is None:

@@ -155,6 +155,6 @@ def project(conn: Connection, events: list[Event]) -> None:
     """Apply events the way the projection workers do: each read model writes its own."""
     with conn.transaction():
         for model in MODELS.values():
-            mine = [e for e in events if isinstance(e, model.events)]
+            mine = [e for e in events if e.schema_name in model.events]
             if mine:
                 model.write(conn, model.name, mine)

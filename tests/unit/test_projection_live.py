@@ -16,7 +16,8 @@ from projections.runs import row as run_row
 from projections.store import Connection
 from tests.support.run_events import mixed_runs
 from tests.support.samples import sample
-from tracebound.events import Event, ToolInvoked
+from tracebound.codec.documents import EventDoc, document
+from tracebound.events import ToolInvoked
 
 NO_DB: Any = None  # nothing here may reach the database
 
@@ -31,9 +32,9 @@ class Table:
         self.reads: list[str] = []
 
     def fold(
-        self, conn: Connection, table: str, held: Held | None, events: Sequence[Event]
+        self, conn: Connection, table: str, held: Held | None, events: Sequence[EventDoc]
     ) -> RunChanges:
-        run_ids = sorted({e.run_id for e in events})
+        run_ids = sorted({e.data["run_id"] for e in events})
         states = held(run_ids) if held is not None else {}
         missing = [r for r in run_ids if r not in states]
         self.reads += missing
@@ -46,10 +47,10 @@ class Table:
             self.rows[row["run_id"]] = row
 
 
-def _events() -> list[Event]:
+def _events() -> list[EventDoc]:
     _runs, events = mixed_runs(30, datetime(2026, 3, 1, tzinfo=UTC))
     random.Random(5).shuffle(events)
-    return events
+    return [document(e) for e in events]
 
 
 def test_runs_folded_over_many_batches_are_written_once_per_commit() -> None:
@@ -58,7 +59,7 @@ def test_runs_folded_over_many_batches_are_written_once_per_commit() -> None:
     pending = PendingRuns(table, max_runs=100)
     for start in range(0, len(events), 7):
         pending.fold(NO_DB, "diagnosis_run", events[start : start + 7])
-    runs = {e.run_id for e in events}
+    runs = {e.data["run_id"] for e in events}
     assert pending.pending() == len(runs)
     assert table.writes == 0  # nothing before the commit
     assert pending.write(NO_DB, "diagnosis_run") == len(runs)
@@ -79,7 +80,7 @@ def test_a_cleared_window_is_folded_again_from_the_stored_rows() -> None:
     pending.committed()
     for run_id, row in table.rows.items():  # what a read back would restore
         table.states[run_id] = reduce_runs(
-            {}, [e for e in events[:half] if e.run_id == run_id]
+            {}, [e for e in events[:half] if e.data["run_id"] == run_id]
         ).states[run_id]
         assert row["run_id"] == run_id
     pending.fold(NO_DB, "diagnosis_run", events[half:])
@@ -103,8 +104,8 @@ def test_facts_keep_the_larger_event_id_across_batches() -> None:
             written.extend(rows)
 
     pending = PendingFacts(Facts(), INVOCATION_ROWS)
-    pending.fold(NO_DB, "tool_invocation", [newer])
-    pending.fold(NO_DB, "tool_invocation", [older])
+    pending.fold(NO_DB, "tool_invocation", [document(newer)])
+    pending.fold(NO_DB, "tool_invocation", [document(older)])
     assert pending.pending() == 1
     assert pending.write(NO_DB, "tool_invocation") == 1
     assert written[0]["event_id"] == "evt-2"

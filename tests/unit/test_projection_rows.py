@@ -20,6 +20,7 @@ from projections.reducers import (
 from projections.store import RunStates
 from tests.support.samples import sample
 from tracebound import topics
+from tracebound.codec.documents import document
 from tracebound.errors import ConfigError, InvalidInputError
 from tracebound.events import AgentStep, DeadLetter, EvidenceRef, RetrievalDetails, ToolInvoked
 from tracebound.stack.services import CHECKPOINTED_ROLES, ROLE_INPUTS, role_module
@@ -40,7 +41,7 @@ def _invoked(event_id: str, invocation_id: int = 517) -> ToolInvoked:
 
 def test_an_invocation_row_keeps_the_evidence_refs() -> None:
     event = _invoked("e-1")
-    row = invocation_row(event)
+    row = invocation_row(document(event))
     assert row["id"] == 517 and row["event_id"] == "e-1" and row["run_id"] == event.run_id
     assert row["retrieval_details"]["evidence_refs"] == [
         {"raw_path": "$.logs[0]", "text": "HikariPool-1 timeout"}
@@ -58,7 +59,7 @@ def test_one_invocation_id_twice_keeps_the_larger_event_id_in_any_order() -> Non
 
 def test_a_step_row_and_its_duplicate() -> None:
     step = sample(AgentStep)
-    row = step_row(step)
+    row = step_row(document(step))
     assert row["event_id"] == step.event_id and row["agent_name"] == step.agent_name
     assert row["token_count"] == step.token_count
     assert list(STEP_ROWS([step, step])) == [step.event_id]
@@ -69,12 +70,12 @@ def test_a_dead_letter_row_keeps_where_and_why_but_not_the_bytes() -> None:
     letter = sample(DeadLetter).model_copy(
         update={"run_id": "unknown", "error_message": "x" * 5000, "value": b"\x00secret"}
     )
-    row = dead_letter_row(letter)
+    row = dead_letter_row(document(letter))
     assert row["run_id"] is None  # the input had no readable key
     assert row["source_topic"] == letter.source_topic and row["service"] == letter.service
     assert len(row["error_message"]) == 1000 and "value" not in row and "key" not in row
     keyed = letter.model_copy(update={"run_id": "run-7"})
-    assert dead_letter_row(keyed)["run_id"] == "run-7"
+    assert dead_letter_row(document(keyed))["run_id"] == "run-7"
     assert list(DEAD_LETTER_ROWS([letter, letter])) == [letter.event_id]
 
 
@@ -134,5 +135,5 @@ def test_run_states_drop_answered_runs_first() -> None:
 def test_every_model_is_fed_by_its_declared_events() -> None:
     assert isinstance(MODELS["diagnosis_run"].live_writer(), PendingRuns)
     assert isinstance(MODELS["tool_invocation"].live_writer(), PendingFacts)
-    assert MODELS["tool_invocation"].events == (ToolInvoked,)
+    assert MODELS["tool_invocation"].events == {"ToolInvoked"}
     assert MODELS["agent_step"].topics == (topics.AGENT_STEPS,)

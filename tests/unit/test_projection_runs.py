@@ -224,3 +224,4 @@ def test_merge_reports_exactly_when_the_state_changed() -> None:
         for event in noisy:
             before = copy.deepcopy(state)
             assert runs.merge(state, event) == (state != before)
+
