@@ -149,7 +149,13 @@ GATEKEEPER_KEEP = (
     "prompt_audit",
     "round",
 )
-VERDICT_KEEP = (*stored_state.VERDICT_FIELDS, "round", "prompt_audit", "aiops_rule_evaluation")
+VERDICT_KEEP = (
+    *stored_state.VERDICT_FIELDS,
+    "round",
+    "prompt_audit",
+    "aiops_rule_evaluation",
+    "fallbacks",
+)
 ANSWER_KEEP = (
     "answer_summary",
     "recommended_actions",
@@ -161,6 +167,7 @@ ANSWER_KEEP = (
     "final_status",
     "round",
     "prompt_audit",
+    "fallbacks",
 )
 
 

@@ -18,6 +18,7 @@ from tracebound.events import (
     Event,
     EvidenceProduced,
     GatekeeperResult,
+    ModelFallback,
     PlanProduced,
     RetryContext,
     RetryRequested,
@@ -225,3 +226,19 @@ def test_merge_reports_exactly_when_the_state_changed() -> None:
             before = copy.deepcopy(state)
             assert runs.merge(state, event) == (state != before)
 
+
+def test_the_roles_that_fell_back_to_rules_reach_the_row() -> None:
+    events = two_round_run()
+    planner = ModelFallback(role="planner", kind="timeout", reason="request timed out")
+    verifier = ModelFallback(role="verifier", kind="invalid_output")
+    answered = events[:-1] + [events[-1].model_copy(update={"fallbacks": (planner, verifier)})]
+    evaluation = runs.row(RUN, fold(answered))["self_evaluation"]["verifier_evaluation"]
+    assert evaluation["fallbacks"] == [
+        {"role": "planner", "kind": "timeout", "reason": "request timed out"},
+        {"role": "verifier", "kind": "invalid_output", "reason": ""},
+    ]
+    # before the answer, the verdict's list
+    judged = [e for e in events if not isinstance(e, Answer)]
+    judged[-2] = judged[-2].model_copy(update={"fallbacks": (planner,)})
+    verdict_only = runs.row(RUN, fold(judged))["self_evaluation"]["verifier_evaluation"]
+    assert [f["role"] for f in verdict_only["fallbacks"]] == ["planner"]
