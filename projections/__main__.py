@@ -1,6 +1,9 @@
 """``python -m projections``: the read-model projection process (wiring only).
 
-One thread per read model, each with its own consumer and database connection.
+One thread per read model, each with its own consumer and database connection;
+``diagnosis_run``, the model with the most work per event, gets
+``TRACEBOUND_PROJECTIONS_RUN_WORKERS`` threads (2) in its consumer group, so one
+folds while another waits for PostgreSQL or Kafka.
 The process migrates the schema first (retrying while PostgreSQL is down), serves
 ``/healthz`` and ``/metrics`` on the ``TRACEBOUND_PROJECTIONS_METRICS_PORT``, and on
 SIGTERM lets every thread finish its commit window before exiting 0. The garbage collector
@@ -86,8 +89,12 @@ def main() -> int:
             stop=stop,
         )
         for model in MODELS.values()
+        for _ in range(settings.run_workers if model.name == "diagnosis_run" else 1)
     ]
-    threads = [threading.Thread(target=work, name=w.model.name, args=(w,)) for w in workers]
+    threads = [
+        threading.Thread(target=work, name=f"{w.model.name}-{i}", args=(w,))
+        for i, w in enumerate(workers)
+    ]
     for thread in threads:
         thread.start()
     log.info("projections started", extra={"service": SERVICE})

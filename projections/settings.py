@@ -20,6 +20,10 @@ class ProjectionSettings(TraceboundSettings):
 
     group_prefix: str = "projection."
     idle_poll_ms: int = 200
+    # Consumers of ``diagnosis_run`` in one process (one thread each, sharing its
+    # consumer group, so its partitions are split between them): while one waits for
+    # the database or a fetch, another folds.
+    run_workers: int = Field(default=2, ge=1, le=16)
 
 
 class ProjectionRuntimeSettings(RuntimeSettings):
