@@ -26,7 +26,7 @@ from projections.runner import DB_ERRORS, ModelWorker
 from projections.settings import SERVICE, ProjectionRuntimeSettings, ProjectionSettings
 from projections.store import connect
 from tracebound import logs
-from tracebound.collector import tune_collector
+from tracebound.collector import limit_malloc_arenas, tune_collector
 from tracebound.runtime.metrics import ServiceMetrics, serve_metrics
 from tracebound.settings import KafkaSettings, PostgresSettings, RuntimeSettings
 from tracebound.settings_check import report_unknown_variables
@@ -51,6 +51,7 @@ def _migrate(postgres: PostgresSettings, runtime: RuntimeSettings, stop: threadi
 
 
 def main() -> int:
+    limit_malloc_arenas()  # before any thread starts
     logs.configure()
     faulthandler.register(signal.SIGUSR1)
     stop = threading.Event()

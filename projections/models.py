@@ -30,7 +30,7 @@ from tracebound.topology import READ_MODELS, ReadModelSpec
 
 Events = Sequence[reducers.Item]
 REBUILD_RUNS = 2000  # run states a rebuild keeps in memory before writing the oldest
-LIVE_RUNS = 1000  # written run states a projection worker keeps, so as not to read them back
+LIVE_RUNS = 500  # written run states a projection worker keeps, so as not to read them back
 
 
 class RebuildWriter(Protocol):

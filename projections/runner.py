@@ -42,7 +42,7 @@ log = logging.getLogger("projections.runner")
 LAG_INTERVAL_S = 10.0
 DB_ERRORS = (psycopg.OperationalError, psycopg.InterfaceError)
 UNKNOWN = -1
-MERGE_BYTES = 16 << 20  # per read model; only a catch-up ever queues much
+MERGE_BYTES = 8 << 20  # per worker; only a catch-up ever queues much
 T = TypeVar("T")
 
 

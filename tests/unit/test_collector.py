@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import gc
+import platform
 
-from tracebound.collector import OLDER_THRESHOLDS, YOUNG_THRESHOLD, tuned_collector
+import pytest
+
+from tracebound.collector import (
+    OLDER_THRESHOLDS,
+    YOUNG_THRESHOLD,
+    limit_malloc_arenas,
+    tuned_collector,
+)
 
 
 def test_settings_hold_while_any_loop_runs_and_are_restored_after() -> None:
@@ -28,3 +36,14 @@ def test_settings_are_restored_when_the_loop_fails() -> None:
     except RuntimeError:
         pass
     assert gc.get_threshold() == before
+
+
+def test_an_arena_cap_in_the_environment_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    assert limit_malloc_arenas() is False
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="mallopt is glibc's")
+def test_glibc_takes_the_arena_cap(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    assert limit_malloc_arenas(16) is True  # 16: no tighter than a 2-core default
