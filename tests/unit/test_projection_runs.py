@@ -231,7 +231,7 @@ def test_the_roles_that_fell_back_to_rules_reach_the_row() -> None:
     events = two_round_run()
     planner = ModelFallback(role="planner", kind="timeout", reason="request timed out")
     verifier = ModelFallback(role="verifier", kind="invalid_output")
-    answered = events[:-1] + [events[-1].model_copy(update={"fallbacks": (planner, verifier)})]
+    answered = [*events[:-1], events[-1].model_copy(update={"fallbacks": (planner, verifier)})]
     evaluation = runs.row(RUN, fold(answered))["self_evaluation"]["verifier_evaluation"]
     assert evaluation["fallbacks"] == [
         {"role": "planner", "kind": "timeout", "reason": "request timed out"},
