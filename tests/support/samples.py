@@ -49,3 +49,14 @@ def sample(model: type[M]) -> M:
     if "event_id" in data:
         data["event_id"] = "7c1d6a52-0c0e-4c8d-9a55-5b7a4f1f8c1e"
     return model.model_validate(data)
+
+
+def variants(model: type[M]) -> list[M]:
+    """``sample(model)`` in full, and with every optional field that defaults to None empty."""
+    full = sample(model)
+    bare = {
+        name: None
+        for name, info in model.model_fields.items()
+        if not info.is_required() and info.default is None
+    }
+    return [full, full.model_copy(update=bare)]

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from fastavro import schemaless_reader, schemaless_writer
 
-from tests.support.samples import sample
+from tests.support.samples import sample, variants
 from tracebound.client import new_request
 from tracebound.codec import SingleObjectCodec, schemas
 from tracebound.codec.documents import EventDoc, document, documented_events, iso, to_doc
@@ -25,16 +25,6 @@ def _record(event: Event) -> dict[str, Any]:
     record = schemaless_reader(io.BytesIO(CODEC.encode(event)[HEADER:]), parsed, None)
     assert isinstance(record, dict)
     return record
-
-
-def _variants(cls: type[Event]) -> list[Event]:
-    full = sample(cls)
-    bare = {
-        name: None
-        for name, info in cls.model_fields.items()
-        if not info.is_required() and info.default is None
-    }
-    return [full, full.model_copy(update=bare)]
 
 
 def _expected(event: Event) -> dict[str, Any]:
@@ -54,7 +44,7 @@ def test_every_catalog_event_is_read_without_its_model() -> None:
 
 @pytest.mark.parametrize("name", list(EVENT_TYPES))
 def test_a_document_is_the_models_json(name: str) -> None:
-    for event in _variants(EVENT_TYPES[name]):
+    for event in variants(EVENT_TYPES[name]):
         record = _record(event)
         kept = copy.deepcopy(record)
         doc = CODEC.decode_doc(CODEC.encode(event))

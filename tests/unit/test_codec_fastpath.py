@@ -10,7 +10,7 @@ import pytest
 from fastavro import schemaless_reader, schemaless_writer
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
-from tests.support.samples import sample
+from tests.support.samples import sample, variants
 from tracebound.client import new_request
 from tracebound.codec import SingleObjectCodec, fastpath, schemas
 from tracebound.errors import EventValidationError, PoisonInput
@@ -55,16 +55,6 @@ def _same(fast: BaseModel, full: BaseModel) -> None:
         fast.__setattr__(next(iter(type(fast).model_fields)), None)
 
 
-def _variants(cls: type[Event]) -> list[Event]:
-    full = sample(cls)
-    bare = {
-        name: None
-        for name, info in cls.model_fields.items()
-        if not info.is_required() and info.default is None
-    }
-    return [full, full.model_copy(update=bare)]
-
-
 def test_every_catalog_event_takes_the_fast_path() -> None:
     # No model of the catalog checks more than fastavro's types and the literals:
     # if one gains a validator or a constraint, it leaves this list, and decoding
@@ -75,7 +65,7 @@ def test_every_catalog_event_takes_the_fast_path() -> None:
 @pytest.mark.parametrize("name", list(EVENT_TYPES))
 def test_fast_path_builds_what_validation_builds(name: str) -> None:
     cls = EVENT_TYPES[name]
-    for event in _variants(cls):
+    for event in variants(cls):
         record = _record(event)
         full = cls.from_avro(record)
         fast = fastpath.to_event(name, record)
@@ -86,7 +76,7 @@ def test_fast_path_builds_what_validation_builds(name: str) -> None:
 
 @pytest.mark.parametrize("name", list(EVENT_TYPES))
 def test_fast_encoding_writes_what_model_dump_writes(name: str) -> None:
-    for event in _variants(EVENT_TYPES[name]):
+    for event in variants(EVENT_TYPES[name]):
         assert _written(name, fastpath.to_record(event)) == _written(name, event.to_avro())
 
 

@@ -63,10 +63,13 @@ def _avro_kind(avro: Any) -> str:
 
 
 class Compiler:
-    """Builders and dumpers of one event's records, under its schema's named types."""
+    """Builders and dumpers of one event's records, under its schema's named types;
+    with ``documents``, its converters make JSON documents instead of models
+    (:mod:`tracebound.codec.documents`)."""
 
-    def __init__(self, named: dict[str, Any]) -> None:
+    def __init__(self, named: dict[str, Any], *, documents: bool = False) -> None:
         self._named = named
+        self._documents = documents
 
     def resolve(self, avro: Any) -> Any:
         return self._named.get(avro, avro) if isinstance(avro, str) else avro
@@ -125,15 +128,19 @@ class Compiler:
             if _avro_kind(avro) != "array":
                 raise NotExact(f"{annotation} is not an Avro array")
             item = self.convert(args[0], avro["items"])
+            if self._documents:  # fastavro's list is the JSON array
+                return None if item is None else _list_of(item)
             return tuple if item is None else _tuple_of(item)
         if origin is dict and args == (str, str):
             if _avro_kind(avro) != "map" or avro["values"] != "string":
                 raise NotExact(f"{annotation} is not an Avro map of strings")
             return None
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+            if self._documents:
+                return self.documenter(annotation, avro)
             return self.builder(annotation, avro)
         if annotation is datetime and avro == _TIMESTAMP:
-            return None
+            return iso if self._documents else None
         if annotation in PLAIN_AVRO and _avro_kind(avro) in PLAIN_AVRO[annotation]:
             return None
         raise NotExact(f"{annotation} from Avro {avro} is not known to be exact")
@@ -159,6 +166,23 @@ class Compiler:
             _set(built, "__pydantic_extra__", None)
             _set(built, "__pydantic_private__", None)
             return built
+
+        return build
+
+    def documenter(self, model: type[BaseModel], avro: Any) -> Convert:
+        """The JSON document of a record fastavro read (a new dict: the record stays as
+        read); its nested records are documents too."""
+        steps = [
+            (name, convert)
+            for name, annotation, field_avro in self.fields(model, avro)
+            if (convert := self.convert(annotation, field_avro)) is not None
+        ]
+
+        def build(record: dict[str, Any]) -> dict[str, Any]:
+            values = dict(record)
+            for name, convert in steps:
+                values[name] = convert(values[name])
+            return values
 
         return build
 
@@ -196,6 +220,12 @@ class Compiler:
             return values
 
         return dump
+
+
+def iso(moment: datetime) -> str:
+    """A timestamp as pydantic writes it in JSON (``Z`` for UTC)."""
+    text = moment.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
 
 
 def load_json(value: Any) -> Any:
