@@ -119,6 +119,41 @@ class Projection:
         return tables
 
 
+Snapshot = dict[str, list[dict[str, Any]]]
+
+
+def differences(left: Snapshot, right: Snapshot, limit: int = 3) -> list[str]:
+    """What differs between two snapshots, short enough for an assertion message.
+
+    Rows are matched by their key; for a differing row only the names of the
+    differing columns are given (a full diff of thousands of JSON rows is unreadable
+    and takes longer to compute than the test has).
+    """
+    found: list[str] = []
+    for table, key in KEYS.items():
+        a = {r[key]: r for r in left.get(table, [])}
+        b = {r[key]: r for r in right.get(table, [])}
+        only_a, only_b = sorted(a.keys() - b.keys()), sorted(b.keys() - a.keys())
+        changed = sorted(k for k in a.keys() & b.keys() if a[k] != b[k])
+        if only_a or only_b or changed:
+            found.append(
+                f"{table}: {len(only_a)} rows only left {only_a[:limit]},"
+                f" {len(only_b)} only right {only_b[:limit]}, {len(changed)} differ"
+                + "".join(
+                    f"; {k}: "
+                    + ", ".join(
+                        _column(c, a[k][c], b[k].get(c)) for c in a[k] if a[k][c] != b[k].get(c)
+                    )
+                    for k in changed[:limit]
+                )
+            )
+    return found
+
+
+def _column(name: str, left: Any, right: Any, width: int = 160) -> str:
+    return f"{name} {repr(left)[:width]} != {repr(right)[:width]}"
+
+
 def projections_in_private_schemas(
     stack: StackHandle, tmp_path: Path
 ) -> Iterator[Callable[[], Projection]]:
