@@ -15,17 +15,18 @@ again, which gives the same rows (the reducers are idempotent and ignore order).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from projections import reducers
 from projections.runs import State
-from projections.runs import row as run_row
 from projections.store import Connection, RunStates
 from tracebound.codec.documents import EventDoc
 
 # The states a caller already holds of some runs (the others are read from their rows).
 Held = Callable[[list[str]], dict[str, State]]
+# The row version each state started from (:mod:`projections.run_writes`).
+Versions = Mapping[str, str | None]
 
 
 class RowWriter(Protocol):
@@ -34,12 +35,18 @@ class RowWriter(Protocol):
     def write_rows(self, conn: Connection, table: str, rows: list[dict[str, Any]]) -> None: ...
 
 
-class RunFolder(RowWriter, Protocol):
-    """How ``diagnosis_run`` folds events into the states of their runs."""
+class RunFolder(Protocol):
+    """How ``diagnosis_run`` folds events into the states of their runs, and writes them."""
 
     def fold(
         self, conn: Connection, table: str, held: Held | None, events: Sequence[EventDoc]
     ) -> reducers.RunChanges: ...
+
+    def write_states(
+        self, conn: Connection, table: str, states: Mapping[str, State], versions: Versions
+    ) -> dict[str, str]:
+        """Write the rows of ``states`` against the row versions they started from
+        (:func:`projections.run_writes.write_runs`); returns the versions written."""
 
 
 class LiveWriter(Protocol):
@@ -93,15 +100,19 @@ class PendingRuns:
     """``diagnosis_run`` states changed since the last commit, and those written last.
 
     The changed states are all kept until the commit writes them; the written ones
-    in a bounded :class:`~projections.store.RunStates` (answered runs leave first).
-    Both are valid only while the worker is its partitions' one writer and every
-    write it saw was committed: :meth:`clear` on a rebalance or a refused commit.
+    in a bounded :class:`~projections.store.RunStates` (answered runs leave first),
+    each with the row version it matches. They save reading rows back while the
+    worker is their one writer; when another writer got to a run first, the
+    commit joins the two (:mod:`projections.run_writes`). :meth:`clear` on a
+    rebalance or a refused commit.
     """
 
     def __init__(self, model: RunFolder, max_runs: int) -> None:
         self._model = model
         self._written = RunStates(max_runs)
         self._changed: dict[str, State] = {}
+        self._versions: dict[str, str | None] = {}  # of every run held, changed or written
+        self._writing: dict[str, str] = {}  # the versions the commit under way gives
 
     def _held(self, run_ids: list[str]) -> dict[str, State]:
         states = self._written.held(run_ids)
@@ -113,23 +124,35 @@ class PendingRuns:
         if not runs:
             return
         changes = self._model.fold(conn, table, self._held, runs)
+        for run_id in changes.states:
+            self._versions[run_id] = changes.read.get(run_id, self._versions.get(run_id))
         self._changed.update((r, changes.states[r]) for r in changes.changed)
         # States read back or kept but left as they were are as good as written ones.
-        self._written.keep({r: s for r, s in changes.states.items() if r not in self._changed})
+        self._forget(
+            self._written.keep({r: s for r, s in changes.states.items() if r not in self._changed})
+        )
+
+    def _forget(self, dropped: Mapping[str, State]) -> None:
+        for run_id in dropped:
+            if run_id not in self._changed:
+                self._versions.pop(run_id, None)
 
     def pending(self) -> int:
         return len(self._changed)
 
     def write(self, conn: Connection, table: str) -> int:
-        rows = [run_row(run_id, self._changed[run_id]) for run_id in sorted(self._changed)]
-        self._model.write_rows(conn, table, rows)
-        return len(rows)
+        self._writing = self._model.write_states(conn, table, self._changed, self._versions)
+        return len(self._writing)
 
     def committed(self) -> None:
         written = self._changed
         self._changed = {}
-        self._written.keep(written)
+        self._versions.update(self._writing)
+        self._writing = {}
+        self._forget(self._written.keep(written))
 
     def clear(self) -> None:
         self._written.clear()
         self._changed = {}
+        self._versions.clear()
+        self._writing = {}

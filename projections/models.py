@@ -19,9 +19,9 @@ from typing import Any, Protocol
 from psycopg import sql
 
 from projections import reducers, runs
-from projections.live import Held, LiveWriter, PendingFacts, PendingRuns
+from projections.live import Held, LiveWriter, PendingFacts, PendingRuns, Versions
+from projections.run_writes import write_runs
 from projections.runs import State
-from projections.runs import row as run_row
 from projections.settings import ProjectionSettings
 from projections.store import Connection, RunStates, held_runs, upsert
 from tracebound.codec.documents import EventDoc
@@ -121,19 +121,25 @@ class RunModel(ReadModel):
         run_ids = sorted({d.data["run_id"] for d in docs})
         states = held(run_ids) if held is not None else {}
         missing = [r for r in run_ids if r not in states]
+        read: dict[str, str] = {}
         if missing:
-            states.update(held_runs(conn, table, missing))
-        return reducers.reduce_runs(states, docs)
+            stored, read = held_runs(conn, table, missing)
+            states.update(stored)
+        changes = reducers.reduce_runs(states, docs)
+        changes.read = read
+        return changes
 
     def write(self, conn: Connection, table: str, events: Events) -> int:
         if not events:
             return 0
-        rows = self.fold(conn, table, None, events).rows()
-        self.write_rows(conn, table, rows)
-        return len(rows)
+        changes = self.fold(conn, table, None, events)
+        changed = {r: changes.states[r] for r in changes.changed}
+        return len(self.write_states(conn, table, changed, changes.read))
 
-    def write_rows(self, conn: Connection, table: str, rows: list[dict[str, Any]]) -> None:
-        upsert(conn, table, self.key, rows, touch=True)
+    def write_states(
+        self, conn: Connection, table: str, states: Mapping[str, State], versions: Versions
+    ) -> dict[str, str]:
+        return write_runs(conn, table, states, versions)
 
     def rebuild_writer(self, conn: Connection, table: str) -> RebuildWriter:
         return _DeferredRuns(self, conn, table)
@@ -142,26 +148,33 @@ class RunModel(ReadModel):
 class _DeferredRuns:
     """``diagnosis_run`` rows for a rebuild: written when their run leaves memory, or at flush.
 
-    A rebuild is its table's only writer and starts over if it dies, so a row need
-    not be written after every batch: each run's state is kept (up to
-    :data:`REBUILD_RUNS`, least recently touched written out first) and its row
-    written about once.
+    A rebuild starts over if it dies, so a row need not be written after every
+    batch: each run's state is kept (up to :data:`REBUILD_RUNS`, least recently
+    touched written out first) and its row written about once. Rebuild groups
+    write runs of different partitions; a run that a partition-count change
+    spread over two groups is joined by :mod:`projections.run_writes`.
     """
 
     def __init__(self, model: RunModel, conn: Connection, table: str) -> None:
         self._model, self._conn, self._table = model, conn, table
         self._states = RunStates(REBUILD_RUNS)
         self._dirty: set[str] = set()
+        self._versions: dict[str, str | None] = {}  # of the runs held
 
     def apply(self, events: Sequence[EventDoc]) -> int:
         """Fold ``events`` in; returns the rows written to make room."""
         mine = [e for e in events if e.name in reducers.RUN_EVENTS]
         changes = self._model.fold(self._conn, self._table, self._states.held, mine)
+        for run_id in changes.states:
+            self._versions[run_id] = changes.read.get(run_id, self._versions.get(run_id))
         self._dirty |= changes.changed
         dropped = self._states.keep({r: changes.states[r] for r in sorted(changes.states)})
         leaving = {r: s for r, s in dropped.items() if r in self._dirty}
         self._dirty -= set(leaving)
-        return self._write(leaving)
+        written = self._write(leaving)
+        for run_id in dropped:
+            self._versions.pop(run_id, None)
+        return written
 
     def flush(self) -> int:
         """Write every row not written yet; returns how many."""
@@ -170,9 +183,9 @@ class _DeferredRuns:
         return self._write(rows)
 
     def _write(self, states: Mapping[str, State]) -> int:
-        rows = [run_row(run_id, states[run_id]) for run_id in sorted(states)]
-        self._model.write_rows(self._conn, self._table, rows)
-        return len(rows)
+        written = self._model.write_states(self._conn, self._table, states, self._versions)
+        self._versions.update(written)
+        return len(written)
 
 
 _SPECS = {spec.name: spec for spec in READ_MODELS}

@@ -136,6 +136,8 @@ class RunChanges:
 
     states: dict[str, runs.State] = field(default_factory=dict)
     changed: set[str] = field(default_factory=set)
+    # The row versions of the states read from the table (:mod:`projections.run_writes`).
+    read: dict[str, str] = field(default_factory=dict)
 
     def rows(self) -> list[dict[str, Any]]:
         return [runs.row(run_id, self.states[run_id]) for run_id in sorted(self.changed)]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -46,11 +47,20 @@ def merge(state: State, event: EventDoc) -> bool:
     """Fold an ``AlertsResolved`` into ``state`` in place; returns whether it changed."""
     if event.name != "AlertsResolved":
         return False
+    entries = ((f"{a['fingerprint']}@{a['startsAt']}", _entry(a)) for a in event.data["alerts"])
+    return _keep(state, entries)
+
+
+def join(state: State, other: dict[str, dict[str, Any]]) -> bool:
+    """Join another state's part (``other[SLOT]``) into ``state``; whether it changed."""
+    return _keep(state, other.items())
+
+
+def _keep(state: State, entries: Iterable[tuple[str, dict[str, Any]]]) -> bool:
+    """Keep each entry that outranks the one held for its incident; whether any did."""
     held: dict[str, dict[str, Any]] = state.setdefault(SLOT, {})
     changed = False
-    for alert in event.data["alerts"]:
-        key = f"{alert['fingerprint']}@{alert['startsAt']}"
-        entry = _entry(alert)
+    for key, entry in entries:
         known = held.get(key)
         if known is None or _rank(entry) > _rank(known):
             held[key] = entry

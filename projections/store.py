@@ -88,7 +88,7 @@ def write_checkpoints(
         )
 
 
-def _adapt(column: str, value: Any) -> Any:
+def adapt(column: str, value: Any) -> Any:
     return Jsonb(value) if column in JSON_COLUMNS and value is not None else value
 
 
@@ -126,20 +126,29 @@ def upsert(
         when=when.format(t=target) if when is not None else sql.SQL(""),
     )
     with conn.cursor() as cur:
-        cur.executemany(query, [tuple(_adapt(c, r[c]) for c in columns) for r in rows])
+        cur.executemany(query, [tuple(adapt(c, r[c]) for c in columns) for r in rows])
 
 
-def held_runs(conn: Connection, table: str, run_ids: list[str]) -> dict[str, State]:
-    """The merge states of ``run_ids`` as stored, made whole again (runs without a row: absent)."""
+def held_runs(
+    conn: Connection, table: str, run_ids: list[str], *, lock: bool = False
+) -> tuple[dict[str, State], dict[str, str]]:
+    """The merge states of ``run_ids`` as stored, made whole again, and their row versions
+    (``xmin``); runs without a row are absent. ``lock``: locked until the transaction ends."""
     columns = stored_state.COLUMNS
-    query = sql.SQL("SELECT run_id, merge_state, {cols} FROM {t} WHERE run_id = ANY(%s)").format(
+    query = sql.SQL(
+        "SELECT run_id, xmin::text, merge_state, {cols} FROM {t} WHERE run_id = ANY(%s) {lock}"
+    ).format(
         cols=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
         t=sql.Identifier(table),
+        lock=sql.SQL("ORDER BY run_id FOR UPDATE" if lock else ""),
     )
     states: dict[str, State] = {}
+    versions: dict[str, str] = {}
     for r in conn.execute(query, (run_ids,)).fetchall():
-        states[str(r[0])] = stored_state.restore(r[1], dict(zip(columns, r[2:], strict=True)))
-    return states
+        run_id = str(r[0])
+        versions[run_id] = str(r[1])
+        states[run_id] = stored_state.restore(r[2], dict(zip(columns, r[3:], strict=True)))
+    return states, versions
 
 
 class RunStates:

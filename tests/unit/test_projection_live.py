@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 import random
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,10 +41,17 @@ class Table:
         states.update({r: copy.deepcopy(self.states[r]) for r in missing if r in self.states})
         return reduce_runs(states, events)
 
-    def write_rows(self, conn: Connection, table: str, rows: list[dict[str, Any]]) -> None:
-        self.writes += len(rows)
-        for row in rows:
-            self.rows[row["run_id"]] = row
+    def write_states(
+        self,
+        conn: Connection,
+        table: str,
+        states: Mapping[str, State],
+        versions: Mapping[str, str | None],
+    ) -> dict[str, str]:
+        self.writes += len(states)
+        for run_id, state in states.items():
+            self.rows[run_id] = run_row(run_id, state)
+        return {run_id: "1" for run_id in states}
 
 
 def _events() -> list[EventDoc]:

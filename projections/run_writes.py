@@ -1,0 +1,146 @@
+"""``diagnosis_run`` rows written when another writer may have written the same run.
+
+Runs are co-partitioned on every topic, so the events of a run normally reach one
+worker, one replica or one rebuild group. A partition-count change breaks that for
+the runs in flight at the time: their earlier events stay on the old partition
+and their later ones land on the partition the new count gives, which another
+worker may own. Two writers then fold parts of one run, and a plain upsert would
+keep whichever wrote last.
+
+So every row is written against the version its state started from: the row's
+``xmin`` as read, the version this writer wrote last, or none for a run it saw no
+row of. A row that changed meanwhile is not overwritten (the conflicting upsert
+only locks it); it is read back under that lock, joined with the state in hand
+(:func:`join`, the merge state being a join-semilattice) and written again. The
+common case costs nothing more than the comparison inside the upsert.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from psycopg import sql
+
+from projections import resolutions
+from projections.runs import State
+from projections.runs import row as run_row
+from projections.store import Connection, adapt, held_runs
+
+# The row version (PostgreSQL's xmin as text) a state started from; None: no row seen.
+Version = str | None
+_TOUCHED = "updated_at"
+
+
+def join(into: State, other: State) -> bool:
+    """Join ``other`` into ``into`` (in place) as if its events had been merged there.
+
+    Returns whether ``into`` changed. Each part follows :func:`projections.runs.merge`:
+    ranked slots keep the higher rank, stage timings the earliest first and latest
+    last, agent steps and resolved alerts are unions by key.
+    """
+    changed = False
+    for key, theirs in other.items():
+        mine = into.get(key)
+        if key == "max_round":
+            if mine is None or int(theirs) > int(mine):
+                into[key] = int(theirs)
+                changed = True
+        elif key == "timings":
+            spans = into.setdefault(key, {})
+            for stage, span in theirs.items():
+                held = spans.get(stage)
+                if held is None:
+                    spans[stage] = dict(span)
+                    changed = True
+                elif span["first"] < held["first"] or span["last"] > held["last"]:
+                    held["first"] = min(held["first"], span["first"])
+                    held["last"] = max(held["last"], span["last"])
+                    changed = True
+        elif key == "steps":
+            steps = into.setdefault(key, {})
+            for event_id, counts in theirs.items():
+                if steps.get(event_id) != counts:
+                    steps[event_id] = counts
+                    changed = True
+        elif key == resolutions.SLOT:
+            changed |= resolutions.join(into, theirs)
+        elif mine is None or list(theirs["rank"]) > list(mine["rank"]):
+            into[key] = theirs
+            changed = True
+    return changed
+
+
+def _upsert(table: str, columns: list[str], *, expected: bool) -> sql.Composed:
+    """The upsert of one row; with ``expected``, an update only of the version given last."""
+    target = sql.Identifier(table)
+    sets = [
+        sql.SQL("{c} = EXCLUDED.{c}").format(c=sql.Identifier(c)) for c in columns if c != "run_id"
+    ]
+    sets.append(sql.SQL("{c} = now()").format(c=sql.Identifier(_TOUCHED)))
+    return sql.SQL(
+        "INSERT INTO {t} ({cols}) VALUES ({vals}) ON CONFLICT (run_id) DO UPDATE SET {sets}"
+        " {when} RETURNING run_id, xmin::text"
+    ).format(
+        t=target,
+        cols=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
+        vals=sql.SQL(", ").join(sql.Placeholder() for _ in columns),
+        sets=sql.SQL(", ").join(sets),
+        when=sql.SQL("WHERE {t}.xmin::text IS NOT DISTINCT FROM %s").format(t=target)
+        if expected
+        else sql.SQL(""),
+    )
+
+
+def _execute(
+    conn: Connection, query: sql.Composed, params: list[tuple[Any, ...]]
+) -> dict[str, str]:
+    """Run ``query`` once per row; the version of each row it wrote."""
+    written: dict[str, str] = {}
+    with conn.cursor() as cur:
+        cur.executemany(query, params, returning=True)
+        while True:
+            for run_id, version in cur.fetchall():
+                written[str(run_id)] = str(version)
+            if not cur.nextset():
+                break
+    return written
+
+
+def write_runs(
+    conn: Connection, table: str, states: Mapping[str, State], versions: Mapping[str, Version]
+) -> dict[str, str]:
+    """Write the rows of ``states``; returns the version each row now has.
+
+    Must run inside a transaction: a row another writer changed since the version
+    in ``versions`` stays locked from the failed upsert until its joined state is
+    written. The states of such runs are joined in place with the stored ones.
+    """
+    if not states:
+        return {}
+    order = sorted(states)
+    rows = [run_row(run_id, states[run_id]) for run_id in order]
+    columns = list(rows[0])
+    values = [tuple(adapt(c, r[c]) for c in columns) for r in rows]
+    written = _execute(
+        conn,
+        _upsert(table, columns, expected=True),
+        [(*v, versions.get(run_id)) for run_id, v in zip(order, values, strict=True)],
+    )
+    stale = [run_id for run_id in order if run_id not in written]
+    if stale:
+        stored, _ = held_runs(conn, table, stale, lock=True)
+        for run_id in stale:
+            join(states[run_id], stored[run_id])
+        again = [run_row(run_id, states[run_id]) for run_id in stale]
+        written.update(
+            _execute(
+                conn,
+                _upsert(table, columns, expected=False),
+                [tuple(adapt(c, r[c]) for c in columns) for r in again],
+            )
+        )
+    return written
+
+
+__all__ = ["Version", "join", "write_runs"]
