@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from projections import reducers
+from projections.run_writes import note_versions
 from projections.runs import State
 from projections.store import Connection, RunStates
 from tracebound.codec.documents import EventDoc
@@ -124,8 +125,7 @@ class PendingRuns:
         if not runs:
             return
         changes = self._model.fold(conn, table, self._held, runs)
-        for run_id in changes.states:
-            self._versions[run_id] = changes.read.get(run_id, self._versions.get(run_id))
+        note_versions(self._versions, changes)
         self._changed.update((r, changes.states[r]) for r in changes.changed)
         # States read back or kept but left as they were are as good as written ones.
         self._forget(

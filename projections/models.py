@@ -20,7 +20,7 @@ from psycopg import sql
 
 from projections import reducers, runs
 from projections.live import Held, LiveWriter, PendingFacts, PendingRuns, Versions
-from projections.run_writes import write_runs
+from projections.run_writes import note_versions, write_runs
 from projections.runs import State
 from projections.settings import ProjectionSettings
 from projections.store import Connection, RunStates, held_runs, upsert
@@ -165,8 +165,7 @@ class _DeferredRuns:
         """Fold ``events`` in; returns the rows written to make room."""
         mine = [e for e in events if e.name in reducers.RUN_EVENTS]
         changes = self._model.fold(self._conn, self._table, self._states.held, mine)
-        for run_id in changes.states:
-            self._versions[run_id] = changes.read.get(run_id, self._versions.get(run_id))
+        note_versions(self._versions, changes)
         self._dirty |= changes.changed
         dropped = self._states.keep({r: changes.states[r] for r in sorted(changes.states)})
         leaving = {r: s for r, s in dropped.items() if r in self._dirty}

@@ -139,9 +139,6 @@ class RunChanges:
     # The row versions of the states read from the table (:mod:`projections.run_writes`).
     read: dict[str, str] = field(default_factory=dict)
 
-    def rows(self) -> list[dict[str, Any]]:
-        return [runs.row(run_id, self.states[run_id]) for run_id in sorted(self.changed)]
-
 
 def reduce_runs(held: Mapping[str, runs.State], events: Iterable[Item]) -> RunChanges:
     """Fold a batch into the held states, in place; a run that did not change is not rewritten.

@@ -18,18 +18,16 @@ common case costs nothing more than the comparison inside the upsert.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
-
-from psycopg import sql
 
 from projections import resolutions
+from projections.reducers import RunChanges
 from projections.runs import State
 from projections.runs import row as run_row
-from projections.store import Connection, adapt, held_runs
+from projections.store import Connection, held_runs, upsert
 
 # The row version (PostgreSQL's xmin as text) a state started from; None: no row seen.
 Version = str | None
-_TOUCHED = "updated_at"
+KEY = "run_id"
 
 
 def join(into: State, other: State) -> bool:
@@ -71,42 +69,6 @@ def join(into: State, other: State) -> bool:
     return changed
 
 
-def _upsert(table: str, columns: list[str], *, expected: bool) -> sql.Composed:
-    """The upsert of one row; with ``expected``, an update only of the version given last."""
-    target = sql.Identifier(table)
-    sets = [
-        sql.SQL("{c} = EXCLUDED.{c}").format(c=sql.Identifier(c)) for c in columns if c != "run_id"
-    ]
-    sets.append(sql.SQL("{c} = now()").format(c=sql.Identifier(_TOUCHED)))
-    return sql.SQL(
-        "INSERT INTO {t} ({cols}) VALUES ({vals}) ON CONFLICT (run_id) DO UPDATE SET {sets}"
-        " {when} RETURNING run_id, xmin::text"
-    ).format(
-        t=target,
-        cols=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
-        vals=sql.SQL(", ").join(sql.Placeholder() for _ in columns),
-        sets=sql.SQL(", ").join(sets),
-        when=sql.SQL("WHERE {t}.xmin::text IS NOT DISTINCT FROM %s").format(t=target)
-        if expected
-        else sql.SQL(""),
-    )
-
-
-def _execute(
-    conn: Connection, query: sql.Composed, params: list[tuple[Any, ...]]
-) -> dict[str, str]:
-    """Run ``query`` once per row; the version of each row it wrote."""
-    written: dict[str, str] = {}
-    with conn.cursor() as cur:
-        cur.executemany(query, params, returning=True)
-        while True:
-            for run_id, version in cur.fetchall():
-                written[str(run_id)] = str(version)
-            if not cur.nextset():
-                break
-    return written
-
-
 def write_runs(
     conn: Connection, table: str, states: Mapping[str, State], versions: Mapping[str, Version]
 ) -> dict[str, str]:
@@ -116,31 +78,25 @@ def write_runs(
     in ``versions`` stays locked from the failed upsert until its joined state is
     written. The states of such runs are joined in place with the stored ones.
     """
-    if not states:
-        return {}
     order = sorted(states)
     rows = [run_row(run_id, states[run_id]) for run_id in order]
-    columns = list(rows[0])
-    values = [tuple(adapt(c, r[c]) for c in columns) for r in rows]
-    written = _execute(
-        conn,
-        _upsert(table, columns, expected=True),
-        [(*v, versions.get(run_id)) for run_id, v in zip(order, values, strict=True)],
-    )
+    expected = [versions.get(run_id) for run_id in order]
+    written = upsert(conn, table, KEY, rows, touch=True, versions=expected)
     stale = [run_id for run_id in order if run_id not in written]
     if stale:
         stored, _ = held_runs(conn, table, stale, lock=True)
         for run_id in stale:
             join(states[run_id], stored[run_id])
         again = [run_row(run_id, states[run_id]) for run_id in stale]
-        written.update(
-            _execute(
-                conn,
-                _upsert(table, columns, expected=False),
-                [tuple(adapt(c, r[c]) for c in columns) for r in again],
-            )
-        )
+        written.update(upsert(conn, table, KEY, again, touch=True, returning=True))
     return written
 
 
-__all__ = ["Version", "join", "write_runs"]
+def note_versions(versions: dict[str, Version], changes: RunChanges) -> None:
+    """After a fold: the version each touched run's state now starts from (read back,
+    else the one held, else none)."""
+    for run_id in changes.states:
+        versions[run_id] = changes.read.get(run_id, versions.get(run_id))
+
+
+__all__ = ["Version", "join", "note_versions", "write_runs"]

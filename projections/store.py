@@ -88,7 +88,7 @@ def write_checkpoints(
         )
 
 
-def adapt(column: str, value: Any) -> Any:
+def _adapt(column: str, value: Any) -> Any:
     return Jsonb(value) if column in JSON_COLUMNS and value is not None else value
 
 
@@ -100,14 +100,19 @@ def upsert(
     *,
     when: sql.SQL | None = None,
     touch: bool = False,
-) -> None:
+    versions: Sequence[str | None] | None = None,
+    returning: bool = False,
+) -> dict[str, str]:
     """Insert ``rows`` or update them by ``key``.
 
     ``when`` (with ``{t}`` for the table) limits which existing rows are updated;
-    ``touch`` also sets ``updated_at``.
+    ``touch`` also sets ``updated_at``; ``versions`` (one per row, None: no row
+    expected) updates a row only at that version (``xmin``), and a row left as it
+    was stays locked until the transaction ends. With ``returning`` or ``versions``,
+    returns the version of each row written by key (else nothing).
     """
     if not rows:
-        return
+        return {}
     columns = list(rows[0])
     target = sql.Identifier(table)
     assignments: list[sql.Composable] = [
@@ -115,8 +120,12 @@ def upsert(
     ]
     if touch:
         assignments.append(sql.SQL("updated_at = now()"))
+    if versions is not None:
+        when = sql.SQL("WHERE {t}.xmin::text IS NOT DISTINCT FROM %s")
+    returning = returning or versions is not None
     query = sql.SQL(
-        "INSERT INTO {t} ({cols}) VALUES ({vals}) ON CONFLICT ({key}) DO UPDATE SET {sets} {when}"
+        "INSERT INTO {t} ({cols}) VALUES ({vals}) ON CONFLICT ({key}) DO UPDATE SET {sets}"
+        " {when} {returning}"
     ).format(
         t=target,
         cols=sql.SQL(", ").join(sql.Identifier(c) for c in columns),
@@ -124,9 +133,20 @@ def upsert(
         key=sql.Identifier(key),
         sets=sql.SQL(", ").join(assignments),
         when=when.format(t=target) if when is not None else sql.SQL(""),
+        returning=sql.SQL("RETURNING {key}, xmin::text").format(key=sql.Identifier(key))
+        if returning
+        else sql.SQL(""),
     )
+    params = [tuple(_adapt(c, r[c]) for c in columns) for r in rows]
+    if versions is not None:
+        params = [(*p, v) for p, v in zip(params, versions, strict=True)]
+    written: dict[str, str] = {}
     with conn.cursor() as cur:
-        cur.executemany(query, [tuple(adapt(c, r[c]) for c in columns) for r in rows])
+        cur.executemany(query, params, returning=returning)
+        while returning:
+            written.update((str(k), str(v)) for k, v in cur.fetchall())
+            returning = bool(cur.nextset())
+    return written
 
 
 def held_runs(
