@@ -103,7 +103,10 @@ def register(subparsers: Any) -> None:
         type=_workers,
         default=0,
         metavar="N",
-        help="partition groups rebuilt in parallel processes (default: one per CPU core)",
+        help=(
+            "partition groups rebuilt in parallel processes"
+            " (default: one per partition number, up to two per CPU core)"
+        ),
     )
     rebuild.add_argument("--json", action="store_true", help="print a JSON report")
     rebuild.add_argument("--quiet", action="store_true", help="no progress on stderr")

@@ -44,6 +44,7 @@ from tracebound.errors import TransientError
 from tracebound.settings import KafkaSettings, PostgresSettings
 
 MAX_WORKERS = 16
+WORKERS_PER_CORE = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,9 +69,15 @@ def end_offsets(kafka: KafkaSettings, topic_names: tuple[str, ...]) -> Checkpoin
 
 
 def worker_count(asked: int, part: Slice) -> int:
-    """``asked`` workers (0: one per CPU core), at most one per partition number."""
+    """``asked`` workers, at most one per partition number.
+
+    The default (``asked`` 0) is one per partition number, up to
+    :data:`WORKERS_PER_CORE` per core: a worker waits for PostgreSQL about half its
+    time, so one per core leaves the cores idle, and groups of unequal size (three
+    partition numbers over two workers) leave one worker with twice the work.
+    """
     numbers = {partition for _topic, partition in part.reading()}
-    wanted = asked if asked > 0 else os.cpu_count() or 1
+    wanted = asked if asked > 0 else WORKERS_PER_CORE * (os.cpu_count() or 1)
     return max(1, min(wanted, len(numbers), MAX_WORKERS))
 
 
@@ -150,7 +157,7 @@ def rebuild_models(
     """Rebuild ``models`` into new tables and swap them in; see the module docstring.
 
     ``postgres`` is where worker processes connect (the settings' database when
-    None); ``workers`` the partition groups read in parallel (0: one per core).
+    None); ``workers`` the partition groups read in parallel (0: see :func:`worker_count`).
     """
     migrate(conn)
     for model in models:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import io
+import os
+
+import pytest
 
 from projections.history import Progress, Slice
 from projections.rebuild import worker_count
@@ -33,6 +36,18 @@ def test_worker_count_is_bounded_by_the_partition_numbers_read() -> None:
     assert worker_count(2, whole) == 2
     assert worker_count(1, whole) == 1
     assert worker_count(4, Slice({}, {("a", 0): 0})) == 1
+
+
+def test_the_default_worker_count_is_a_partition_number_each_up_to_two_per_core(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    whole = Slice(STARTS, ENDS)  # three partition numbers
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    assert worker_count(0, whole) == 3
+    monkeypatch.setattr(os, "cpu_count", lambda: 1)
+    assert worker_count(0, whole) == 2
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert worker_count(0, whole) == 2
 
 
 def test_progress_reports_rate_and_time_left() -> None:
