@@ -136,8 +136,8 @@ class Compiler:
                 raise NotExact(f"{annotation} is not an Avro map of strings")
             return None
         if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            if self._documents:
-                return self.documenter(annotation, avro)
+            if self._documents:  # fastavro's dict is the document when nothing converts
+                return self.documenter(annotation, avro) if self._steps(annotation, avro) else None
             return self.builder(annotation, avro)
         if annotation is datetime and avro == _TIMESTAMP:
             return iso if self._documents else None
@@ -145,13 +145,17 @@ class Compiler:
             return None
         raise NotExact(f"{annotation} from Avro {avro} is not known to be exact")
 
-    def builder(self, model: type[BaseModel], avro: Any) -> Build:
-        """The model of a record fastavro read, built without validating it again."""
-        steps = [
+    def _steps(self, model: type[BaseModel], avro: Any) -> list[tuple[str, Convert]]:
+        """The fields of ``model`` whose values fastavro's need converting, and how."""
+        return [
             (name, convert)
             for name, annotation, field_avro in self.fields(model, avro)
             if (convert := self.convert(annotation, field_avro)) is not None
         ]
+
+    def builder(self, model: type[BaseModel], avro: Any) -> Build:
+        """The model of a record fastavro read, built without validating it again."""
+        steps = self._steps(model, avro)
         new, names = model.__new__, set(model.model_fields)
 
         def build(record: dict[str, Any]) -> Any:
@@ -172,11 +176,7 @@ class Compiler:
     def documenter(self, model: type[BaseModel], avro: Any) -> Convert:
         """The JSON document of a record fastavro read (a new dict: the record stays as
         read); its nested records are documents too."""
-        steps = [
-            (name, convert)
-            for name, annotation, field_avro in self.fields(model, avro)
-            if (convert := self.convert(annotation, field_avro)) is not None
-        ]
+        steps = self._steps(model, avro)
 
         def build(record: dict[str, Any]) -> dict[str, Any]:
             values = dict(record)
