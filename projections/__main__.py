@@ -2,7 +2,7 @@
 
 One thread per read model, each with its own consumer and database connection;
 ``diagnosis_run``, the model with the most work per event, gets
-``TRACEBOUND_PROJECTIONS_RUN_WORKERS`` threads (2) in its consumer group, so one
+``TRACEBOUND_PROJECTIONS_RUN_WORKERS`` threads (3) in its consumer group, so one
 folds while another waits for PostgreSQL or Kafka.
 The process migrates the schema first (retrying while PostgreSQL is down), serves
 ``/healthz`` and ``/metrics`` on the ``TRACEBOUND_PROJECTIONS_METRICS_PORT``, and on

@@ -22,8 +22,10 @@ class ProjectionSettings(TraceboundSettings):
     idle_poll_ms: int = 200
     # Consumers of ``diagnosis_run`` in one process (one thread each, sharing its
     # consumer group, so its partitions are split between them): while one waits for
-    # the database or a fetch, another folds.
-    run_workers: int = Field(default=2, ge=1, le=16)
+    # the database or a fetch, another folds. Three is one per partition at the
+    # default partition count (and an equal share at 6, 9 or 12): with two, one
+    # worker held two partitions of three, and a catch-up waited for it.
+    run_workers: int = Field(default=3, ge=1, le=16)
 
 
 class ProjectionRuntimeSettings(RuntimeSettings):
