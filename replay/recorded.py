@@ -30,10 +30,6 @@ from tracebound.settings import KafkaSettings
 E = TypeVar("E", bound=Event)
 Progress = Callable[[str], None]
 READ_TIMEOUT_S = 120.0  # without a message from the broker
-# Fetch again as soon as a batch was taken from a full queue: librdkafka otherwise
-# pauses the fetch for ``fetch.queue.backoff.ms`` (1 s) whenever its queue is full,
-# which a reader that decodes slower than the broker sends hits after every batch.
-REPLAY_READ = {**history.HISTORY_READ, "fetch.queue.backoff.ms": "5"}
 
 
 def stderr_progress(message: str) -> None:
@@ -232,7 +228,7 @@ def reading_meter(groups: Iterable[history.Slice], progress: Progress) -> histor
 
 def replay_consumer(kafka: KafkaSettings) -> Any:
     """An assign-only consumer for :func:`group_batches` (close it when done)."""
-    return edge.consumer(kafka, "history", config=REPLAY_READ)
+    return edge.consumer(kafka, "history", config=history.HISTORY_READ)
 
 
 def group_batches(

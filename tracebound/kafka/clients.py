@@ -4,7 +4,9 @@ Consumers read ``read_committed`` (an aborted transaction's output never
 happened), never commit on their own (progress is a transaction, a checkpoint
 in PostgreSQL, or nothing for a one-off read), and keep a small prefetch: a
 process reading many partitions at once (a projection catching up, a replay)
-would otherwise queue up to 64 MiB per consumer before handing out a message.
+would otherwise queue up to 64 MiB per consumer before handing out a message;
+with so small a queue, the consumer fetches again within milliseconds of its
+queue having room, not after librdkafka's one-second back-off.
 The session settings of a group member are shared too (a dead member is noticed
 within seconds); a caller adds only what is particular to it, such as
 :data:`READ_TO_END` for a read that must know where a partition ends. Every
@@ -32,6 +34,10 @@ CONSUMER_DEFAULTS: dict[str, str] = {
     "auto.offset.reset": "earliest",
     "fetch.wait.max.ms": "50",
     "queued.max.messages.kbytes": "8192",
+    # Fetch again as soon as a batch was taken from a full queue: librdkafka otherwise
+    # stops fetching for this long (1 s by default) whenever its queue is full, which a
+    # reader slower than the broker (a catch-up, a rebuild, a replay) hits again and again.
+    "fetch.queue.backoff.ms": "5",
     "fetch.max.bytes": "8388608",
     "max.partition.fetch.bytes": "524288",
     "session.timeout.ms": "10000",
