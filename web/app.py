@@ -34,6 +34,7 @@ from services.ingest.models import AlertmanagerWebhook, ChatRequest, validation_
 from services.ingest.runs import EventReader, RunBuffer
 from services.ingest.settings import IngestSettings
 from services.ingest.traced import run_span
+from tracebound.codec import make_codec
 from tracebound.errors import TransientError
 from tracebound.events import DiagnosisRequested, Event
 from tracebound.publisher import KafkaPublisher, Publisher
@@ -68,7 +69,7 @@ class Ports:
 
 def default_ports(settings: IngestSettings) -> Ports:
     kafka = KafkaSettings()
-    runs = RunBuffer(settings.max_runs)
+    runs = RunBuffer(settings.max_runs, settings.max_buffer_mb << 20, make_codec(kafka))
     publisher = KafkaPublisher(kafka)
     alert_topic = None
     if settings.alerts_topic:

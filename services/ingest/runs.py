@@ -21,20 +21,27 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from tracebound import kafka as edge
-from tracebound.codec import make_codec
+from tracebound.codec import Codec, SingleObjectCodec, make_codec
+from tracebound.errors import PoisonInput
 from tracebound.events import Answer, Event
 from tracebound.settings import KafkaSettings
+from tracebound.topics import topic_for
 from tracebound.topology import role
 
 log = logging.getLogger(__name__)
 MAX_EVENTS_PER_RUN = 2000
 WATCHED = role("ingest").watched_topics
+ANSWERS = topic_for("Answer")
+EVENT_SIZE = 1024  # what an event published here counts for in the byte bound
 
 
 @dataclass
 class _Run:
-    events: list[Event] = field(default_factory=list)
-    ids: set[str] = field(default_factory=set)
+    # Events as read (topic and Avro bytes) until someone asks for the run; then decoded.
+    entries: list[Event | tuple[str, bytes]] = field(default_factory=list)
+    read: set[tuple[str, int, int]] = field(default_factory=set)  # coordinates held
+    ids: set[str] = field(default_factory=set)  # event ids of the decoded entries
+    size: int = 0
     answer: Answer | None = None
 
 
@@ -42,39 +49,115 @@ Subscriber = tuple[asyncio.AbstractEventLoop, "asyncio.Queue[Event]"]
 
 
 class RunBuffer:
-    """The events of the last ``max_runs`` runs, and who is waiting for more of them."""
+    """The events of the last ``max_runs`` runs (at most ``max_bytes`` of them), and who is
+    waiting for more.
 
-    def __init__(self, max_runs: int = 5000) -> None:
-        self._max_runs = max_runs
+    Events are kept as the bytes read and decoded only for a run someone asks about
+    (a snapshot, or a waiter when they arrive): most runs are never asked for, and
+    a decoded event takes about ten times its bytes. Answers are decoded as they come.
+    The oldest runs leave first, whichever bound they pass.
+    """
+
+    def __init__(
+        self, max_runs: int = 5000, max_bytes: int = 64 << 20, codec: Codec | None = None
+    ) -> None:
+        self._max_runs, self._max_bytes = max_runs, max_bytes
+        self._codec = codec or SingleObjectCodec()
         self._runs: OrderedDict[str, _Run] = OrderedDict()
+        self._bytes = 0
         self._subscribers: dict[str, list[Subscriber]] = {}
         self._lock = threading.Lock()
 
+    @property
+    def size(self) -> int:
+        """Bytes held (events decoded here count for the bytes they were read from)."""
+        return self._bytes
+
     def add(self, event: Event) -> None:
+        """An event this process published (decoded already)."""
         with self._lock:
-            run = self._runs.get(event.run_id)
-            if run is None:
-                run = self._runs[event.run_id] = _Run()
-                while len(self._runs) > self._max_runs:
-                    self._runs.popitem(last=False)
-            if event.event_id in run.ids:
-                return  # a re-read after a rebalance or reconnect
-            run.ids.add(event.event_id)
-            if len(run.events) < MAX_EVENTS_PER_RUN:
-                run.events.append(event)
-            if isinstance(event, Answer) and run.answer is None:
-                run.answer = event
+            if not self._hold(self._run(event.run_id), event, EVENT_SIZE):
+                return
             waiting = list(self._subscribers.get(event.run_id, ()))
-        for loop, queue in waiting:
-            try:
-                loop.call_soon_threadsafe(queue.put_nowait, event)
-            except RuntimeError:
-                continue  # that loop is closed; its waiter is gone
+        _deliver(waiting, event)
+
+    def add_message(self, run_id: str, message: Any) -> None:
+        """A message read from ``run_id``'s topics; a message read again is ignored."""
+        coordinates = (message.topic(), message.partition(), message.offset())
+        data: bytes = message.value()
+        with self._lock:
+            run = self._run(run_id)
+            if coordinates in run.read:
+                return  # a re-read after a reconnect
+            run.read.add(coordinates)
+            waiting = list(self._subscribers.get(run_id, ()))
+            if not waiting and coordinates[0] != ANSWERS:
+                self._hold(run, (coordinates[0], data), len(data))
+                return
+        event = self._decode(coordinates[0], data)
+        if event is None or event.run_id != run_id:
+            return
+        with self._lock:
+            if not self._hold(self._run(run_id), event, len(data)):
+                return
+        _deliver(waiting, event)
 
     def snapshot(self, run_id: str) -> tuple[list[Event], Answer | None]:
+        """The run's events so far (each event once) and its answer."""
         with self._lock:
             run = self._runs.get(run_id)
-            return (list(run.events), run.answer) if run else ([], None)
+            if run is None:
+                return [], None
+            entries = list(run.entries)
+        events: list[Event] = []
+        seen: set[str] = set()
+        for entry in entries:
+            event = entry if isinstance(entry, Event) else self._decode(*entry)
+            if event is None or event.run_id != run_id or event.event_id in seen:
+                continue
+            seen.add(event.event_id)
+            events.append(event)
+        with self._lock:
+            held = self._runs.get(run_id)
+            if held is None:
+                return events, run.answer
+            if all(a is b for a, b in zip(held.entries, entries, strict=False)):
+                held.entries[: len(entries)] = events  # decoded once, duplicates dropped
+                held.ids.update(seen)
+            return events, held.answer
+
+    def _run(self, run_id: str) -> _Run:
+        """The run's buffer (created as the newest run); call with the lock held."""
+        run = self._runs.get(run_id)
+        if run is None:
+            run = self._runs[run_id] = _Run()
+        return run
+
+    def _hold(self, run: _Run, entry: Event | tuple[str, bytes], size: int) -> bool:
+        """Keep ``entry`` in ``run`` unless it is a decoded event held already (False),
+        then let the oldest runs go past the bounds."""
+        if isinstance(entry, Event):
+            if entry.event_id in run.ids:
+                return False
+            run.ids.add(entry.event_id)
+        if isinstance(entry, Answer) and run.answer is None:
+            run.answer = entry
+        if len(run.entries) < MAX_EVENTS_PER_RUN:
+            run.entries.append(entry)
+            run.size += size
+            self._bytes += size
+        while len(self._runs) > 1 and (
+            len(self._runs) > self._max_runs or self._bytes > self._max_bytes
+        ):
+            _, gone = self._runs.popitem(last=False)
+            self._bytes -= gone.size
+        return True
+
+    def _decode(self, topic: str, data: bytes) -> Event | None:
+        try:
+            return self._codec.decode(data, topic)
+        except PoisonInput:
+            return None  # the roles dead-letter it; a reader passes it over
 
     def subscribe(self, run_id: str) -> Subscriber:
         """Call from the event loop; events added from now on reach the queue."""
@@ -114,6 +197,14 @@ class RunBuffer:
             self.unsubscribe(run_id, sub)
 
 
+def _deliver(waiting: list[Subscriber], event: Event) -> None:
+    for loop, queue in waiting:
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, event)
+        except RuntimeError:
+            continue  # that loop is closed; its waiter is gone
+
+
 class EventReader:
     """The thread that fills a :class:`RunBuffer` from Kafka."""
 
@@ -142,6 +233,19 @@ class EventReader:
         self._follower = edge.PartitionFollower(WATCHED, starts)
         return consumer
 
+    def _take(self, codec: Codec, message: Any) -> None:
+        """Hand a message to the buffer under its key, the run id the roles key events by
+        (a message without a key is decoded for it; poison is the roles' business)."""
+        if message.error() is not None or message.value() is None:
+            return
+        key = message.key()
+        if key is None:
+            try:
+                key = codec.decode(message.value(), message.topic()).run_id.encode()
+            except PoisonInput:
+                return
+        self._buffer.add_message(key.decode("utf-8", "replace"), message)
+
     def _run(self) -> None:
         codec = make_codec(self._kafka)
         consumer: Any = None
@@ -154,8 +258,8 @@ class EventReader:
                     log.warning("event reader cannot start yet: %s", exc)
                     self._stop.wait(2)
                     continue
-            for event in edge.decoded(codec, edge.next_batch(consumer, 500, 0.5)):
-                self._buffer.add(event)  # poison: the dead-letter path of the roles deals with it
+            for message in edge.next_batch(consumer, 500, 0.5):
+                self._take(codec, message)
             try:
                 self._follower.follow(consumer)
             except KafkaException as exc:  # the broker's trouble: asked again later

@@ -40,6 +40,9 @@ class IngestSettings(PageAddress):
         default=3600, ge=0, le=7 * 86400, description="event history the run buffer loads"
     )
     max_runs: int = Field(default=5000, ge=10, le=1_000_000)
+    max_buffer_mb: int = Field(
+        default=64, ge=1, le=65_536, description="event bytes the run buffer keeps at most"
+    )
     alerts_topic: str = Field(
         default=ALERTS,
         pattern=r"^[A-Za-z0-9._-]{0,249}$",

@@ -237,14 +237,6 @@ def test_event_stream_of_an_unknown_run_times_out(client: TestClient) -> None:
     assert "event: timeout" in text
 
 
-def test_run_buffer_is_bounded() -> None:
-    runs = RunBuffer(max_runs=10)
-    for i in range(25):
-        runs.add(_events(f"run-{i}")[0])
-    assert runs.snapshot("run-0") == ([], None)
-    assert len(runs.snapshot("run-24")[0]) == 1
-
-
 def test_a_run_accepted_here_streams_its_request_first() -> None:
     # The reader may reach a later stage's topic before the requests topic; what this
     # process published and the broker acknowledged is buffered at once.
