@@ -14,6 +14,7 @@ from services.ingest.alertmanager import AlertGroup, firing_groups
 from services.ingest.dedup import Claimed
 from services.ingest.intake import Intake
 from services.ingest.settings import IngestSettings
+from tests.support.messages import Message
 from tracebound.errors import InvalidInputError, TransientError
 from tracebound.events import Alert, AlertsResolved, DeadLetter, DiagnosisRequested, Event
 from tracebound.settings import KafkaSettings
@@ -27,29 +28,9 @@ def firing_text() -> bytes:
     return (FIXTURES / "firing_group.json").read_bytes()
 
 
-class Message:
-    """The parts of a consumed record the reader looks at."""
-
-    def __init__(self, value: bytes | None, key: bytes | None = b"k-1", offset: int = 41) -> None:
-        self._value, self._key, self._offset = value, key, offset
-
-    def error(self) -> None:
-        return None
-
-    def value(self) -> bytes | None:
-        return self._value
-
-    def key(self) -> bytes | None:
-        return self._key
-
-    def topic(self) -> str:
-        return TOPIC
-
-    def partition(self) -> int:
-        return 2
-
-    def offset(self) -> int:
-        return self._offset
+def message(value: bytes | None, key: bytes | None = b"k-1", offset: int = 41) -> Message:
+    """A record of the alerts topic as the reader consumes it."""
+    return Message(TOPIC, 2, offset, value, key)
 
 
 class Claims:
@@ -129,7 +110,7 @@ def test_records_that_cannot_be_read_say_why(
 
 def test_a_bad_record_becomes_a_dead_letter_with_its_reason_and_place() -> None:
     reader, intake, published, claims = reader_and_intake()
-    reader.handle(intake, Message(b"{not json"))
+    reader.handle(intake, message(b"{not json"))
     [letter] = published
     assert isinstance(letter, DeadLetter)
     assert (letter.source_topic, letter.source_partition, letter.source_offset) == (TOPIC, 2, 41)
@@ -140,7 +121,7 @@ def test_a_bad_record_becomes_a_dead_letter_with_its_reason_and_place() -> None:
 
 def test_a_good_record_takes_the_webhook_path() -> None:
     reader, intake, published, claims = reader_and_intake()
-    reader.handle(intake, Message(firing_text()))
+    reader.handle(intake, message(firing_text()))
     [request] = published
     assert isinstance(request, DiagnosisRequested)
     assert request.request.requested_by == "alertmanager:tracebound"
@@ -164,7 +145,7 @@ def test_the_reader_is_on_by_default_and_an_empty_topic_turns_it_off(
 
 def test_a_large_unreadable_record_is_dead_lettered_without_its_bytes() -> None:
     reader, intake, published, _ = reader_and_intake(max_bytes=1 << 20)
-    reader.handle(intake, Message(b"x" * (600 * 1024)))
+    reader.handle(intake, message(b"x" * (600 * 1024)))
     [letter] = published
     assert isinstance(letter, DeadLetter) and letter.value is None
     assert letter.error_message.startswith("not JSON")
@@ -175,7 +156,7 @@ class Partition:
     """One partition's records and the reader's position and commits on it."""
 
     def __init__(self, values: list[bytes]) -> None:
-        self.records = [Message(v, offset=i) for i, v in enumerate(values)]
+        self.records = [message(v, offset=i) for i, v in enumerate(values)]
         self.position = 0
         self.commits: list[int] = []
 

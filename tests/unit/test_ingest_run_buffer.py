@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-from typing import Any
 
 from services.ingest.runs import ANSWERS, EventReader, RunBuffer
+from tests.support.messages import Message
 from tests.support.samples import sample
 from tracebound.codec import SingleObjectCodec
 from tracebound.events import Answer, DiagnosisRequested, Event, PlanProduced
@@ -16,33 +15,8 @@ from tracebound.topics import topic_for
 CODEC = SingleObjectCodec()
 
 
-@dataclass
-class Msg:
-    """A consumed message as confluent-kafka hands it over (what the buffer reads)."""
-
-    _topic: str
-    _offset: int
-    _value: bytes | None
-    _key: bytes | None = None
-    _partition: int = 0
-
-    def topic(self) -> str:
-        return self._topic
-
-    def partition(self) -> int:
-        return self._partition
-
-    def offset(self) -> int:
-        return self._offset
-
-    def value(self) -> bytes | None:
-        return self._value
-
-    def key(self) -> bytes | None:
-        return self._key
-
-    def error(self) -> Any:
-        return None
+def Msg(topic: str, offset: int, value: bytes | None, key: bytes | None = None) -> Message:
+    return Message(topic, 0, offset, value, key)
 
 
 class CountingCodec(SingleObjectCodec):
@@ -63,7 +37,7 @@ def _run(run_id: str) -> tuple[DiagnosisRequested, PlanProduced, Answer]:
     return request, plan, answer
 
 
-def _message(event: Event, offset: int) -> Msg:
+def _message(event: Event, offset: int) -> Message:
     topic = topic_for(event.schema_name)
     return Msg(topic, offset, CODEC.encode(event), event.run_id.encode())
 
@@ -152,7 +126,7 @@ def test_the_reader_files_a_message_under_its_key_or_its_decoded_run_id() -> Non
     request, plan, _ = _run("r-1")
     reader._take(CODEC, _message(request, 0))
     keyless = _message(plan, 1)
-    keyless._key = None
+    keyless.key_bytes = None
     reader._take(CODEC, keyless)
     reader._take(CODEC, Msg(topic_for("PlanProduced"), 2, None, b"r-1"))  # a tombstone
     assert [e.event_id for e in runs.snapshot("r-1")[0]] == ["r-1-request", "r-1-plan"]

@@ -10,6 +10,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaError, KafkaException, TopicP
 from prometheus_client import generate_latest
 
 from tests.support.kafka_io import CODEC
+from tests.support.messages import Message
 from tests.support.samples import sample
 from tracebound import kafka as edge
 from tracebound.events import Answer
@@ -20,31 +21,16 @@ from tracebound.settings import KafkaSettings
 T = "t.a"
 
 
-class Msg:
-    def __init__(self, partition: int, offset: int, value: bytes | None = b"x", eof: bool = False):
-        self._partition, self._offset, self._value = partition, offset, value
-        self._error = KafkaError(KafkaError._PARTITION_EOF) if eof else None
-
-    def topic(self) -> str:
-        return T
-
-    def partition(self) -> int:
-        return self._partition
-
-    def offset(self) -> int:
-        return self._offset
-
-    def value(self) -> bytes | None:
-        return self._value
-
-    def error(self) -> KafkaError | None:
-        return self._error
+def Msg(partition: int, offset: int, value: bytes | None = b"x", eof: bool = False) -> Message:
+    return Message(
+        T, partition, offset, value, None, KafkaError(KafkaError._PARTITION_EOF) if eof else None
+    )
 
 
 class FakeConsumer:
     """Hands out queued messages; knows watermarks, times and positions of partition 0/1."""
 
-    def __init__(self, messages: list[Msg]) -> None:
+    def __init__(self, messages: list[Message]) -> None:
         self.queue = deque(messages)
         self.assigned: list[TopicPartition] = []
         self.marks = {0: (2, 10), 1: (0, 4)}
@@ -61,11 +47,11 @@ class FakeConsumer:
             for tp in partitions
         ]
 
-    def poll(self, _timeout: float) -> Msg | None:
+    def poll(self, _timeout: float) -> Message | None:
         return self.queue.popleft() if self.queue else None
 
-    def consume(self, num_messages: int, timeout: float) -> list[Msg]:
-        out: list[Msg] = []
+    def consume(self, num_messages: int, timeout: float) -> list[Message]:
+        out: list[Message] = []
         while self.queue and len(out) < num_messages:
             out.append(self.queue.popleft())
         return out
