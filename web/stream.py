@@ -37,7 +37,7 @@ async def run_events(runs: RunBuffer, run_id: str, wait: float) -> AsyncIterator
     try:
         order = CausalOrder(CAUSE_WAIT_S)
         deadline = time.monotonic() + wait
-        past, _ = runs.snapshot(run_id)
+        past, _ = await asyncio.to_thread(runs.snapshot, run_id)  # may decode: off the loop
         ready = [
             out
             for event in sorted(past, key=lambda e: e.occurred_at)

@@ -103,7 +103,10 @@ class RunBuffer:
         _deliver(waiting, event)
 
     def snapshot(self, run_id: str) -> tuple[list[Event], Answer | None]:
-        """The run's events so far (each event once) and its answer."""
+        """The run's events so far (each event once) and its answer.
+
+        It may decode (and, with a schema registry, fetch a schema): an event loop
+        calls it in a thread."""
         with self._lock:
             run = self._runs.get(run_id)
             if run is None:
@@ -178,7 +181,7 @@ class RunBuffer:
         """The run's Answer if it arrives within ``timeout_s``, and its event count."""
         sub = self.subscribe(run_id)
         try:
-            events, answer = self.snapshot(run_id)
+            events, answer = await asyncio.to_thread(self.snapshot, run_id)  # may decode
             seen = len(events)
             deadline = time.monotonic() + timeout_s
             while answer is None:
