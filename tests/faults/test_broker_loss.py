@@ -23,11 +23,13 @@ not from when this test read them, so a slow reader cannot widen it.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
 from collections import Counter
 from collections.abc import Iterator
+from datetime import datetime
 from itertools import pairwise
 from pathlib import Path
 
@@ -93,6 +95,23 @@ def cluster(stack: StackHandle, tmp_path: Path) -> Iterator[StackHandle]:
         )
     finally:
         kafka.stop_broker(settings)
+
+
+def _logged_between(log: Path, start: float, end: float, most: int = 30) -> list[str]:
+    """The lines of a service log written between two times (JSON lines by their ``ts``,
+    librdkafka's by their epoch field), at most ``most`` of them."""
+    picked: list[str] = []
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            if line.startswith("%"):
+                at = float(line.split("|")[1])
+            else:
+                at = datetime.fromisoformat(json.loads(line)["ts"]).timestamp()
+        except (ValueError, IndexError, KeyError, TypeError):
+            continue
+        if start <= at <= end:
+            picked.append(line[:300])
+    return picked[:most]
 
 
 def _wait_replicated(bootstrap: str, timeout_s: float) -> None:
@@ -179,7 +198,15 @@ def test_replicas_and_a_broker_lost_on_a_three_broker_cluster(
                 )
             _settle_and_check("three-brokers", pipeline, counter, capsys, must_survive=True)
             assert not dead.raw, f"{len(dead.raw)} records dead-lettered"
-            assert gap < MAX_GAP_S, f"answers stopped for {gap:.1f}s after the broker loss"
+            if gap >= MAX_GAP_S:  # which stage held everything up: the services' logs of then
+                tails = "\n".join(
+                    f"--- {log.stem}\n" + "\n".join(_logged_between(log, killed_at, back_at + 10))
+                    for log in sorted((pipeline.state_dir / "services").glob("*.log"))
+                )
+                raise AssertionError(
+                    f"answers stopped for {gap:.1f}s after the broker loss (node {victim},"
+                    f" killed at {killed_at:.3f}, back at {back_at:.3f})\n{tails}"
+                )
     finally:
         counter.close()
         dead.close()
