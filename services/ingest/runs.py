@@ -21,7 +21,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 
 from tracebound import kafka as edge
-from tracebound.codec import Codec, SingleObjectCodec, make_codec
+from tracebound.codec import Codec, SingleObjectCodec
 from tracebound.errors import PoisonInput
 from tracebound.events import Answer, Event
 from tracebound.settings import KafkaSettings
@@ -39,7 +39,6 @@ EVENT_SIZE = 1024  # what an event published here counts for in the byte bound
 class _Run:
     # Events as read (topic and Avro bytes) until someone asks for the run; then decoded.
     entries: list[Event | tuple[str, bytes]] = field(default_factory=list)
-    read: set[tuple[str, int, int]] = field(default_factory=set)  # coordinates held
     ids: set[str] = field(default_factory=set)  # event ids of the decoded entries
     size: int = 0
     answer: Answer | None = None
@@ -82,19 +81,15 @@ class RunBuffer:
         _deliver(waiting, event)
 
     def add_message(self, run_id: str, message: Any) -> None:
-        """A message read from ``run_id``'s topics; a message read again is ignored."""
-        coordinates = (message.topic(), message.partition(), message.offset())
-        data: bytes = message.value()
+        """A message read from ``run_id``'s topics (one read twice counts once when decoded)."""
+        topic, data = message.topic(), message.value()
         with self._lock:
             run = self._run(run_id)
-            if coordinates in run.read:
-                return  # a re-read after a reconnect
-            run.read.add(coordinates)
             waiting = list(self._subscribers.get(run_id, ()))
-            if not waiting and coordinates[0] != ANSWERS:
-                self._hold(run, (coordinates[0], data), len(data))
+            if not waiting and topic != ANSWERS:
+                self._hold(run, (topic, data), len(data))
                 return
-        event = self._decode(coordinates[0], data)
+        event = self.decode(topic, data)
         if event is None or event.run_id != run_id:
             return
         with self._lock:
@@ -115,7 +110,7 @@ class RunBuffer:
         events: list[Event] = []
         seen: set[str] = set()
         for entry in entries:
-            event = entry if isinstance(entry, Event) else self._decode(*entry)
+            event = entry if isinstance(entry, Event) else self.decode(*entry)
             if event is None or event.run_id != run_id or event.event_id in seen:
                 continue
             seen.add(event.event_id)
@@ -156,7 +151,8 @@ class RunBuffer:
             self._bytes -= gone.size
         return True
 
-    def _decode(self, topic: str, data: bytes) -> Event | None:
+    def decode(self, topic: str, data: bytes) -> Event | None:
+        """The event of a message, in the buffer's codec; None for poison."""
         try:
             return self._codec.decode(data, topic)
         except PoisonInput:
@@ -236,21 +232,20 @@ class EventReader:
         self._follower = edge.PartitionFollower(WATCHED, starts)
         return consumer
 
-    def _take(self, codec: Codec, message: Any) -> None:
+    def _take(self, message: Any) -> None:
         """Hand a message to the buffer under its key, the run id the roles key events by
         (a message without a key is decoded for it; poison is the roles' business)."""
         if message.error() is not None or message.value() is None:
             return
         key = message.key()
         if key is None:
-            try:
-                key = codec.decode(message.value(), message.topic()).run_id.encode()
-            except PoisonInput:
+            event = self._buffer.decode(message.topic(), message.value())
+            if event is None:
                 return
+            key = event.run_id.encode()
         self._buffer.add_message(key.decode("utf-8", "replace"), message)
 
     def _run(self) -> None:
-        codec = make_codec(self._kafka)
         consumer: Any = None
         while not self._stop.is_set():
             if consumer is None:
@@ -262,7 +257,7 @@ class EventReader:
                     self._stop.wait(2)
                     continue
             for message in edge.next_batch(consumer, 500, 0.5):
-                self._take(codec, message)
+                self._take(message)
             try:
                 self._follower.follow(consumer)
             except KafkaException as exc:  # the broker's trouble: asked again later

@@ -124,9 +124,9 @@ def test_the_reader_files_a_message_under_its_key_or_its_decoded_run_id() -> Non
     runs = RunBuffer()
     reader = EventReader(KafkaSettings(), runs, 60)
     request, plan, _ = _run("r-1")
-    reader._take(CODEC, _message(request, 0))
+    reader._take(_message(request, 0))
     keyless = _message(plan, 1)
     keyless.key_bytes = None
-    reader._take(CODEC, keyless)
-    reader._take(CODEC, Msg(topic_for("PlanProduced"), 2, None, b"r-1"))  # a tombstone
+    reader._take(keyless)
+    reader._take(Msg(topic_for("PlanProduced"), 2, None, b"r-1"))  # a tombstone
     assert [e.event_id for e in runs.snapshot("r-1")[0]] == ["r-1-request", "r-1-plan"]
