@@ -117,25 +117,12 @@ def test_a_consumers_fatal_error_is_fatal_even_unflagged() -> None:
 
 
 def test_a_member_replaced_again_and_again_shares_its_id_with_a_live_process() -> None:
-    from tracebound.events import DiagnosisRequested
-    from tracebound.runtime import ServiceLoop, ServiceMetrics, ServiceSpec
-    from tracebound.settings import KafkaSettings
+    from tracebound.runtime.membership import GroupWatch
 
-    spec = ServiceSpec(
-        name="planner",
-        input_topics=("t",),
-        handler=lambda _event: [],
-        accepts=(DiagnosisRequested,),
-    )
-    loop = ServiceLoop(
-        spec,
-        kafka=KafkaSettings(),
-        runtime=RuntimeSettings(replica_id="twin"),
-        metrics=ServiceMetrics("planner"),
-    )
-    loop._replaced(0.0)  # once or twice: a coordinator's confusion after a broker restart
-    loop._replaced(100.0)
-    loop._replaced(450.0)  # both earlier ones are out of the window by now
-    loop._replaced(460.0)
+    watch = GroupWatch()
+    watch.replaced("planner-twin", 0.0)  # once or twice: a coordinator's confusion
+    watch.replaced("planner-twin", 100.0)
+    watch.replaced("planner-twin", 450.0)  # both earlier ones are out of the window by now
+    watch.replaced("planner-twin", 460.0)
     with pytest.raises(ReplicaInUse, match=r"transactional\.id planner-twin \(a member"):
-        loop._replaced(470.0)
+        watch.replaced("planner-twin", 470.0)

@@ -15,6 +15,7 @@ transaction timeout, and nothing the wedged producer still holds can commit.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -32,6 +33,9 @@ log = logging.getLogger("tracebound.runtime")
 STUCK_GRACE_S = 1.0
 # A call is never given less than this: librdkafka treats 0 as "do not wait at all".
 MIN_CALL_S = 0.5
+# How long abandoned clients get to close before the new ones are built: a consumer
+# whose group coordinator is gone would otherwise hold up the rebuild until it gives up.
+ABANDON_CLOSE_S = 2.0
 
 
 class ClientStuckError(Exception):
@@ -89,3 +93,10 @@ def commit_within(producer: Any, deadline: Deadline) -> None:
                 time.sleep(0.5)
                 continue
             raise
+
+
+def close_within(consumer: Any, seconds: float = ABANDON_CLOSE_S) -> None:
+    """Close an abandoned consumer, waiting no longer than ``seconds`` for it."""
+    closer = threading.Thread(target=consumer.close, name="consumer-close", daemon=True)
+    closer.start()
+    closer.join(seconds)

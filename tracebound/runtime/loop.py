@@ -25,7 +25,9 @@ Failure policy:
 - fatal Kafka error (e.g. fenced) → rebuild the clients and resume from the
   committed offsets;
 - a transaction's calls still running past their bound (a dead coordinator) →
-  abandon the clients and rebuild them at once (:mod:`~tracebound.runtime.bounded`).
+  abandon the clients and rebuild them at once (:mod:`~tracebound.runtime.bounded`);
+- after any rebuild, one rejoin of the group; no assignment long after a loss →
+  rebuild (:mod:`~tracebound.runtime.membership`).
 """
 
 from __future__ import annotations
@@ -45,11 +47,18 @@ from tracebound.codec import Codec, make_codec
 from tracebound.collector import tuned_collector
 from tracebound.errors import TransientError
 from tracebound.kafka import Severity, severity_of
-from tracebound.replica import ReplicaInUse, ReplicaLock
+from tracebound.replica import ReplicaLock
 from tracebound.runtime.batch import Output, first_offsets, next_offsets, transform
-from tracebound.runtime.bounded import BoundedCalls, ClientStuckError, Deadline, commit_within
+from tracebound.runtime.bounded import (
+    BoundedCalls,
+    ClientStuckError,
+    Deadline,
+    close_within,
+    commit_within,
+)
 from tracebound.runtime.commit_policy import CommitPolicy, Uncommitted
 from tracebound.runtime.inflight import InFlight
+from tracebound.runtime.membership import GroupWatch, Repair
 from tracebound.runtime.metrics import ServiceMetrics
 from tracebound.runtime.pacing import pace
 from tracebound.runtime.service import ServiceSpec
@@ -60,11 +69,6 @@ log = logging.getLogger("tracebound.runtime")
 
 LAG_INTERVAL_S = 10.0
 TOPICS_CHECK_INTERVAL_S = 30.0  # how often co-partitioning is checked again
-# Replaced this often within the window: another live process has our replica id.
-REPLACED_LIMIT, REPLACED_WINDOW_S = 3, 300.0
-# How long abandoned clients get to close before the new ones are built: a consumer
-# whose group coordinator is gone would otherwise hold up the rebuild until it gives up.
-ABANDON_CLOSE_S = 2.0
 
 
 class ServiceLoop:
@@ -88,8 +92,8 @@ class ServiceLoop:
         self._producer: Any = None
         self._lag = edge.LagGauge(self.metrics, spec.name, LAG_INTERVAL_S)
         self._consumer_failed = False
+        self._group = GroupWatch()
         self._calls = BoundedCalls()
-        self._replacements: list[float] = []
         self._topics_checked = -TOPICS_CHECK_INTERVAL_S
         self.pacing = pace(
             spec.name,
@@ -132,6 +136,9 @@ class ServiceLoop:
                 **self.spec.extra_consumer_config,
             },
         )
+        self._subscribe()
+
+    def _subscribe(self) -> None:
         self._consumer.subscribe(
             list(self.spec.input_topics),
             on_assign=self._on_assign,
@@ -152,6 +159,7 @@ class ServiceLoop:
         # Cooperative rebalancing: ``partitions`` are the ones added, not the whole set.
         # The hook rebuilds state from committed output, so nothing may stay uncommitted.
         log.info("partitions assigned: %s", edge.describe_partitions(partitions))
+        self._group.assigned()
         self._drop_uncommitted()
         if self.spec.on_assign is not None:
             self.spec.on_assign(list(partitions))
@@ -167,6 +175,7 @@ class ServiceLoop:
         # Lost (not revoked): another member may already own them, and a zombie
         # commit would be fenced by the group generation.
         log.warning("partitions lost: %s", edge.describe_partitions(partitions))
+        self._group.lost(time.monotonic())
         self._lag.forget((tp.topic, tp.partition) for tp in partitions)
         self._drop_uncommitted()
 
@@ -213,11 +222,9 @@ class ServiceLoop:
                 batch = [
                     m for m in self._next_batch() if m.error() is None or not self._is_error(m)
                 ]
-                if self._consumer_failed:
-                    self._consumer_failed = False
-                    self._drop_uncommitted(rewind=False)
-                    self._close_clients()
-                    self._connect()
+                repair = self._group.due(time.monotonic())
+                if self._consumer_failed or repair is not None:
+                    self._repair(repair)
                     continue
                 if batch:
                     self._process(batch)
@@ -235,6 +242,19 @@ class ServiceLoop:
             self._inflight.shutdown()
             log.info("service stopped", extra={"service": self.spec.name})
 
+    def _repair(self, repair: Repair | None) -> None:
+        """Rebuild the clients (a fatal consumer error, a loss never followed) or rejoin."""
+        self._drop_uncommitted(rewind=False)  # the next owner reads it from the offsets
+        if repair is Repair.REJOIN and not self._consumer_failed:
+            log.warning("rejoining the group after the rebuild: no partition may stay unowned")
+            self._consumer.unsubscribe()
+            self._subscribe()
+            return
+        if repair is Repair.REBUILD:
+            log.error("no assignment followed the lost partitions; rebuilding the clients")
+        self._consumer_failed = False
+        self._rebuild_clients()
+
     def _next_batch(self) -> list[Message]:
         size, wait = self.pacing.batch_size, self.runtime.batch_timeout_ms / 1000
         if not self._open.inputs:
@@ -244,7 +264,7 @@ class ServiceLoop:
 
     def _is_error(self, message: Message) -> bool:
         if edge.replaced_member(message):
-            self._replaced(time.monotonic())
+            self._group.replaced(self.transactional_id, time.monotonic())
         severity = edge.consumer_error(message)
         if severity is Severity.FATAL:
             log.error("rebuilding the clients after a fatal consumer error")
@@ -262,21 +282,6 @@ class ServiceLoop:
             return
         self._topics_checked = now
         edge.check_copartitioned(counts)
-
-    def _replaced(self, now: float) -> None:
-        """Our static membership went to another consumer with our ``group.instance.id``.
-
-        Once may be the group coordinator's confusion after a broker restart, so the
-        clients are rebuilt; a process that keeps being replaced shares its id with
-        another live one, and rejoining would only replace that one in turn, forever.
-        """
-        self._replacements = [t for t in self._replacements if now - t < REPLACED_WINDOW_S]
-        self._replacements.append(now)
-        if len(self._replacements) >= REPLACED_LIMIT:
-            raise ReplicaInUse(self.transactional_id, "a member of the group on another host")
-        log.warning(
-            "group membership %s taken by another consumer; rejoining", self.transactional_id
-        )
 
     # -- one batch -------------------------------------------------------------------
 
@@ -352,24 +357,22 @@ class ServiceLoop:
         except ClientStuckError as exc:
             self.metrics.aborted.labels(self.spec.name).inc()
             log.error("%s; abandoning the clients and resuming from committed offsets", exc)
-            self._abandon_clients()
-            self._connect()
+            self._rebuild_clients()
             return False
 
-    def _abandon_clients(self) -> None:
-        """Drop wedged clients: leave the group if possible, never wait on the producer."""
+    def _rebuild_clients(self) -> None:
+        """New clients for wedged or failed ones: never wait long on the old ones."""
         self._calls.abandon()
         consumer, self._consumer, self._producer = self._consumer, None, None
-        closer = threading.Thread(target=consumer.close, name="consumer-close", daemon=True)
-        closer.start()
-        closer.join(ABANDON_CLOSE_S)
+        close_within(consumer)
+        self._connect()
+        self._group.rebuilt()
 
     def _recover(self, batch: Sequence[Message], exc: KafkaException) -> bool:
         self.metrics.aborted.labels(self.spec.name).inc()
         if severity_of(exc) is Severity.FATAL:
             log.error("fatal producer error, rebuilding clients: %s", exc)
-            self._abandon_clients()
-            self._connect()
+            self._rebuild_clients()
             return False
         log.warning("aborting transaction and rewinding: %s", exc)
         bound = self._call_bound_s
@@ -378,8 +381,7 @@ class ServiceLoop:
             self._calls.run(lambda: producer.abort_transaction(bound), bound)
         except (KafkaException, ClientStuckError) as abort_exc:
             log.error("abort failed (%s), rebuilding clients", abort_exc)
-            self._abandon_clients()
-            self._connect()
+            self._rebuild_clients()
             return False
         self._rewind(batch)
         return False

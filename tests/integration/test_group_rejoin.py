@@ -1,0 +1,89 @@
+"""A replica's rebuilt clients leave no partition without a member (real broker).
+
+The broker-loss scenario, made deterministic: replica ``a`` owns every partition;
+replica ``b`` joins, and the rebalance's first round tells ``a`` to give up half.
+``a`` is wedged (it does not poll, as when its transaction's coordinator died), so
+it never serves that revocation; its loop abandons the clients and builds new
+ones, which join with the same static ``group.instance.id``. The coordinator
+gives them the stored first-round assignment without a rebalance, so without the
+loop's rejoin the given-up half stays with no member until something else
+rebalances the group.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+
+import pytest
+
+from tests.support.stack import StackHandle
+from tracebound.events import DiagnosisRequested
+from tracebound.runtime import ServiceLoop, ServiceMetrics, ServiceSpec
+from tracebound.settings import RuntimeSettings
+
+pytestmark = pytest.mark.integration
+
+PARTITIONS = 6
+SETTLE_S = 60.0  # a hang guard, not a timing assertion
+
+
+def _loop(stack: StackHandle, group: str, topic: str, replica: str) -> ServiceLoop:
+    spec = ServiceSpec(
+        name=group, input_topics=(topic,), handler=lambda _e: [], accepts=(DiagnosisRequested,)
+    )
+    loop = ServiceLoop(
+        spec,
+        kafka=stack.kafka,
+        runtime=RuntimeSettings(replica_id=replica),
+        metrics=ServiceMetrics(group),
+    )
+    loop._connect()
+    return loop
+
+
+def _step(loop: ServiceLoop) -> None:
+    """One turn of the loop's reading: poll, then any membership repair due."""
+    loop._next_batch()
+    repair = loop._group.due(time.monotonic())
+    if repair is not None:
+        loop._repair(repair)
+
+
+def _owned(loop: ServiceLoop) -> set[int]:
+    return {tp.partition for tp in loop._consumer.assignment()}
+
+
+def _until(condition: Callable[[], bool], loops: list[ServiceLoop], what: str) -> None:
+    end = time.monotonic() + SETTLE_S
+    while time.monotonic() < end:
+        for loop in loops:
+            _step(loop)
+        if condition():
+            return
+    raise AssertionError(f"not within {SETTLE_S:.0f}s: {what}")
+
+
+@pytest.mark.timeout(240)
+def test_a_rebuilt_member_rejoins_so_no_partition_is_left_unowned(stack: StackHandle) -> None:
+    topic = stack.topic("rejoin", partitions=PARTITIONS)
+    group = f"rejoin-{uuid.uuid4().hex[:8]}"
+    a = _loop(stack, group, topic, "a")
+    _until(lambda: len(_owned(a)) == PARTITIONS, [a], "a owns every partition")
+    b = _loop(stack, group, topic, "b")
+    # b joins; a, wedged, serves nothing while the first round completes.
+    end = time.monotonic() + 6.0
+    while time.monotonic() < end:
+        _step(b)
+    a._rebuild_clients()  # what the loop does when a transaction's calls overran
+    try:
+        _until(
+            lambda: _owned(a) | _owned(b) == set(range(PARTITIONS)) and bool(_owned(a)),
+            [a, b],
+            "every partition owned again, by both replicas",
+        )
+        assert not _owned(a) & _owned(b)
+    finally:
+        for loop in (a, b):
+            loop._close_clients()
