@@ -10,7 +10,10 @@ the share, so one replica owns a run's every stage and a run is watched once.
 
 A partition-count change reaches the member through its subscription: the group
 hands the new partitions out and their watched partitions are read from their
-first offset.
+first offset. A member built again after a fatal error rejoins the group once it
+has its first assignment, and one whose partitions were lost and never followed
+by an assignment is built again, as the roles' are
+(:mod:`tracebound.runtime.membership`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from confluent_kafka import TopicPartition
 from services.sentinel.watch import SERVICE, WATCHED
 from tracebound import kafka as edge
 from tracebound import topics
+from tracebound.runtime.membership import GroupWatch, Repair, rejoin
 from tracebound.settings import KafkaSettings
 
 log = logging.getLogger("tracebound.sentinel")
@@ -33,26 +37,41 @@ log = logging.getLogger("tracebound.sentinel")
 class Ownership:
     """The group member holding this replica's partitions, and the reader of their topics."""
 
-    def __init__(self, kafka: KafkaSettings, member_id: str, lookback_s: float) -> None:
+    def __init__(
+        self, kafka: KafkaSettings, member_id: str, lookback_s: float, *, rebuilt: bool = False
+    ) -> None:
         self.lookback_s = lookback_s
         self.owned: set[int] = set()
         self._released: set[int] = set()
         self._lock = threading.Lock()
+        self._group = GroupWatch()
+        if rebuilt:
+            self._group.rebuilt()
         self.member: Any = edge.consumer(
             kafka, member_id, group=SERVICE, config=edge.member_config(member_id)
         )
         self.reader: Any = edge.consumer(kafka, f"{member_id}-watch")
+        self._subscribe()
+
+    def _subscribe(self) -> None:
         self.member.subscribe(
             [topics.REQUESTS],
             on_assign=self._assigned,
             on_revoke=self._released_partitions,
-            on_lost=self._released_partitions,
+            on_lost=self._lost,
         )
 
     def poll(self) -> list[Any]:
         """Serve the group (heartbeats, rebalances); returns its error events, if any."""
         message = self.member.poll(0)
         return [] if message is None else [message]
+
+    def repair(self) -> bool:
+        """Rejoin the group if due; True when this member must be built again instead."""
+        due = self._group.due(time.monotonic())
+        if due is Repair.REJOIN:
+            rejoin(self.member, self._subscribe)
+        return due is Repair.REBUILD
 
     def take_released(self) -> set[int]:
         """Partitions given up since the last call: their runs are someone else's now."""
@@ -77,7 +96,12 @@ class Ownership:
         for consumer in (self.member, self.reader):
             consumer.close()
 
+    def _lost(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        self._group.lost(time.monotonic())
+        self._released_partitions(consumer, partitions)
+
     def _assigned(self, consumer: Any, partitions: list[TopicPartition]) -> None:
+        self._group.assigned()
         consumer.incremental_assign(partitions)
         consumer.pause(partitions)  # the member holds the share; the reader reads
         numbers = {tp.partition for tp in partitions}

@@ -83,8 +83,8 @@ class Sentinel:
         self._producer = edge.transactional_producer(self.kafka, self.member_id, timeout_ms)
         self._producer.init_transactions(self._timeout_s)
 
-    def _ownership(self) -> Ownership:
-        return Ownership(self.kafka, self.member_id, self.settings.lookback_s)
+    def _ownership(self, *, rebuilt: bool = False) -> Ownership:
+        return Ownership(self.kafka, self.member_id, self.settings.lookback_s, rebuilt=rebuilt)
 
     def _run(self, ownership: Ownership) -> None:
         log.info("sentinel watching with a %.0fs deadline", self.deadline.total_seconds())
@@ -93,10 +93,10 @@ class Sentinel:
             while not self.process.stop.is_set():
                 metrics.beat()
                 fatal = [p for p in ownership.poll() if edge.consumer_error(p) is Severity.FATAL]
-                if fatal:  # a dead member (e.g. fenced): rejoin, watching from scratch
+                if ownership.repair() or fatal:  # a dead member (e.g. fenced): watch afresh
                     ownership.close()
                     self.watch = Watch(self.deadline)
-                    ownership = self._ownership()
+                    ownership = self._ownership(rebuilt=True)
                     continue
                 released = ownership.take_released()
                 if released:

@@ -58,7 +58,7 @@ from tracebound.runtime.bounded import (
 )
 from tracebound.runtime.commit_policy import CommitPolicy, Uncommitted
 from tracebound.runtime.inflight import InFlight
-from tracebound.runtime.membership import GroupWatch, Repair
+from tracebound.runtime.membership import GroupWatch, Repair, rejoin
 from tracebound.runtime.metrics import ServiceMetrics
 from tracebound.runtime.pacing import pace
 from tracebound.runtime.service import ServiceSpec
@@ -246,12 +246,8 @@ class ServiceLoop:
         """Rebuild the clients (a fatal consumer error, a loss never followed) or rejoin."""
         self._drop_uncommitted(rewind=False)  # the next owner reads it from the offsets
         if repair is Repair.REJOIN and not self._consumer_failed:
-            log.warning("rejoining the group after the rebuild: no partition may stay unowned")
-            self._consumer.unsubscribe()
-            self._subscribe()
+            rejoin(self._consumer, self._subscribe)
             return
-        if repair is Repair.REBUILD:
-            log.error("no assignment followed the lost partitions; rebuilding the clients")
         self._consumer_failed = False
         self._rebuild_clients()
 

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from tracebound.replica import ReplicaInUse
 
@@ -45,6 +47,13 @@ REPLACED_LIMIT, REPLACED_WINDOW_S = 3, 300.0
 class Repair(enum.Enum):
     REJOIN = "rejoin"  # leave and subscribe again
     REBUILD = "rebuild"  # new clients
+
+
+def rejoin(consumer: Any, subscribe: Callable[[], None]) -> None:
+    """Leave the group and subscribe again: the coordinator rebalances the group."""
+    log.warning("rejoining the group after the rebuild: no partition may stay unowned")
+    consumer.unsubscribe()
+    subscribe()
 
 
 class GroupWatch:
@@ -77,6 +86,7 @@ class GroupWatch:
             return Repair.REJOIN
         if self._lost_at is not None and now - self._lost_at >= self._lost_rebuild_s:
             self._lost_at = None
+            log.error("no assignment followed the lost partitions; rebuilding the clients")
             return Repair.REBUILD
         return None
 

@@ -1,0 +1,58 @@
+"""The sentinel's group member rejoins once after being built again, like the roles."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.sentinel.ownership import Ownership
+from tracebound.settings import KafkaSettings
+
+
+class Member:
+    """Records what the ownership asks of its group member."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def unsubscribe(self) -> None:
+        self.calls.append("unsubscribe")
+
+    def subscribe(self, topics: list[str], **_callbacks: Any) -> None:
+        self.calls.append("subscribe")
+
+    def incremental_assign(self, _partitions: list[Any]) -> None:
+        pass
+
+    def pause(self, _partitions: list[Any]) -> None:
+        pass
+
+
+def _ownership(*, rebuilt: bool) -> tuple[Ownership, Member, Any]:
+    ownership = Ownership(KafkaSettings(), "sentinel-unit", 60.0, rebuilt=rebuilt)
+    real, member = ownership.member, Member()
+    ownership.member = member
+    return ownership, member, real
+
+
+def test_a_member_built_again_rejoins_once_after_its_first_assignment() -> None:
+    ownership, member, real = _ownership(rebuilt=True)
+    try:
+        assert ownership.repair() is False and member.calls == []  # not joined yet
+        ownership._assigned(member, [])  # an empty assignment counts as one
+        assert ownership.repair() is False
+        assert member.calls == ["unsubscribe", "subscribe"]
+        ownership._assigned(member, [])  # the rejoin's own assignment
+        assert ownership.repair() is False and len(member.calls) == 2
+    finally:
+        real.close()
+        ownership.reader.close()
+
+
+def test_a_first_member_keeps_its_stored_assignment() -> None:
+    ownership, member, real = _ownership(rebuilt=False)
+    try:
+        ownership._assigned(member, [])
+        assert ownership.repair() is False and member.calls == []
+    finally:
+        real.close()
+        ownership.reader.close()
