@@ -7,7 +7,7 @@ it never serves that revocation; its loop abandons the clients and builds new
 ones, which join with the same static ``group.instance.id``. The coordinator
 gives them the stored first-round assignment without a rebalance, so without the
 loop's rejoin the given-up half stays with no member until something else
-rebalances the group.
+rebalances the group. The sentinel's group member, built again, must do the same.
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ from collections.abc import Callable
 
 import pytest
 
+from services.sentinel.ownership import Ownership
 from tests.support.stack import StackHandle
+from tracebound import kafka as edge
+from tracebound import topics
 from tracebound.events import DiagnosisRequested
 from tracebound.runtime import ServiceLoop, ServiceMetrics, ServiceSpec
 from tracebound.settings import RuntimeSettings
@@ -87,3 +90,49 @@ def test_a_rebuilt_member_rejoins_so_no_partition_is_left_unowned(stack: StackHa
     finally:
         for loop in (a, b):
             loop._close_clients()
+
+
+def _settle(condition: Callable[[], bool], members: list[Ownership], what: str) -> None:
+    end = time.monotonic() + SETTLE_S
+    while time.monotonic() < end:
+        for member in members:
+            member.poll()
+            assert not member.repair(), "no loss here: nothing to build again"
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"not within {SETTLE_S:.0f}s: {what}")
+
+
+@pytest.mark.timeout(240)
+def test_a_rebuilt_sentinel_member_rejoins_so_no_partition_is_left_unowned(
+    stack: StackHandle,
+) -> None:
+    probe = edge.consumer(stack.kafka, "rejoin-probe")
+    try:
+        every = set(range(edge.partition_counts(probe, [topics.REQUESTS], 10.0)[topics.REQUESTS]))
+    finally:
+        probe.close()
+    tag = uuid.uuid4().hex[:8]
+    a = Ownership(stack.kafka, f"sentinel-rejoin-a-{tag}", 60.0)
+    members = [a]
+    try:
+        _settle(lambda: a.owned == every, [a], "a owns every partition")
+        b = Ownership(stack.kafka, f"sentinel-rejoin-b-{tag}", 60.0)
+        members.append(b)
+        end = time.monotonic() + 6.0  # b joins; a, wedged, serves nothing
+        while time.monotonic() < end:
+            b.poll()
+            time.sleep(0.05)
+        a.close()  # as the sentinel does after a fatal error: a new member, same id
+        members.remove(a)
+        a = Ownership(stack.kafka, f"sentinel-rejoin-a-{tag}", 60.0, rebuilt=True)
+        members.append(a)
+        _settle(
+            lambda: a.owned | b.owned == every and bool(a.owned) and not a.owned & b.owned,
+            [a, b],
+            "every partition owned again, by both members",
+        )
+    finally:
+        for member in members:
+            member.close()
