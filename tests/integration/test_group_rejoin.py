@@ -46,23 +46,24 @@ def _loop(stack: StackHandle, group: str, topic: str, replica: str) -> ServiceLo
     return loop
 
 
-def _step(loop: ServiceLoop) -> None:
-    """One turn of the loop's reading: poll, then any membership repair due."""
-    loop._next_batch()
-    repair = loop._group.due(time.monotonic())
-    if repair is not None:
-        loop._repair(repair)
+def _step(*loops: ServiceLoop) -> None:
+    """One turn of each loop's reading: poll, then any membership repair due."""
+    for loop in loops:
+        loop._next_batch()
+        repair = loop._group.due(time.monotonic())
+        if repair is not None:
+            loop._repair(repair)
 
 
 def _owned(loop: ServiceLoop) -> set[int]:
     return {tp.partition for tp in loop._consumer.assignment()}
 
 
-def _until(condition: Callable[[], bool], loops: list[ServiceLoop], what: str) -> None:
+def _until(condition: Callable[[], bool], turn: Callable[[], None], what: str) -> None:
+    """``turn()`` (every member's one turn) until ``condition()``, or fail past the guard."""
     end = time.monotonic() + SETTLE_S
     while time.monotonic() < end:
-        for loop in loops:
-            _step(loop)
+        turn()
         if condition():
             return
     raise AssertionError(f"not within {SETTLE_S:.0f}s: {what}")
@@ -73,7 +74,7 @@ def test_a_rebuilt_member_rejoins_so_no_partition_is_left_unowned(stack: StackHa
     topic = stack.topic("rejoin", partitions=PARTITIONS)
     group = f"rejoin-{uuid.uuid4().hex[:8]}"
     a = _loop(stack, group, topic, "a")
-    _until(lambda: len(_owned(a)) == PARTITIONS, [a], "a owns every partition")
+    _until(lambda: len(_owned(a)) == PARTITIONS, lambda: _step(a), "a owns every partition")
     b = _loop(stack, group, topic, "b")
     # b joins; a, wedged, serves nothing while the first round completes.
     end = time.monotonic() + 6.0
@@ -83,7 +84,7 @@ def test_a_rebuilt_member_rejoins_so_no_partition_is_left_unowned(stack: StackHa
     try:
         _until(
             lambda: _owned(a) | _owned(b) == set(range(PARTITIONS)) and bool(_owned(a)),
-            [a, b],
+            lambda: _step(a, b),
             "every partition owned again, by both replicas",
         )
         assert not _owned(a) & _owned(b)
@@ -92,16 +93,12 @@ def test_a_rebuilt_member_rejoins_so_no_partition_is_left_unowned(stack: StackHa
             loop._close_clients()
 
 
-def _settle(condition: Callable[[], bool], members: list[Ownership], what: str) -> None:
-    end = time.monotonic() + SETTLE_S
-    while time.monotonic() < end:
-        for member in members:
-            member.poll()
-            assert not member.repair(), "no loss here: nothing to build again"
-        if condition():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"not within {SETTLE_S:.0f}s: {what}")
+def _serve(*members: Ownership) -> None:
+    """One turn of each sentinel member: poll, then any membership repair due."""
+    for member in members:
+        member.poll()
+        assert not member.repair(), "no loss here: nothing to build again"
+    time.sleep(0.05)
 
 
 @pytest.mark.timeout(240)
@@ -117,7 +114,7 @@ def test_a_rebuilt_sentinel_member_rejoins_so_no_partition_is_left_unowned(
     a = Ownership(stack.kafka, f"sentinel-rejoin-a-{tag}", 60.0)
     members = [a]
     try:
-        _settle(lambda: a.owned == every, [a], "a owns every partition")
+        _until(lambda: a.owned == every, lambda: _serve(a), "a owns every partition")
         b = Ownership(stack.kafka, f"sentinel-rejoin-b-{tag}", 60.0)
         members.append(b)
         end = time.monotonic() + 6.0  # b joins; a, wedged, serves nothing
@@ -128,9 +125,9 @@ def test_a_rebuilt_sentinel_member_rejoins_so_no_partition_is_left_unowned(
         members.remove(a)
         a = Ownership(stack.kafka, f"sentinel-rejoin-a-{tag}", 60.0, rebuilt=True)
         members.append(a)
-        _settle(
+        _until(
             lambda: a.owned | b.owned == every and bool(a.owned) and not a.owned & b.owned,
-            [a, b],
+            lambda: _serve(a, b),
             "every partition owned again, by both members",
         )
     finally:
