@@ -1,6 +1,7 @@
-"""A role's inputs as its service needs them: topics to consume and event types to accept.
+"""A role's wiring as its service needs it: topics to consume, event types to accept,
+topics it writes to.
 
-Both come from the topology (:mod:`tracebound.topology`), so a role's wiring cannot
+All come from the topology (:mod:`tracebound.topology`), so a role's wiring cannot
 disagree with the stack's lag report or the README's diagram.
 """
 
@@ -14,3 +15,8 @@ def role_inputs(name: str) -> tuple[tuple[str, ...], tuple[type[Event], ...]]:
     """``(input topics, accepted event types)`` of the role called ``name``."""
     spec = role(name)
     return spec.input_topics, tuple(EVENT_TYPES[event] for event in spec.accepts)
+
+
+def role_outputs(name: str) -> tuple[str, ...]:
+    """Every topic the role called ``name`` writes to."""
+    return role(name).output_topics

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from services.common.budget import single_call_budget
-from services.common.inputs import role_inputs
+from services.common.inputs import role_inputs, role_outputs
 from services.common.mode import model_for
 from services.composer.answered import AnsweredRuns, AnsweredSettings, OncePerRun
 from services.composer.handler import SERVICE, ComposerHandler
@@ -26,6 +26,7 @@ def main() -> int:
     spec = ServiceSpec(
         name=SERVICE,
         input_topics=input_topics,
+        output_topics=role_outputs(SERVICE),
         accepts=accepts,
         handler=OncePerRun(
             ComposerHandler(model, rules=load_verifier_rules(), monitor=monitor), answered

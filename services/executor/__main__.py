@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from services.common.inputs import role_inputs
+from services.common.inputs import role_inputs, role_outputs
 from services.common.mode import model_for
 from services.executor.budget import executor_budget
 from services.executor.gate import ToolPool
@@ -36,6 +36,7 @@ def main() -> int:
     spec = ServiceSpec(
         name=SERVICE,
         input_topics=input_topics,
+        output_topics=role_outputs(SERVICE),
         accepts=accepts,
         handler=handler,
         model_budget=budget,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from services.common.inputs import role_inputs
+from services.common.inputs import role_inputs, role_outputs
 from services.gatekeeper.handler import SERVICE, GatekeeperHandler
 from services.gatekeeper.settings import configured_ruleset
 from tracebound.runtime import ServiceSpec, run_service
@@ -15,6 +15,7 @@ def main() -> int:
     spec = ServiceSpec(
         name=SERVICE,
         input_topics=input_topics,
+        output_topics=role_outputs(SERVICE),
         accepts=accepts,
         handler=GatekeeperHandler(configured_ruleset()),
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from services.common.budget import single_call_budget
-from services.common.inputs import role_inputs
+from services.common.inputs import role_inputs, role_outputs
 from services.common.mode import model_for
 from services.planner.handler import SERVICE, PlannerHandler
 from services.planner.skills import load_skills
@@ -21,6 +21,7 @@ def main() -> int:
     spec = ServiceSpec(
         name=SERVICE,
         input_topics=input_topics,
+        output_topics=role_outputs(SERVICE),
         accepts=accepts,
         handler=PlannerHandler(load_skills(), model, monitor=monitor),
         model_budget=single_call_budget(model),

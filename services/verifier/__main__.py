@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 from services.common.budget import single_call_budget
-from services.common.inputs import role_inputs
+from services.common.inputs import role_inputs, role_outputs
 from services.common.mode import model_for
 from services.verifier.handler import SERVICE, VerifierHandler
 from services.verifier.rules_file import load_verifier_rules
@@ -21,6 +21,7 @@ def main() -> int:
     spec = ServiceSpec(
         name=SERVICE,
         input_topics=input_topics,
+        output_topics=role_outputs(SERVICE),
         accepts=accepts,
         handler=VerifierHandler(model=model, rules=load_verifier_rules(), monitor=monitor),
         model_budget=single_call_budget(model),

@@ -17,6 +17,23 @@ from tracebound.events import AgentStep, DiagnosisRequested, Event
 from tracebound.runtime import ModelBudget, ServiceSpec, run_service
 
 
+def echo(event: Event) -> Sequence[Event]:
+    """The echo's one output: an ``AgentStep`` with the query upper-cased."""
+    assert isinstance(event, DiagnosisRequested)
+    return [
+        event.reply(
+            AgentStep,
+            "echo",
+            agent_name="echo",
+            step_index=0,
+            model_input=event.request.query,
+            model_output=event.request.query.upper(),
+            has_tool_call=False,
+            duration_ms=0,
+        )
+    ]
+
+
 def make_spec() -> ServiceSpec:
     in_topic = os.environ["TB_TEST_IN"]
     out_topic = os.environ["TB_TEST_OUT"]
@@ -30,18 +47,7 @@ def make_spec() -> ServiceSpec:
             raise PoisonInput("the handler refuses queries marked poison")
         if delay:
             time.sleep(delay)
-        return [
-            event.reply(
-                AgentStep,
-                "echo",
-                agent_name="echo",
-                step_index=0,
-                model_input=event.request.query,
-                model_output=event.request.query.upper(),
-                has_tool_call=False,
-                duration_ms=0,
-            )
-        ]
+        return echo(event)
 
     return ServiceSpec(
         name=os.environ["TB_TEST_GROUP"],
@@ -50,6 +56,7 @@ def make_spec() -> ServiceSpec:
         accepts=(DiagnosisRequested,),
         route=lambda _event: out_topic,
         dead_letter_topic=os.environ["TB_TEST_DLQ"],
+        output_topics=(out_topic,),
         model_budget=ModelBudget(float(budget_s), ("TB_TEST_BUDGET_S",)) if budget_s else None,
     )
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from tracebound.kafka.clients import (
     READ_TO_END,
+    admin,
     consumer,
     describe_partitions,
     member_config,
@@ -20,6 +21,7 @@ from tracebound.kafka.clients import (
     transactional_producer,
 )
 from tracebound.kafka.copartition import (
+    CopartitionWatch,
     NotCopartitioned,
     check_copartitioned,
     partition_counts,
@@ -47,6 +49,7 @@ from tracebound.kafka.reading import RangeReader, decoded, next_batch, read_rang
 
 __all__ = [
     "READ_TO_END",
+    "CopartitionWatch",
     "Key",
     "LagGauge",
     "NotCopartitioned",
@@ -54,6 +57,7 @@ __all__ = [
     "PartitionFollower",
     "RangeReader",
     "Severity",
+    "admin",
     "assign",
     "assign_whole",
     "check_copartitioned",

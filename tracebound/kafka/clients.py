@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient
 
 from tracebound.settings import KafkaSettings
 
@@ -99,6 +100,11 @@ def consumer(
             **(config or {}),
         }
     )
+
+
+def admin(kafka: KafkaSettings, purpose: str) -> AdminClient:
+    """An admin client of a process (the stack's own tooling has :mod:`tracebound.stack`)."""
+    return AdminClient({**kafka.client_config(), "client.id": client_id(purpose)})
 
 
 def producer(

@@ -10,10 +10,17 @@ the way to change a count is to drain the pipeline and change every topic alike.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from confluent_kafka import KafkaException
+
+from tracebound import topics
 from tracebound.errors import ConfigError
+
+log = logging.getLogger("tracebound.kafka")
+CHECK_INTERVAL_S = 30.0  # how often a running role checks the rule again
 
 
 class NotCopartitioned(ConfigError):
@@ -50,6 +57,26 @@ def check_copartitioned(counts: Mapping[str, int]) -> None:
         " Stop the producers, let the pipeline drain (tracebound status: lag 0), give"
         " every run-keyed topic the same count, then start the roles again"
     )
+
+
+class CopartitionWatch:
+    """The rule checked by a running role: at once, then every :data:`CHECK_INTERVAL_S`."""
+
+    def __init__(self, interval_s: float = CHECK_INTERVAL_S) -> None:
+        self._interval_s = interval_s
+        self._checked: float | None = None
+
+    def check(self, client: Any, now: float) -> None:
+        """Raise :class:`NotCopartitioned` when due and the rule is broken."""
+        if self._checked is not None and now < self._checked + self._interval_s:
+            return
+        try:
+            counts = partition_counts(client, topics.copartitioned(), 10.0)
+        except KafkaException as exc:  # the broker's trouble, seen elsewhere too
+            log.debug("partition counts not read: %s", exc)
+            return
+        self._checked = now
+        check_copartitioned(counts)
 
 
 def _have(n: int) -> str:

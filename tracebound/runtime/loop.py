@@ -27,7 +27,8 @@ Failure policy:
 - a transaction's calls still running past their bound (a dead coordinator) →
   abandon the clients and rebuild them at once (:mod:`~tracebound.runtime.bounded`);
 - after any rebuild, one rejoin of the group; no assignment long after a loss →
-  rebuild (:mod:`~tracebound.runtime.membership`).
+  rebuild (:mod:`~tracebound.runtime.membership`);
+- offsets held by a transaction its coordinator forgot → sweep it (:mod:`.hanging`).
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from typing import Any
 from confluent_kafka import KafkaException, Message, TopicPartition
 
 from tracebound import kafka as edge
-from tracebound import topics
 from tracebound.codec import Codec, make_codec
 from tracebound.collector import tuned_collector
 from tracebound.errors import TransientError
@@ -57,6 +57,7 @@ from tracebound.runtime.bounded import (
     commit_within,
 )
 from tracebound.runtime.commit_policy import CommitPolicy, Uncommitted
+from tracebound.runtime.hanging import Sweeper
 from tracebound.runtime.inflight import InFlight
 from tracebound.runtime.membership import GroupWatch, Repair, rejoin
 from tracebound.runtime.metrics import ServiceMetrics
@@ -68,7 +69,6 @@ from tracebound.settings import KafkaSettings, RuntimeSettings
 log = logging.getLogger("tracebound.runtime")
 
 LAG_INTERVAL_S = 10.0
-TOPICS_CHECK_INTERVAL_S = 30.0  # how often co-partitioning is checked again
 
 
 class ServiceLoop:
@@ -94,7 +94,9 @@ class ServiceLoop:
         self._consumer_failed = False
         self._group = GroupWatch()
         self._calls = BoundedCalls()
-        self._topics_checked = -TOPICS_CHECK_INTERVAL_S
+        self._copartition = edge.CopartitionWatch()
+        txn_timeout_s = self.runtime.transaction_timeout_ms / 1000
+        self._sweeper = Sweeper(self.kafka, self.transactional_id, spec, txn_timeout_s)
         self.pacing = pace(
             spec.name,
             self.runtime,
@@ -160,6 +162,7 @@ class ServiceLoop:
         # The hook rebuilds state from committed output, so nothing may stay uncommitted.
         log.info("partitions assigned: %s", edge.describe_partitions(partitions))
         self._group.assigned()
+        self._sweeper.watch.forget((tp.topic, tp.partition) for tp in partitions)
         self._drop_uncommitted()
         if self.spec.on_assign is not None:
             self.spec.on_assign(list(partitions))
@@ -204,7 +207,7 @@ class ServiceLoop:
 
     def _run(self) -> None:
         self._connect()
-        self._check_topics(time.monotonic())
+        self._copartition.check(self._consumer, time.monotonic())
         pacing = self.pacing
         log.info(
             "service started: %d in flight, batches of up to %d, max.poll.interval.ms %d,"
@@ -234,7 +237,9 @@ class ServiceLoop:
                 ):
                     self._commit_open()
                 self._lag.refresh(self._consumer)
-                self._check_topics(time.monotonic())
+                self._copartition.check(self._consumer, time.monotonic())
+                if stuck := self._sweeper.stuck(self._consumer, time.monotonic()):
+                    self._sweep(stuck)
             self._commit_open()
         finally:
             self._close_clients()
@@ -266,18 +271,6 @@ class ServiceLoop:
             log.error("rebuilding the clients after a fatal consumer error")
             self._consumer_failed = True
         return severity is not None
-
-    def _check_topics(self, now: float) -> None:
-        """Refuse to go on when the run-keyed topics stop being co-partitioned."""
-        if now < self._topics_checked + TOPICS_CHECK_INTERVAL_S:
-            return
-        try:
-            counts = edge.partition_counts(self._consumer, topics.copartitioned(), 10.0)
-        except KafkaException as exc:  # the broker's trouble, seen elsewhere too
-            log.debug("partition counts not read: %s", exc)
-            return
-        self._topics_checked = now
-        edge.check_copartitioned(counts)
 
     # -- one batch -------------------------------------------------------------------
 
@@ -355,6 +348,16 @@ class ServiceLoop:
             log.error("%s; abandoning the clients and resuming from committed offsets", exc)
             self._rebuild_clients()
             return False
+
+    def _sweep(self, stuck: list[edge.Key]) -> None:
+        """End a forgotten transaction holding ``stuck`` (:mod:`~tracebound.runtime.hanging`)."""
+        self._commit_open()
+        bound, producer, consumer = self._call_bound_s, self._producer, self._consumer
+        try:
+            self._calls.run(lambda: self._sweeper.sweep(producer, consumer, stuck, bound), bound)
+        except (KafkaException, ClientStuckError) as exc:
+            log.error("sweep failed (%s), rebuilding clients", exc)
+            self._rebuild_clients()
 
     def _rebuild_clients(self) -> None:
         """New clients for wedged or failed ones: never wait long on the old ones."""

@@ -41,6 +41,9 @@ class ServiceSpec:
     accepts: tuple[type[Event], ...]
     route: Router = route_by_event
     dead_letter_topic: str = topics.DEAD_LETTERS
+    # Every topic it may write to (the topology's ``emits``): a forgotten transaction
+    # of its producer is swept from all of them (:mod:`tracebound.runtime.hanging`).
+    output_topics: tuple[str, ...] = ()
     extra_consumer_config: dict[str, str] = field(default_factory=dict)
     # For handlers that keep state derived from committed output (e.g. "already
     # answered"): rebuild it for newly assigned partitions, and throw away whatever

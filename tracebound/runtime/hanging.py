@@ -1,0 +1,180 @@
+"""Offsets held by a transaction its coordinator has forgotten, and the sweep that frees them.
+
+Seen with Kafka 4.4 on one broker stopped (SIGTERM) while a role committed: the
+transaction coordinator decided the commit and recorded it complete, yet no
+marker reached the transaction's partitions. Its records stay open on the role's
+output partitions (a ``read_committed`` reader stops before them, at the last
+stable offset) and its input offsets stay pending in the role's group: the offset
+fetch of a ``read_committed`` member requires stable offsets, is answered
+UNSTABLE_OFFSET_COMMIT and is retried for ever. Nothing on the broker ends it:
+the coordinator believes the transaction complete, so no timeout aborts it. The
+member holds its partitions and reads nothing, and its lag looks like zero.
+
+The producer id of the transaction can end it: a later transaction of the same
+``transactional.id`` that touches those partitions writes markers that close the
+forgotten one too. The sweep is such a transaction, aborted: one empty record on
+every output partition (a ``read_committed`` reader never sees it), the group's
+offsets (so its pending ones are dropped), then abort. The forgotten records are
+aborted with it and their inputs are read again from the offsets that were
+stable: nothing lost, nothing doubled.
+
+It runs only on proof: partitions that gave nothing since they were assigned for
+:data:`SILENT_S`, whose offsets the group coordinator still calls unstable
+``confirm_s`` later, longer than any live transaction may stay open (the
+transaction timeout aborts those). A sweep ends only this replica's transactions;
+offsets held by another ``transactional.id`` stay unstable, and the warning says so.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, TopicPartition
+
+from tracebound import kafka as edge
+from tracebound.kafka import Key
+from tracebound.runtime.service import ServiceSpec
+from tracebound.settings import KafkaSettings
+
+log = logging.getLogger("tracebound.runtime")
+
+SILENT_S = 30.0  # nothing read from a partition since it was assigned, for this long
+CHECK_EVERY_S = 10.0
+CONFIRM_MARGIN_S = 10.0  # past the transaction timeout, before unstable counts as forgotten
+CALL_TIMEOUT_S = 10.0
+# The sweep's records carry it, for a reader of uncommitted records to tell them apart.
+SWEEP_HEADERS: list[tuple[str, str | bytes | None]] = [("tracebound-sweep", b"")]
+
+
+class OffsetsWatch:
+    """Which silent partitions to ask about, and when their unstable offsets are proven stuck."""
+
+    def __init__(
+        self, confirm_s: float, silent_s: float | None = None, every_s: float | None = None
+    ) -> None:
+        self._confirm_s = confirm_s
+        self._silent_s = SILENT_S if silent_s is None else silent_s
+        self._every_s = CHECK_EVERY_S if every_s is None else every_s
+        self._next = 0.0
+        self._silent_since: dict[Key, float] = {}
+        self._unstable_since: dict[Key, float] = {}
+
+    def due(self, now: float) -> bool:
+        if now < self._next:
+            return False
+        self._next = now + self._every_s
+        return True
+
+    def silent(self, positions: Iterable[TopicPartition], now: float) -> list[Key]:
+        """Of the assigned ``positions``, those read nothing from for :data:`SILENT_S`.
+
+        A consumer's position stays invalid until its first message from a partition
+        since the partition was assigned.
+        """
+        current = {(tp.topic, tp.partition): tp.offset for tp in positions}
+        for key in [k for k in self._silent_since if current.get(k, 0) >= 0]:
+            del self._silent_since[key]
+        for key, offset in current.items():
+            if offset < 0:
+                self._silent_since.setdefault(key, now)
+        return sorted(k for k, t in self._silent_since.items() if now - t >= self._silent_s)
+
+    def proven(self, unstable: set[Key], now: float) -> list[Key]:
+        """The ``unstable`` partitions that have stayed so for ``confirm_s`` (then forgotten)."""
+        for key in [k for k in self._unstable_since if k not in unstable]:
+            del self._unstable_since[key]
+        for key in sorted(unstable - self._unstable_since.keys()):
+            self._unstable_since[key] = now
+            log.warning(
+                "offsets of %s[%d] are unstable: a transaction holding them is still open;"
+                " it is swept in %.0fs if it stays so",
+                *key,
+                self._confirm_s,
+            )
+        stuck = sorted(k for k, t in self._unstable_since.items() if now - t >= self._confirm_s)
+        self.forget(stuck)
+        return stuck
+
+    def forget(self, keys: Iterable[Key]) -> None:
+        """Partitions assigned, revoked or lost: their watch starts over."""
+        for key in keys:
+            self._silent_since.pop(key, None)
+            self._unstable_since.pop(key, None)
+
+
+def _group_offsets(
+    admin: Any, group: str, keys: Sequence[Key], stable: bool, timeout_s: float
+) -> list[TopicPartition]:
+    request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p) for t, p in keys])
+    futures = admin.list_consumer_group_offsets(
+        [request], require_stable=stable, request_timeout=timeout_s
+    )
+    return list(futures[group].result(timeout_s).topic_partitions)
+
+
+def unstable_offsets(admin: Any, group: str, keys: Sequence[Key], timeout_s: float) -> set[Key]:
+    """Of ``keys``, the partitions whose offsets in ``group`` a pending transaction holds."""
+    if not keys:
+        return set()
+    return {
+        (tp.topic, tp.partition)
+        for tp in _group_offsets(admin, group, keys, True, timeout_s)
+        if tp.error is not None and tp.error.code() == KafkaError.UNSTABLE_OFFSET_COMMIT
+    }
+
+
+class Sweeper:
+    """One loop's watch for forgotten transactions of its group, and their sweep."""
+
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        member: str,
+        spec: ServiceSpec,
+        transaction_timeout_s: float,
+    ) -> None:
+        self.watch = OffsetsWatch(transaction_timeout_s + CONFIRM_MARGIN_S)
+        self._kafka, self._member, self._group = kafka, member, spec.name
+        self._outputs = tuple(dict.fromkeys((*spec.output_topics, spec.dead_letter_topic)))
+        self._admin: Any = None
+
+    def stuck(self, consumer: Any, now: float) -> list[Key]:
+        """When a check is due: the partitions proven held by a forgotten transaction."""
+        if not self.watch.due(now):
+            return []
+        try:
+            silent = self.watch.silent(consumer.position(consumer.assignment()), now)
+            unstable = unstable_offsets(self._admin_client(), self._group, silent, CALL_TIMEOUT_S)
+        except KafkaException as exc:  # the broker's trouble, seen elsewhere too
+            log.debug("offsets not checked: %s", exc)
+            return []
+        return self.watch.proven(unstable, now)
+
+    def _admin_client(self) -> Any:
+        if self._admin is None:
+            self._admin = edge.admin(self._kafka, self._member)
+        return self._admin
+
+    def sweep(self, producer: Any, consumer: Any, stuck: Sequence[Key], timeout_s: float) -> None:
+        """Abort a transaction of this producer id over every output partition and the
+        group's offsets, closing any of its transactions the coordinator forgot there."""
+        counts = edge.partition_counts(consumer, self._outputs, timeout_s)
+        # The offsets named are dropped with the abort; the stable ones, should they not be.
+        offsets = [
+            TopicPartition(tp.topic, tp.partition, max(tp.offset, 0))
+            for tp in _group_offsets(self._admin_client(), self._group, stuck, False, timeout_s)
+        ]
+        producer.begin_transaction()
+        for topic in self._outputs:
+            for partition in range(counts.get(topic, 0)):
+                producer.produce(topic, value=None, partition=partition, headers=SWEEP_HEADERS)
+        producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), timeout_s)
+        producer.abort_transaction(timeout_s)
+        log.warning(
+            "swept a forgotten transaction: aborted this replica's open transactions on %s"
+            " and its pending offsets of %s",
+            ", ".join(self._outputs),
+            edge.describe_partitions([TopicPartition(t, p) for t, p in stuck]),
+        )
