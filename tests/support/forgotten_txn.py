@@ -16,8 +16,8 @@ from __future__ import annotations
 import socket
 import struct
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 
 from confluent_kafka.admin import (  # type: ignore[attr-defined]  # exported, not in __all__
     AdminClient,
@@ -31,7 +31,9 @@ from tracebound.settings import KafkaSettings
 VERIFICATION = "transaction.partition.verification.enable"
 _PRODUCE, _FIND_COORDINATOR, _INIT_PRODUCER_ID, _TXN_OFFSET_COMMIT = 0, 10, 22, 28
 _TRANSACTIONAL = 0x10
-_RETRY = {14, 15, 51}  # coordinator loading, not available; concurrent transactions
+# Coordinator loading or not available, concurrent transactions; and a transactional
+# write refused while the broker still verifies transactions (its setting not applied yet).
+_RETRY = {14, 15, 51, 48}
 
 
 def _crc32c_table() -> list[int]:
@@ -112,14 +114,22 @@ class _Connection:
             data += chunk
         return data
 
-    def close(self) -> None:
+    def __enter__(self) -> _Connection:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
         self._sock.close()
 
 
 def _coordinator(bootstrap: _Connection, key: str, key_type: int) -> tuple[str, int]:
-    body = bootstrap.call(_FIND_COORDINATOR, 2, _str(key) + struct.pack(">b", key_type))
-    error = struct.unpack(">h", body[4:6])[0]
-    assert error == 0, f"FindCoordinator({key}) error {error}"
+    found: list[bytes] = []
+
+    def find() -> list[int]:
+        found[:] = [bootstrap.call(_FIND_COORDINATOR, 2, _str(key) + struct.pack(">b", key_type))]
+        return [struct.unpack(">h", found[0][4:6])[0]]
+
+    _until_accepted(find, f"FindCoordinator({key})")
+    body = found[0]
     at = 6
     (length,) = struct.unpack(">h", body[at : at + 2])
     at += 2 + max(length, 0) + 4  # error message, node id
@@ -151,6 +161,17 @@ def _address(kafka: KafkaSettings) -> tuple[str, int]:
     return host, int(port)
 
 
+def _until_accepted(call: Callable[[], list[int]], what: str) -> None:
+    """``call()`` until its error codes are all 0; retried while the broker is getting
+    ready (a coordinator loading, the verification setting not applied yet)."""
+    for _ in range(100):
+        errors = call()
+        if not set(errors) & _RETRY:
+            break
+        time.sleep(0.2)
+    assert errors and not any(errors), f"{what} errors {errors}"
+
+
 def leave_forgotten(
     kafka: KafkaSettings,
     transactional_id: str,
@@ -160,40 +181,45 @@ def leave_forgotten(
 ) -> None:
     """Write ``records`` and ``offsets`` in a transaction of ``transactional_id`` that
     its coordinator never hears of (single-broker stack: one node leads everything)."""
-    bootstrap = _Connection(*_address(kafka))
-    txn = _Connection(*_coordinator(bootstrap, transactional_id, 1))
-    init = _str(transactional_id) + struct.pack(">i", 60000)
-    for _ in range(100):  # the coordinator may still be loading its partition
-        _, error, producer_id, epoch = struct.unpack(">ihqh", txn.call(_INIT_PRODUCER_ID, 1, init))
-        if error not in _RETRY:
-            break
-        time.sleep(0.2)
-    assert error == 0, f"InitProducerId error {error}"
-    by_topic: dict[str, list[tuple[int, bytes]]] = {}
-    for (topic, partition), values in records.items():
-        batch = record_batch(producer_id, epoch, values)
-        by_topic.setdefault(topic, []).append((partition, batch))
-    produce = _str(transactional_id) + struct.pack(">hii", -1, 10000, len(by_topic))
-    for topic, parts in by_topic.items():
-        produce += _str(topic) + struct.pack(">i", len(parts))
-        for partition, batch in parts:
-            produce += struct.pack(">ii", partition, len(batch)) + batch
-    errors = _errors(bootstrap.call(_PRODUCE, 7, produce), "produce")
-    assert errors and not any(errors), f"Produce errors {errors}"
-    group_conn = _Connection(*_coordinator(bootstrap, group, 0))
-    commit = _str(transactional_id) + _str(group) + struct.pack(">qh", producer_id, epoch)
-    commit_topics: dict[str, list[tuple[int, int]]] = {}
-    for (topic, partition), offset in offsets.items():
-        commit_topics.setdefault(topic, []).append((partition, offset))
-    commit += struct.pack(">i", len(commit_topics))
-    for topic, offset_parts in commit_topics.items():
-        commit += _str(topic) + struct.pack(">i", len(offset_parts))
-        for partition, offset in offset_parts:
-            commit += struct.pack(">iqi", partition, offset, -1) + _str(None)
-    errors = _errors(group_conn.call(_TXN_OFFSET_COMMIT, 2, commit), "offsets")
-    assert errors and not any(errors), f"TxnOffsetCommit errors {errors}"
-    for conn in (bootstrap, txn, group_conn):
-        conn.close()
+    with ExitStack() as connections:
+        bootstrap = connections.enter_context(_Connection(*_address(kafka)))
+        txn = connections.enter_context(_Connection(*_coordinator(bootstrap, transactional_id, 1)))
+        group_conn = connections.enter_context(_Connection(*_coordinator(bootstrap, group, 0)))
+        init = _str(transactional_id) + struct.pack(">i", 60000)
+        producer: list[tuple[int, int]] = []
+
+        def init_producer() -> list[int]:
+            _, error, producer_id, epoch = struct.unpack(
+                ">ihqh", txn.call(_INIT_PRODUCER_ID, 1, init)
+            )
+            producer[:] = [(producer_id, epoch)]
+            return [error]
+
+        _until_accepted(init_producer, "InitProducerId")
+        producer_id, epoch = producer[0]
+        by_topic: dict[str, list[tuple[int, bytes]]] = {}
+        for (topic, partition), values in records.items():
+            batch = record_batch(producer_id, epoch, values)
+            by_topic.setdefault(topic, []).append((partition, batch))
+        produce = _str(transactional_id) + struct.pack(">hii", -1, 10000, len(by_topic))
+        for topic, parts in by_topic.items():
+            produce += _str(topic) + struct.pack(">i", len(parts))
+            for partition, batch in parts:
+                produce += struct.pack(">ii", partition, len(batch)) + batch
+        _until_accepted(lambda: _errors(bootstrap.call(_PRODUCE, 7, produce), "produce"), "Produce")
+        commit = _str(transactional_id) + _str(group) + struct.pack(">qh", producer_id, epoch)
+        commit_topics: dict[str, list[tuple[int, int]]] = {}
+        for (topic, partition), offset in offsets.items():
+            commit_topics.setdefault(topic, []).append((partition, offset))
+        commit += struct.pack(">i", len(commit_topics))
+        for topic, offset_parts in commit_topics.items():
+            commit += _str(topic) + struct.pack(">i", len(offset_parts))
+            for partition, offset in offset_parts:
+                commit += struct.pack(">iqi", partition, offset, -1) + _str(None)
+        _until_accepted(
+            lambda: _errors(group_conn.call(_TXN_OFFSET_COMMIT, 2, commit), "offsets"),
+            "TxnOffsetCommit",
+        )
 
 
 @contextmanager

@@ -60,6 +60,9 @@ class _Future:
     def result(self, _timeout: float | None = None) -> Any:
         return self.value
 
+    def done(self) -> bool:
+        return True
+
 
 class _Admin:
     def __init__(self, offsets: list[Any]) -> None:
@@ -131,14 +134,29 @@ def test_the_sweep_aborts_one_transaction_over_every_output_partition_and_the_of
     assert admin.asked == [False]
 
 
-def test_only_unstable_offsets_count_as_held() -> None:
+def test_a_check_asks_and_a_later_turn_reads_the_answer() -> None:
     unstable = KafkaError(KafkaError.UNSTABLE_OFFSET_COMMIT)
     held = SimpleNamespace(topic="in", partition=0, offset=-1001, error=unstable)
     admin = _Admin([held, TopicPartition("in", 1, 5)])
     sweeper = _silent_sweeper(admin)
-    assert sweeper.stuck(_SilentConsumer(), 100.0) == []
+    assert sweeper.stuck(_SilentConsumer(), 100.0) == []  # asked
     assert admin.asked == [True]
-    assert sweeper.stuck(_SilentConsumer(), 200.0) == [A]
+    assert sweeper.stuck(_SilentConsumer(), 101.0) == []  # answered: A unstable since now
+    assert sweeper.stuck(_SilentConsumer(), 200.0) == []  # asked again
+    assert sweeper.stuck(_SilentConsumer(), 201.0) == [A]  # only the unstable one
+
+
+def test_an_unanswered_check_is_dropped_and_asked_again() -> None:
+    admin = _Admin([])
+    sweeper = _silent_sweeper(admin)
+    sweeper.stuck(_SilentConsumer(), 100.0)
+    sweeper._asked = (SimpleNamespace(done=lambda: False), 100.0)
+    assert sweeper.stuck(_SilentConsumer(), 105.0) == []
+    assert sweeper._asked is not None  # still waiting
+    assert sweeper.stuck(_SilentConsumer(), 111.0) == []
+    assert sweeper._asked is None  # dropped past the call timeout
+    sweeper.stuck(_SilentConsumer(), 112.0)
+    assert len(admin.asked) == 2
 
 
 class _SilentConsumer(_Consumer):

@@ -104,23 +104,20 @@ class OffsetsWatch:
             self._unstable_since.pop(key, None)
 
 
-def _group_offsets(
-    admin: Any, group: str, keys: Sequence[Key], stable: bool, timeout_s: float
-) -> list[TopicPartition]:
+def _ask(admin: Any, group: str, keys: Sequence[Key], stable: bool, timeout_s: float) -> Any:
+    """The future of ``group``'s offsets of ``keys`` (``stable``: as a read_committed member)."""
     request = ConsumerGroupTopicPartitions(group, [TopicPartition(t, p) for t, p in keys])
     futures = admin.list_consumer_group_offsets(
         [request], require_stable=stable, request_timeout=timeout_s
     )
-    return list(futures[group].result(timeout_s).topic_partitions)
+    return futures[group]
 
 
-def unstable_offsets(admin: Any, group: str, keys: Sequence[Key], timeout_s: float) -> set[Key]:
-    """Of ``keys``, the partitions whose offsets in ``group`` a pending transaction holds."""
-    if not keys:
-        return set()
+def unstable(partitions: Iterable[Any]) -> set[Key]:
+    """Of an offset fetch's ``partitions``, those a pending transaction holds."""
     return {
         (tp.topic, tp.partition)
-        for tp in _group_offsets(admin, group, keys, True, timeout_s)
+        for tp in partitions
         if tp.error is not None and tp.error.code() == KafkaError.UNSTABLE_OFFSET_COMMIT
     }
 
@@ -139,18 +136,38 @@ class Sweeper:
         self._kafka, self._member, self._group = kafka, member, spec.name
         self._outputs = tuple(dict.fromkeys((*spec.output_topics, spec.dead_letter_topic)))
         self._admin: Any = None
+        self._asked: tuple[Any, float] | None = None  # a check's future, and when it was asked
 
     def stuck(self, consumer: Any, now: float) -> list[Key]:
-        """When a check is due: the partitions proven held by a forgotten transaction."""
-        if not self.watch.due(now):
-            return []
-        try:
-            silent = self.watch.silent(consumer.position(consumer.assignment()), now)
-            unstable = unstable_offsets(self._admin_client(), self._group, silent, CALL_TIMEOUT_S)
-        except KafkaException as exc:  # the broker's trouble, seen elsewhere too
-            log.debug("offsets not checked: %s", exc)
-            return []
-        return self.watch.proven(unstable, now)
+        """The partitions proven held by a forgotten transaction, once a check is answered.
+
+        Never waits on the broker: a check asks the group coordinator and a later turn
+        reads the answer (one left unanswered past :data:`CALL_TIMEOUT_S` is dropped).
+        """
+        if self._asked is not None:
+            future, asked_at = self._asked
+            if not future.done():
+                if now - asked_at > CALL_TIMEOUT_S:
+                    self._asked = None
+                return []
+            self._asked = None
+            try:
+                held = unstable(future.result().topic_partitions)
+            except KafkaException as exc:  # the broker's trouble, seen elsewhere too
+                log.debug("offsets not checked: %s", exc)
+                return []
+            return self.watch.proven(held, now)
+        if self.watch.due(now):
+            try:
+                silent = self.watch.silent(consumer.position(consumer.assignment()), now)
+                if silent:
+                    ask = _ask(self._admin_client(), self._group, silent, True, CALL_TIMEOUT_S)
+                    self._asked = (ask, now)
+                else:
+                    self.watch.proven(set(), now)
+            except KafkaException as exc:
+                log.debug("offsets not checked: %s", exc)
+        return []
 
     def _admin_client(self) -> Any:
         if self._admin is None:
@@ -164,7 +181,9 @@ class Sweeper:
         # The offsets named are dropped with the abort; the stable ones, should they not be.
         offsets = [
             TopicPartition(tp.topic, tp.partition, max(tp.offset, 0))
-            for tp in _group_offsets(self._admin_client(), self._group, stuck, False, timeout_s)
+            for tp in _ask(self._admin_client(), self._group, stuck, False, timeout_s)
+            .result(timeout_s)
+            .topic_partitions
         ]
         producer.begin_transaction()
         for topic in self._outputs:
