@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
 from confluent_kafka import KafkaError, TopicPartition
 
 from tracebound.events import DiagnosisRequested
@@ -150,13 +152,36 @@ def test_an_unanswered_check_is_dropped_and_asked_again() -> None:
     admin = _Admin([])
     sweeper = _silent_sweeper(admin)
     sweeper.stuck(_SilentConsumer(), 100.0)
-    sweeper._asked = (SimpleNamespace(done=lambda: False), 100.0)
+    sweeper._asked = (SimpleNamespace(done=lambda: False), 100.0, [A])
     assert sweeper.stuck(_SilentConsumer(), 105.0) == []
     assert sweeper._asked is not None  # still waiting
     assert sweeper.stuck(_SilentConsumer(), 111.0) == []
     assert sweeper._asked is None  # dropped past the call timeout
     sweeper.stuck(_SilentConsumer(), 112.0)
     assert len(admin.asked) == 2
+
+
+def test_offsets_still_held_after_a_sweep_are_reported_not_swept_again(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    unstable = KafkaError(KafkaError.UNSTABLE_OFFSET_COMMIT)
+    admin = _Admin([SimpleNamespace(topic="in", partition=0, offset=-1001, error=unstable)])
+    sweeper = _silent_sweeper(admin)
+    sweeper.stuck(_SilentConsumer(), 100.0)
+    sweeper.stuck(_SilentConsumer(), 101.0)
+    sweeper.stuck(_SilentConsumer(), 200.0)
+    assert sweeper.stuck(_SilentConsumer(), 201.0) == [A]
+    sweeper.sweep(_Producer(), _Consumer(), [A], 10.0)
+    sweeper.stuck(_SilentConsumer(), 300.0)
+    sweeper.stuck(_SilentConsumer(), 301.0)
+    sweeper.stuck(_SilentConsumer(), 400.0)
+    with caplog.at_level(logging.ERROR, "tracebound.runtime"):
+        assert sweeper.stuck(_SilentConsumer(), 401.0) == []
+    assert "another transactional.id holds them" in caplog.text
+    admin.offsets = [TopicPartition("in", 0, 7)]  # stable again: a new incident is swept
+    sweeper.stuck(_SilentConsumer(), 500.0)
+    sweeper.stuck(_SilentConsumer(), 501.0)
+    assert A not in sweeper._swept
 
 
 class _SilentConsumer(_Consumer):

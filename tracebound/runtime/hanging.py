@@ -136,7 +136,9 @@ class Sweeper:
         self._kafka, self._member, self._group = kafka, member, spec.name
         self._outputs = tuple(dict.fromkeys((*spec.output_topics, spec.dead_letter_topic)))
         self._admin: Any = None
-        self._asked: tuple[Any, float] | None = None  # a check's future, and when it was asked
+        # A check's future, when it was asked, and what about.
+        self._asked: tuple[Any, float, list[Key]] | None = None
+        self._swept: set[Key] = set()  # swept, and not seen stable since
 
     def stuck(self, consumer: Any, now: float) -> list[Key]:
         """The partitions proven held by a forgotten transaction, once a check is answered.
@@ -145,7 +147,7 @@ class Sweeper:
         reads the answer (one left unanswered past :data:`CALL_TIMEOUT_S` is dropped).
         """
         if self._asked is not None:
-            future, asked_at = self._asked
+            future, asked_at, keys = self._asked
             if not future.done():
                 if now - asked_at > CALL_TIMEOUT_S:
                     self._asked = None
@@ -156,18 +158,33 @@ class Sweeper:
             except KafkaException as exc:  # the broker's trouble, seen elsewhere too
                 log.debug("offsets not checked: %s", exc)
                 return []
-            return self.watch.proven(held, now)
+            self._swept -= set(keys) - held
+            return self._not_swept(self.watch.proven(held, now))
         if self.watch.due(now):
             try:
                 silent = self.watch.silent(consumer.position(consumer.assignment()), now)
                 if silent:
                     ask = _ask(self._admin_client(), self._group, silent, True, CALL_TIMEOUT_S)
-                    self._asked = (ask, now)
+                    self._asked = (ask, now, silent)
                 else:
                     self.watch.proven(set(), now)
             except KafkaException as exc:
                 log.debug("offsets not checked: %s", exc)
         return []
+
+    def _not_swept(self, stuck: list[Key]) -> list[Key]:
+        """``stuck`` less what a sweep of this replica could not free (reported instead)."""
+        again = [k for k in stuck if k in self._swept]
+        if again:
+            log.error(
+                "offsets of %s stay unstable after this replica's sweep: a transaction of"
+                " another transactional.id holds them (another replica of %s, or a producer"
+                " gone for good); find it with kafka-transactions.sh find-hanging and end it"
+                " with kafka-transactions.sh abort",
+                edge.describe_partitions([TopicPartition(t, p) for t, p in again]),
+                self._group,
+            )
+        return [k for k in stuck if k not in self._swept]
 
     def _admin_client(self) -> Any:
         if self._admin is None:
@@ -191,6 +208,7 @@ class Sweeper:
                 producer.produce(topic, value=None, partition=partition, headers=SWEEP_HEADERS)
         producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), timeout_s)
         producer.abort_transaction(timeout_s)
+        self._swept.update(stuck)
         log.warning(
             "swept a forgotten transaction: aborted this replica's open transactions on %s"
             " and its pending offsets of %s",
