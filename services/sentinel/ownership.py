@@ -28,6 +28,7 @@ from confluent_kafka import TopicPartition
 from services.sentinel.watch import SERVICE, WATCHED
 from tracebound import kafka as edge
 from tracebound import topics
+from tracebound.runtime.bounded import close_within
 from tracebound.runtime.membership import GroupWatch, Repair, rejoin
 from tracebound.settings import KafkaSettings
 
@@ -95,6 +96,11 @@ class Ownership:
     def close(self) -> None:
         for consumer in (self.member, self.reader):
             consumer.close()
+
+    def abandon(self) -> None:
+        """Close a member being replaced, never waiting long on a wedged client."""
+        for consumer in (self.member, self.reader):
+            close_within(consumer)
 
     def _lost(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         self._group.lost(time.monotonic())

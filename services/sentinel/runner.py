@@ -94,7 +94,7 @@ class Sentinel:
                 metrics.beat()
                 fatal = [p for p in ownership.poll() if edge.consumer_error(p) is Severity.FATAL]
                 if ownership.repair() or fatal:  # a dead member (e.g. fenced): watch afresh
-                    ownership.close()
+                    ownership.abandon()
                     self.watch = Watch(self.deadline)
                     ownership = self._ownership(rebuilt=True)
                     continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from services.sentinel.ownership import Ownership
@@ -56,3 +57,29 @@ def test_a_first_member_keeps_its_stored_assignment() -> None:
     finally:
         real.close()
         ownership.reader.close()
+
+
+class Wedged:
+    """A client whose close never returns (its broker gone mid-request)."""
+
+    def __init__(self) -> None:
+        self.released = threading.Event()
+        self.closing = 0
+
+    def close(self) -> None:
+        self.closing += 1
+        self.released.wait()
+
+
+def test_a_member_being_replaced_is_abandoned_without_waiting_on_a_wedged_close() -> None:
+    ownership, _member, real = _ownership(rebuilt=False)
+    reader = ownership.reader
+    wedged = Wedged()
+    ownership.member, ownership.reader = wedged, wedged
+    try:
+        ownership.abandon()  # without the bound this never returns (the test times out)
+        assert wedged.closing == 2 and not wedged.released.is_set()
+    finally:
+        wedged.released.set()
+        real.close()
+        reader.close()
