@@ -49,6 +49,14 @@ class Repair(enum.Enum):
     REBUILD = "rebuild"  # new clients
 
 
+class _Rejoin(enum.Enum):
+    """Where rebuilt clients are on their way to the one rejoin."""
+
+    IDLE = "idle"
+    AWAITING_ASSIGNMENT = "awaiting the first assignment"
+    DUE = "due"
+
+
 def rejoin(consumer: Any, subscribe: Callable[[], None]) -> None:
     """Leave the group and subscribe again: the coordinator rebalances the group."""
     log.warning("rejoining the group after the rebuild: no partition may stay unowned")
@@ -61,19 +69,19 @@ class GroupWatch:
 
     def __init__(self, lost_rebuild_s: float = LOST_REBUILD_S) -> None:
         self._lost_rebuild_s = lost_rebuild_s
-        self._rejoin_pending = False
-        self._assigned_since_rebuild = False
+        self._rejoin = _Rejoin.IDLE
         self._lost_at: float | None = None
         self._replacements: list[float] = []
 
     def rebuilt(self) -> None:
         """New clients: rejoin once they have their first assignment."""
-        self._rejoin_pending, self._assigned_since_rebuild = True, False
+        self._rejoin = _Rejoin.AWAITING_ASSIGNMENT
         self._lost_at = None
 
     def assigned(self) -> None:
         self._lost_at = None
-        self._assigned_since_rebuild = self._rejoin_pending
+        if self._rejoin is _Rejoin.AWAITING_ASSIGNMENT:
+            self._rejoin = _Rejoin.DUE
 
     def lost(self, now: float) -> None:
         if self._lost_at is None:
@@ -81,8 +89,8 @@ class GroupWatch:
 
     def due(self, now: float) -> Repair | None:
         """The repair to make now (each is reported once)."""
-        if self._rejoin_pending and self._assigned_since_rebuild:
-            self._rejoin_pending = self._assigned_since_rebuild = False
+        if self._rejoin is _Rejoin.DUE:
+            self._rejoin = _Rejoin.IDLE
             return Repair.REJOIN
         if self._lost_at is not None and now - self._lost_at >= self._lost_rebuild_s:
             self._lost_at = None
