@@ -30,6 +30,7 @@ pytestmark = pytest.mark.integration
 
 PARTITIONS = 6
 SETTLE_S = 60.0  # a hang guard, not a timing assertion
+JOIN_S = 6.0  # the first round of the join's rebalance, completed without the wedged member
 
 
 def _loop(stack: StackHandle, group: str, topic: str, replica: str) -> ServiceLoop:
@@ -59,6 +60,13 @@ def _owned(loop: ServiceLoop) -> set[int]:
     return {tp.partition for tp in loop._consumer.assignment()}
 
 
+def _for(seconds: float, turn: Callable[[], None]) -> None:
+    """``turn()`` for ``seconds``: the other replica joins while the wedged one serves nothing."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        turn()
+
+
 def _until(condition: Callable[[], bool], turn: Callable[[], None], what: str) -> None:
     """``turn()`` (every member's one turn) until ``condition()``, or fail past the guard."""
     end = time.monotonic() + SETTLE_S
@@ -77,9 +85,7 @@ def test_a_rebuilt_member_rejoins_so_no_partition_is_left_unowned(stack: StackHa
     _until(lambda: len(_owned(a)) == PARTITIONS, lambda: _step(a), "a owns every partition")
     b = _loop(stack, group, topic, "b")
     # b joins; a, wedged, serves nothing while the first round completes.
-    end = time.monotonic() + 6.0
-    while time.monotonic() < end:
-        _step(b)
+    _for(JOIN_S, lambda: _step(b))
     a._rebuild_clients()  # what the loop does when a transaction's calls overran
     try:
         _until(
@@ -117,10 +123,7 @@ def test_a_rebuilt_sentinel_member_rejoins_so_no_partition_is_left_unowned(
         _until(lambda: a.owned == every, lambda: _serve(a), "a owns every partition")
         b = Ownership(stack.kafka, f"sentinel-rejoin-b-{tag}", 60.0)
         members.append(b)
-        end = time.monotonic() + 6.0  # b joins; a, wedged, serves nothing
-        while time.monotonic() < end:
-            b.poll()
-            time.sleep(0.05)
+        _for(JOIN_S, lambda: _serve(b))  # b joins; a, wedged, serves nothing
         a.close()  # as the sentinel does after a fatal error: a new member, same id
         members.remove(a)
         a = Ownership(stack.kafka, f"sentinel-rejoin-a-{tag}", 60.0, rebuilt=True)
