@@ -11,8 +11,9 @@ from confluent_kafka import KafkaError, TopicPartition
 
 from tracebound.events import DiagnosisRequested
 from tracebound.runtime.hanging import OffsetsWatch, Sweeper
+from tracebound.runtime.metrics import ServiceMetrics
 from tracebound.runtime.service import ServiceSpec
-from tracebound.settings import KafkaSettings
+from tracebound.settings import KafkaSettings, RuntimeSettings
 
 A, B = ("in", 0), ("in", 1)
 
@@ -114,7 +115,8 @@ def _sweeper(admin: _Admin) -> Sweeper:
         dead_letter_topic="dlq",
         output_topics=("out", "dlq"),
     )
-    sweeper = Sweeper(KafkaSettings(), "g-a", spec, 30.0)
+    runtime = RuntimeSettings(replica_id="a")
+    sweeper = Sweeper(KafkaSettings(), "g-a", spec, runtime, ServiceMetrics("g"))
     sweeper._admin = admin
     return sweeper
 
@@ -144,6 +146,7 @@ def test_a_check_asks_and_a_later_turn_reads_the_answer() -> None:
     assert sweeper.stuck(_SilentConsumer(), 100.0) == []  # asked
     assert admin.asked == [True]
     assert sweeper.stuck(_SilentConsumer(), 101.0) == []  # answered: A unstable since now
+    assert _figure(sweeper, "tracebound_unstable_offsets") == 1
     assert sweeper.stuck(_SilentConsumer(), 200.0) == []  # asked again
     assert sweeper.stuck(_SilentConsumer(), 201.0) == [A]  # only the unstable one
 
@@ -172,6 +175,7 @@ def test_offsets_still_held_after_a_sweep_are_reported_not_swept_again(
     sweeper.stuck(_SilentConsumer(), 200.0)
     assert sweeper.stuck(_SilentConsumer(), 201.0) == [A]
     sweeper.sweep(_Producer(), _Consumer(), [A], 10.0)
+    assert _figure(sweeper, "tracebound_forgotten_transactions_swept_total") == 1
     sweeper.stuck(_SilentConsumer(), 300.0)
     sweeper.stuck(_SilentConsumer(), 301.0)
     sweeper.stuck(_SilentConsumer(), 400.0)
@@ -182,6 +186,11 @@ def test_offsets_still_held_after_a_sweep_are_reported_not_swept_again(
     sweeper.stuck(_SilentConsumer(), 500.0)
     sweeper.stuck(_SilentConsumer(), 501.0)
     assert A not in sweeper._swept
+
+
+def _figure(sweeper: Sweeper, name: str) -> float | None:
+    value: float | None = sweeper._metrics.registry.get_sample_value(name, {"service": "g"})
+    return value
 
 
 class _SilentConsumer(_Consumer):

@@ -35,8 +35,9 @@ from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaExcep
 
 from tracebound import kafka as edge
 from tracebound.kafka import Key
+from tracebound.runtime.metrics import ServiceMetrics
 from tracebound.runtime.service import ServiceSpec
-from tracebound.settings import KafkaSettings
+from tracebound.settings import KafkaSettings, RuntimeSettings
 
 log = logging.getLogger("tracebound.runtime")
 
@@ -130,9 +131,11 @@ class Sweeper:
         kafka: KafkaSettings,
         member: str,
         spec: ServiceSpec,
-        transaction_timeout_s: float,
+        runtime: RuntimeSettings,
+        metrics: ServiceMetrics,
     ) -> None:
-        self.watch = OffsetsWatch(transaction_timeout_s + CONFIRM_MARGIN_S)
+        self.watch = OffsetsWatch(runtime.transaction_timeout_ms / 1000 + CONFIRM_MARGIN_S)
+        self._metrics = metrics
         self._kafka, self._member, self._group = kafka, member, spec.name
         self._outputs = tuple(dict.fromkeys((*spec.output_topics, spec.dead_letter_topic)))
         self._admin: Any = None
@@ -159,6 +162,7 @@ class Sweeper:
                 log.debug("offsets not checked: %s", exc)
                 return []
             self._swept -= set(keys) - held
+            self._metrics.unstable_offsets.labels(self._group).set(len(held))
             return self._not_swept(self.watch.proven(held, now))
         if self.watch.due(now):
             try:
@@ -168,6 +172,7 @@ class Sweeper:
                     self._asked = (ask, now, silent)
                 else:
                     self.watch.proven(set(), now)
+                    self._metrics.unstable_offsets.labels(self._group).set(0)
             except KafkaException as exc:
                 log.debug("offsets not checked: %s", exc)
         return []
@@ -209,6 +214,7 @@ class Sweeper:
         producer.send_offsets_to_transaction(offsets, consumer.consumer_group_metadata(), timeout_s)
         producer.abort_transaction(timeout_s)
         self._swept.update(stuck)
+        self._metrics.swept.labels(self._group).inc()
         log.warning(
             "swept a forgotten transaction: aborted this replica's open transactions on %s"
             " and its pending offsets of %s",

@@ -95,8 +95,7 @@ class ServiceLoop:
         self._group = GroupWatch()
         self._calls = BoundedCalls()
         self._copartition = edge.CopartitionWatch()
-        txn_timeout_s = self.runtime.transaction_timeout_ms / 1000
-        self._sweeper = Sweeper(self.kafka, self.transactional_id, spec, txn_timeout_s)
+        self._sweeper = Sweeper(self.kafka, self.transactional_id, spec, self.runtime, self.metrics)
         self.pacing = pace(
             spec.name,
             self.runtime,

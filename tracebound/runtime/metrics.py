@@ -66,6 +66,18 @@ class ServiceMetrics:
             [*labels, "topic", "partition"],
             registry=self.registry,
         )
+        self.unstable_offsets = Gauge(
+            "tracebound_unstable_offsets",
+            "Silent partitions whose group offsets a pending transaction holds, as last asked",
+            labels,
+            registry=self.registry,
+        )
+        self.swept = Counter(
+            "tracebound_forgotten_transactions_swept",
+            "Transactions the broker forgot, ended by an aborted transaction of this replica",
+            labels,
+            registry=self.registry,
+        )
         self._last_beat = time.monotonic()
         self.healthy = True
 
