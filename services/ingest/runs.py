@@ -109,9 +109,11 @@ class RunBuffer:
             entries = list(run.entries)
         events: list[Event] = []
         seen: set[str] = set()
+        dropped = 0  # bytes of what is not kept: a message read twice, poison, another run's
         for entry in entries:
             event = entry if isinstance(entry, Event) else self.decode(*entry)
             if event is None or event.run_id != run_id or event.event_id in seen:
+                dropped += 0 if isinstance(entry, Event) else len(entry[1])
                 continue
             seen.add(event.event_id)
             events.append(event)
@@ -122,6 +124,8 @@ class RunBuffer:
             if all(a is b for a, b in zip(held.entries, entries, strict=False)):
                 held.entries[: len(entries)] = events  # decoded once, duplicates dropped
                 held.ids.update(seen)
+                held.size -= dropped
+                self._bytes -= dropped
             return events, held.answer
 
     def _run(self, run_id: str) -> _Run:

@@ -130,3 +130,16 @@ def test_the_reader_files_a_message_under_its_key_or_its_decoded_run_id() -> Non
     reader._take(keyless)
     reader._take(Msg(topic_for("PlanProduced"), 2, None, b"r-1"))  # a tombstone
     assert [e.event_id for e in runs.snapshot("r-1")[0]] == ["r-1-request", "r-1-plan"]
+
+
+def test_a_message_read_twice_counts_once_in_the_byte_bound_once_decoded() -> None:
+    runs = RunBuffer()
+    request, plan, _ = _run("r-1")
+    once = [_message(request, 0), _message(plan, 1)]
+    for message in (*once, *once):  # read again after a rebalance
+        runs.add_message("r-1", message)
+    read_once = sum(len(m.value() or b"") for m in once)
+    assert runs.size == 2 * read_once  # not decoded yet: no telling
+    events, _ = runs.snapshot("r-1")
+    assert len(events) == 2
+    assert runs.size == read_once
