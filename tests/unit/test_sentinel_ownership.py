@@ -81,5 +81,7 @@ def test_a_member_being_replaced_is_abandoned_without_waiting_on_a_wedged_close(
         assert wedged.closing == 2 and not wedged.released.is_set()
     finally:
         wedged.released.set()
+        # The real clients' revocation callbacks use the ownership's own members.
+        ownership.member, ownership.reader = real, reader
         real.close()
         reader.close()
