@@ -150,32 +150,40 @@ class Sweeper:
         reads the answer (one left unanswered past :data:`CALL_TIMEOUT_S` is dropped).
         """
         if self._asked is not None:
-            future, asked_at, keys = self._asked
-            if not future.done():
-                if now - asked_at > CALL_TIMEOUT_S:
-                    self._asked = None
-                return []
-            self._asked = None
-            try:
-                held = unstable(future.result().topic_partitions)
-            except KafkaException as exc:  # the broker's trouble, seen elsewhere too
-                log.debug("offsets not checked: %s", exc)
-                return []
-            self._swept -= set(keys) - held
-            self._metrics.unstable_offsets.labels(self._group).set(len(held))
-            return self._not_swept(self.watch.proven(held, now))
+            return self._answered(*self._asked, now)
         if self.watch.due(now):
-            try:
-                silent = self.watch.silent(consumer.position(consumer.assignment()), now)
-                if silent:
-                    ask = _ask(self._admin_client(), self._group, silent, True, CALL_TIMEOUT_S)
-                    self._asked = (ask, now, silent)
-                else:
-                    self.watch.proven(set(), now)
-                    self._metrics.unstable_offsets.labels(self._group).set(0)
-            except KafkaException as exc:
-                log.debug("offsets not checked: %s", exc)
+            self._ask_about_silent(consumer, now)
         return []
+
+    def _answered(self, future: Any, asked_at: float, keys: list[Key], now: float) -> list[Key]:
+        """The asked check's verdict once answered; nothing while it is out."""
+        if not future.done():
+            if now - asked_at > CALL_TIMEOUT_S:
+                self._asked = None
+            return []
+        self._asked = None
+        try:
+            held = unstable(future.result().topic_partitions)
+        except KafkaException as exc:  # the broker's trouble, seen elsewhere too
+            log.debug("offsets not checked: %s", exc)
+            return []
+        self._swept -= set(keys) - held
+        self._metrics.unstable_offsets.labels(self._group).set(len(held))
+        return self._not_swept(self.watch.proven(held, now))
+
+    def _ask_about_silent(self, consumer: Any, now: float) -> None:
+        """Ask the group coordinator about the partitions silent long enough, if any."""
+        try:
+            silent = self.watch.silent(consumer.position(consumer.assignment()), now)
+            if silent:
+                ask = _ask(self._admin_client(), self._group, silent, True, CALL_TIMEOUT_S)
+                self._asked = (ask, now, silent)
+                return
+        except KafkaException as exc:
+            log.debug("offsets not checked: %s", exc)
+            return
+        self.watch.proven(set(), now)
+        self._metrics.unstable_offsets.labels(self._group).set(0)
 
     def _not_swept(self, stuck: list[Key]) -> list[Key]:
         """``stuck`` less what a sweep of this replica could not free (reported instead)."""
