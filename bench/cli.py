@@ -129,6 +129,7 @@ class Bench(FigureRunners):
             for note in stop_services(settings, paused):
                 log(note)
         others = [s.name for s in status.services if s.running and s.name not in paused]
+        self.stack_pids = processes.stack_processes(status, processes.ROLES)
         if others:
             log(f"also running on the stack (load during the bench): {', '.join(others)}")
         self.report["stack"] = {"started_here": started, "paused": paused, "others": others}

@@ -99,6 +99,7 @@ def pipeline_figures(
         )
     )
     figures += stage_figures(bursts)
+    figures.append(stack_cpu_figure(bursts, loops, args.rate))
     top_role, top_rss = max(rss_end.items(), key=lambda kv: kv[1]) if rss_end else ("-", 0.0)
     figures.append(
         Figure(
@@ -238,3 +239,25 @@ def stage_figures(bursts: Sequence[dict[str, Any]]) -> list[Figure]:
             )
         )
     return figures
+
+
+def stack_cpu_figure(
+    bursts: Sequence[dict[str, Any]], loops: Sequence[dict[str, Any]], rate: float
+) -> Figure:
+    """Where the machine's CPU goes: the roles together and every other process of the
+    stack, per request in the burst and as cores kept busy in the open loop (medians)."""
+    names = [n for n in (bursts[0].get("stack_cpu_ms_per_request") or {})] if bursts else []
+    burst = {"roles": sum(med(bursts, "cpu_ms_per_request", r) for r in processes.ROLES)}
+    burst.update({n: med(bursts, "stack_cpu_ms_per_request", n) for n in names})
+    cores = loops[0].get("cores", {}) if loops else {}
+    loop = {"roles": sum(med(loops, "cores", r) for r in processes.ROLES if r in cores)}
+    loop.update({n: med(loops, "cores", n) for n in cores if n not in processes.ROLES})
+    return Figure(
+        "pipeline CPU",
+        "burst "
+        + ", ".join(f"{n} {v:.2f}" for n, v in burst.items())
+        + f" ms/request; at {rate:g}/s "
+        + ", ".join(f"{n} {v:.2f}" for n, v in sorted(loop.items(), key=lambda kv: -kv[1]))
+        + " cores busy",
+        note=runs_note(len(bursts)),
+    )

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import hops
-from bench.processes import Sampler, cpu_seconds, stage_seconds
+from bench.processes import CpuMeter, Sampler, stage_seconds
 from bench.report import log, percentile
 from bench.topic_reads import READ_TIMEOUT_S, Offsets, run_costs, watermarks
 from tracebound import topics
@@ -125,17 +125,20 @@ def burst(
     profile_dir: Path | None = None,
     *,
     metrics_ports: Mapping[str, int] | None = None,
+    stack: Mapping[str, Sequence[int]] | None = None,
 ) -> dict[str, Any]:
     """``count`` requests at once; throughput and latency of the saturated pipeline.
 
     With ``metrics_ports``, each role's time per stage (codec, handler, Kafka,
-    PostgreSQL) is read from its ``/metrics`` before and after.
+    PostgreSQL) is read from its ``/metrics`` before and after; ``stack`` names the
+    other processes whose CPU per request is reported too (the broker, PostgreSQL, the
+    projections: :func:`bench.processes.stack_processes`).
     """
     reader = AnswerReader(kafka)
     starts = watermarks(kafka, (topics.TOOL_INVOCATIONS, topics.AGENT_STEPS))
     ports = metrics_ports or {}
     stages_before = {role: stage_seconds(port) for role, port in ports.items()}
-    cpu_before = {role: cpu_seconds(pid) for role, pid in pids.items()}
+    meter = CpuMeter({**{role: [pid] for role, pid in pids.items()}, **(stack or {})})
     sampler = Sampler(profile_dir) if profile_dir is not None else None
     if sampler is not None:
         sampler.start(pids)
@@ -160,7 +163,7 @@ def burst(
         reader.close()
         profile = sampler.stop() if sampler is not None else {}
     finished = max((t for t, _ in received.values()), default=time.time())
-    cpu = {role: cpu_seconds(pid) - cpu_before[role] for role, pid in pids.items()}
+    cpu = meter.spent()
     per_request = 1000 / max(len(received), 1)
     stages = {
         role: {
@@ -176,8 +179,9 @@ def burst(
             "seconds": round(seconds, 3),
             "publish_seconds": round(published - started, 3),
             "requests_per_second": round(len(received) / seconds, 1) if seconds > 0 else 0.0,
-            "cpu_ms_per_request": {
-                role: round(1000 * c / max(len(received), 1), 2) for role, c in cpu.items()
+            "cpu_ms_per_request": {role: round(cpu[role] * per_request, 2) for role in pids},
+            "stack_cpu_ms_per_request": {
+                name: round(cpu[name] * per_request, 2) for name in stack or {}
             },
             "stage_ms_per_request": stages,
             "profile": profile,
@@ -186,8 +190,17 @@ def burst(
     return result
 
 
-def open_loop(kafka: KafkaSettings, codec: Codec, rate: float, seconds: float) -> dict[str, Any]:
+def open_loop(
+    kafka: KafkaSettings,
+    codec: Codec,
+    rate: float,
+    seconds: float,
+    processes: Mapping[str, Sequence[int]] | None = None,
+) -> dict[str, Any]:
     """Requests on a fixed schedule; latency from each request's scheduled send time.
+
+    ``processes`` (the roles and the rest of the stack, by name) are reported as the
+    cores each kept busy meanwhile.
 
     The sender sleeps until the next request is due and sends it then: a sender
     waking on a coarser tick would add up to a tick of its own lateness to every
@@ -196,8 +209,13 @@ def open_loop(kafka: KafkaSettings, codec: Codec, rate: float, seconds: float) -
     full collection of what the earlier runs left on its heap would stop the sender
     and the readers at once, and count as the pipeline's latency.
     """
+    meter = CpuMeter(processes or {})
+    started = time.monotonic()
     with tuned_collector():
-        return _open_loop(kafka, codec, rate, seconds)
+        result = _open_loop(kafka, codec, rate, seconds)
+    elapsed = time.monotonic() - started
+    result["cores"] = {name: round(spent / elapsed, 3) for name, spent in meter.spent().items()}
+    return result
 
 
 def _open_loop(kafka: KafkaSettings, codec: Codec, rate: float, seconds: float) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,18 +24,65 @@ from bench.report import log
 from services.executor.tools.settings import DEMO_ENV
 from tracebound.settings import StackSettings
 from tracebound.stack.services import service_states, start_services, stop_services
+from tracebound.stack.stack import StackStatus
 
 ROLES = ("planner", "executor", "gatekeeper", "verifier", "composer")
 
 
+def _stat(pid: int | str) -> list[str] | None:
+    """The fields of ``/proc/<pid>/stat`` after the command name (None when it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rpartition(")")[2].split()
+    except OSError:
+        return None
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time of ``pid`` so far (NaN when it is gone)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rpartition(")")[2].split()
-    except OSError:
+    fields = _stat(pid)
+    if fields is None:
         return math.nan
-    ticks = os.sysconf("SC_CLK_TCK")
-    return (int(fields[11]) + int(fields[12])) / ticks
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU time of ``pid`` with its children, alive or gone (PostgreSQL's backends are
+    the postmaster's); NaN when ``pid`` is gone."""
+    own = _stat(pid)
+    if own is None:
+        return math.nan
+    ticks = sum(int(f) for f in own[11:15])  # its own and its reaped children's
+    for entry in os.listdir("/proc"):
+        child = _stat(entry) if entry.isdigit() else None
+        if child is not None and child[1] == str(pid):
+            ticks += int(child[11]) + int(child[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+class CpuMeter:
+    """CPU seconds spent by named groups of processes (with their children) since made."""
+
+    def __init__(self, groups: Mapping[str, Sequence[int]]) -> None:
+        self._groups = {name: list(pids) for name, pids in groups.items()}
+        self._before = self._read()
+
+    def _read(self) -> dict[str, float]:
+        return {n: sum(tree_cpu_seconds(p) for p in ps) for n, ps in self._groups.items()}
+
+    def spent(self) -> dict[str, float]:
+        after = self._read()
+        return {name: after[name] - self._before[name] for name in self._groups}
+
+
+def stack_processes(status: StackStatus, roles: Sequence[str]) -> dict[str, list[int]]:
+    """The stack's processes other than ``roles``, by name: every broker node, PostgreSQL,
+    and each other running service (ingest, sentinel, projections)."""
+    nodes = {"kafka": (status.kafka, *status.more_brokers), "postgres": (status.postgres,)}
+    groups = {name: [c.pid for c in cs if c.running and c.pid] for name, cs in nodes.items()}
+    for service in status.services:
+        if service.running and service.pid and service.name.split("-")[0] not in roles:
+            groups.setdefault(service.name, []).append(service.pid)
+    return {name: pids for name, pids in groups.items() if pids}
 
 
 def rss_mb(pid: int, field: str = "VmRSS") -> float:

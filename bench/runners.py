@@ -68,6 +68,8 @@ class FigureRunners:
         self.profile_dir = RESULTS / f"profile-{self.stamp}" if self.profile else None
         self.figures: list[Figure] = []
         self.report: dict[str, Any] = {}
+        # The stack's processes besides the roles (:func:`bench.processes.stack_processes`).
+        self.stack_pids: dict[str, list[int]] = {}
 
     def _profile_path(self, name: str) -> Path | None:
         return self.profile_dir / f"{name}.pstats" if self.profile_dir is not None else None
@@ -128,15 +130,21 @@ class FigureRunners:
                 self.args.pipeline_repeat,
                 "pipeline burst",
                 lambda _i: pipeline_bench.burst(
-                    kafka, codec, self.args.requests, pids, metrics_ports=roles.metrics_ports
+                    kafka,
+                    codec,
+                    self.args.requests,
+                    pids,
+                    metrics_ports=roles.metrics_ports,
+                    stack=self.stack_pids,
                 ),
             )
             rss = processes.roles_rss(pids)
+            everything = {**{role: [pid] for role, pid in pids.items()}, **self.stack_pids}
             loops = _repeat(
                 self.args.pipeline_repeat,
                 "pipeline open loop",
                 lambda _i: pipeline_bench.open_loop(
-                    kafka, codec, self.args.rate, self.args.rate_seconds
+                    kafka, codec, self.args.rate, self.args.rate_seconds, everything
                 ),
             )
             profiled = None
