@@ -2,11 +2,12 @@
 
 A worker decodes every batch as it comes and folds it in here; the rows and the
 checkpoints are written together only once per commit window
-(:class:`~projections.settings.ProjectionSettings`: ``commit_interval_ms``, or
-sooner once ``pending_runs`` rows wait, or when the worker has read everything
-there is). While catching up, the events of a run are spread over several
-batches: folded this way its row is written once per window instead of once per
-batch, and the states a window touches stay in memory, so none is read back.
+(:class:`~projections.settings.ProjectionRuntimeSettings`: ``commit_interval_ms``,
+or sooner once ``commit_max_messages`` were folded, or when the worker has read
+everything there is; nothing bounds the rows a window changes). While catching up,
+the events of a run are spread over several batches: folded this way its row is
+written once per window instead of once per batch, and the states a window touches
+stay in memory, so none is read back.
 
 Nothing is written between two commits, so a crash loses only folding work: the
 worker resumes from the last committed checkpoints and folds the same events
