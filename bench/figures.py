@@ -246,7 +246,7 @@ def stack_cpu_figure(
 ) -> Figure:
     """Where the machine's CPU goes: the roles together and every other process of the
     stack, per request in the burst and as cores kept busy in the open loop (medians)."""
-    names = [n for n in (bursts[0].get("stack_cpu_ms_per_request") or {})] if bursts else []
+    names = list(bursts[0].get("stack_cpu_ms_per_request") or {}) if bursts else []
     burst = {"roles": sum(med(bursts, "cpu_ms_per_request", r) for r in processes.ROLES)}
     burst.update({n: med(bursts, "stack_cpu_ms_per_request", n) for n in names})
     cores = loops[0].get("cores", {}) if loops else {}

@@ -125,20 +125,20 @@ def burst(
     profile_dir: Path | None = None,
     *,
     metrics_ports: Mapping[str, int] | None = None,
-    stack: Mapping[str, Sequence[int]] | None = None,
+    processes: Mapping[str, Sequence[int]] | None = None,
 ) -> dict[str, Any]:
     """``count`` requests at once; throughput and latency of the saturated pipeline.
 
     With ``metrics_ports``, each role's time per stage (codec, handler, Kafka,
-    PostgreSQL) is read from its ``/metrics`` before and after; ``stack`` names the
-    other processes whose CPU per request is reported too (the broker, PostgreSQL, the
-    projections: :func:`bench.processes.stack_processes`).
+    PostgreSQL) is read from its ``/metrics`` before and after. ``processes`` (the roles
+    and the rest of the stack, by name: the broker, PostgreSQL, the projections…) are
+    reported as CPU per request; without it, the roles of ``pids``.
     """
     reader = AnswerReader(kafka)
     starts = watermarks(kafka, (topics.TOOL_INVOCATIONS, topics.AGENT_STEPS))
     ports = metrics_ports or {}
     stages_before = {role: stage_seconds(port) for role, port in ports.items()}
-    meter = CpuMeter({**{role: [pid] for role, pid in pids.items()}, **(stack or {})})
+    meter = CpuMeter(processes or {role: [pid] for role, pid in pids.items()})
     sampler = Sampler(profile_dir) if profile_dir is not None else None
     if sampler is not None:
         sampler.start(pids)
@@ -181,7 +181,9 @@ def burst(
             "requests_per_second": round(len(received) / seconds, 1) if seconds > 0 else 0.0,
             "cpu_ms_per_request": {role: round(cpu[role] * per_request, 2) for role in pids},
             "stack_cpu_ms_per_request": {
-                name: round(cpu[name] * per_request, 2) for name in stack or {}
+                name: round(spent * per_request, 2)
+                for name, spent in cpu.items()
+                if name not in pids
             },
             "stage_ms_per_request": stages,
             "profile": profile,

@@ -37,26 +37,26 @@ def _stat(pid: int | str) -> list[str] | None:
         return None
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time of ``pid`` so far (NaN when it is gone)."""
-    fields = _stat(pid)
-    if fields is None:
-        return math.nan
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def _ticks_by_parent() -> Counter[str]:
+    """User + system CPU ticks of every live process, summed by its parent's pid."""
+    by_parent: Counter[str] = Counter()
+    for entry in os.listdir("/proc"):
+        fields = _stat(entry) if entry.isdigit() else None
+        if fields is not None:
+            by_parent[fields[1]] += int(fields[11]) + int(fields[12])
+    return by_parent
 
 
-def tree_cpu_seconds(pid: int) -> float:
+def tree_cpu_seconds(pid: int, children: Counter[str] | None = None) -> float:
     """CPU time of ``pid`` with its children, alive or gone (PostgreSQL's backends are
-    the postmaster's); NaN when ``pid`` is gone."""
+    the postmaster's); NaN when ``pid`` is gone. ``children``: one
+    :func:`_ticks_by_parent` reading shared by several pids."""
     own = _stat(pid)
     if own is None:
         return math.nan
-    ticks = sum(int(f) for f in own[11:15])  # its own and its reaped children's
-    for entry in os.listdir("/proc"):
-        child = _stat(entry) if entry.isdigit() else None
-        if child is not None and child[1] == str(pid):
-            ticks += int(child[11]) + int(child[12])
-    return ticks / os.sysconf("SC_CLK_TCK")
+    alive = (_ticks_by_parent() if children is None else children)[str(pid)]
+    reaped = sum(int(f) for f in own[11:15])  # its own and its reaped children's
+    return (reaped + alive) / os.sysconf("SC_CLK_TCK")
 
 
 class CpuMeter:
@@ -67,7 +67,11 @@ class CpuMeter:
         self._before = self._read()
 
     def _read(self) -> dict[str, float]:
-        return {n: sum(tree_cpu_seconds(p) for p in ps) for n, ps in self._groups.items()}
+        children = _ticks_by_parent()
+        return {
+            name: sum(tree_cpu_seconds(pid, children) for pid in pids)
+            for name, pids in self._groups.items()
+        }
 
     def spent(self) -> dict[str, float]:
         after = self._read()

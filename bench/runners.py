@@ -125,6 +125,7 @@ class FigureRunners:
         with processes.running_roles(env) as roles:
             warm = pipeline_bench.warm_up(kafka, codec)
             pids = roles.pids()
+            everything = {**{role: [pid] for role, pid in pids.items()}, **self.stack_pids}
             log(f"pipeline: roles warm after {warm:.1f}s (pids {pids})")
             bursts = _repeat(
                 self.args.pipeline_repeat,
@@ -135,11 +136,10 @@ class FigureRunners:
                     self.args.requests,
                     pids,
                     metrics_ports=roles.metrics_ports,
-                    stack=self.stack_pids,
+                    processes=everything,
                 ),
             )
             rss = processes.roles_rss(pids)
-            everything = {**{role: [pid] for role, pid in pids.items()}, **self.stack_pids}
             loops = _repeat(
                 self.args.pipeline_repeat,
                 "pipeline open loop",
