@@ -199,15 +199,22 @@ class FigureRunners:
             "projections-catch-up",
             lambda _i, to: projections_bench.catch_up(kafka, dsn, to),
         )
+        replicas = projections_bench.scaled_replicas(filled.after.ends)
+        scaled = _repeat(
+            self.args.repeat,
+            f"projections catch-up by {replicas} replicas",
+            lambda _i: projections_bench.catch_up(kafka, dsn, replicas=replicas),
+        )
         rebuilt = self._profiled_runs(
             "projections rebuild",
             "projections-rebuild",
             lambda _i, to: projections_bench.rebuild(kafka, dsn, to),
         )
-        figures, live_eps, rebuild_eps = projections_figures(live, rebuilt)
+        figures, live_eps, scaled_eps, rebuild_eps = projections_figures(live, scaled, rebuilt)
         self.figures += figures
         self.report["projections"] = {
             "live_events_per_second_median": live_eps,
+            "live_events_per_second_by_replicas_median": scaled_eps,
             "rebuild_events_per_second_median": rebuild_eps,
             "event_definition": "one event applied to one read model",
             "history": {
@@ -217,6 +224,7 @@ class FigureRunners:
                 "runs_copied": filled.runs_copied,
             },
             "catch_up_runs": live,
+            "catch_up_by_replicas_runs": scaled,
             "rebuild_runs": rebuilt,
         }
 

@@ -237,6 +237,48 @@ def test_sigkill_mid_stream_equals_an_uninterrupted_run_and_a_rebuild(
     assert not differences(swapped, uninterrupted), differences(swapped, uninterrupted)
 
 
+def test_replicas_share_the_partitions_and_write_what_one_process_writes(
+    stack: StackHandle, tmp_path: Path, projection: Callable[[], Projection]
+) -> None:
+    """Two processes of one deployment (``up --replicas projections=2``), one run worker
+    each: each projects its partitions; one stops mid-stream and its partitions move to
+    the other, then it comes back. The rows are those one process writes alone."""
+    asked = [new_request(QUESTIONS[i % len(QUESTIONS)]) for i in range(60)]
+    run_ids = [e.run_id for e in asked]
+    first = projection()
+    first.settings["TRACEBOUND_PROJECTIONS_RUN_WORKERS"] = "1"
+    second = first.replica()
+    first.start()
+    second.start()
+    first.wait_caught_up()
+    reader = AnswerReader(stack.kafka)
+    with running_pipeline(stack, tmp_path / "pipeline"):
+        for chunk, start in enumerate(range(0, len(asked), 10)):
+            publish(stack.kafka, list(asked[start : start + 10]))
+            time.sleep(0.4)
+            if chunk == 2:
+                assert second.terminate() == 0, second.log.read_text()
+            if chunk == 4:
+                second.start()
+        answers = reader.wait_for(set(run_ids), timeout_s=300)
+    reader.close()
+    assert set(answers) == set(run_ids)
+    first.wait_caught_up()
+    assert first.terminate() == 0, first.log.read_text()
+    assert second.terminate() == 0, second.log.read_text()
+    for replica in (first, second):
+        assert "diagnosis_run assigned" in replica.log.read_text(), "each held run partitions"
+    shared = first.snapshot()
+
+    alone = projection()
+    alone.start()
+    alone.wait_caught_up()
+    assert alone.terminate() == 0, alone.log.read_text()
+    ours = [r for r in shared["diagnosis_run"] if r["run_id"] in set(run_ids)]
+    assert len(ours) == len(run_ids) and {r["status"] for r in ours} == {"answered"}
+    assert not differences(shared, alone.snapshot()), differences(shared, alone.snapshot())
+
+
 def test_dead_letters_are_projected_without_their_bytes(
     stack: StackHandle, projection: Callable[[], Projection]
 ) -> None:

@@ -31,22 +31,34 @@ KEYS = {name: model.key for name, model in MODELS.items()}  # table → key colu
 class Projection:
     """A ``python -m projections`` process writing into one private schema."""
 
-    def __init__(self, stack: StackHandle, log_dir: Path) -> None:
+    def __init__(self, stack: StackHandle, log_dir: Path, schema: str | None = None) -> None:
         self.stack = stack
-        self.schema = f"proj_{uuid.uuid4().hex[:10]}"
+        self.schema = schema or f"proj_{uuid.uuid4().hex[:10]}"
         sep = "&" if "?" in stack.pg_dsn else "?"
         self.dsn = f"{stack.pg_dsn}{sep}options=-csearch_path%3D{self.schema}"
         self.groups = f"test-{self.schema}."
+        self.log_dir = log_dir
+        self.replicas: list[Projection] = []
         self.log = log_dir / f"{self.schema}.log"
+        self.settings: dict[str, str] = {}  # TRACEBOUND_* variables of its own
         self.proc: subprocess.Popen[bytes] | None = None
-        with psycopg.connect(stack.pg_dsn, autocommit=True) as conn:
-            conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
+        if schema is None:
+            with psycopg.connect(stack.pg_dsn, autocommit=True) as conn:
+                conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
+
+    def replica(self) -> Projection:
+        """Another process of the same deployment: same schema, same consumer groups."""
+        made = Projection(self.stack, self.log_dir, self.schema)
+        made.settings = dict(self.settings)
+        made.log = self.log_dir / f"{self.schema}-{len(self.replicas) + 2}.log"
+        self.replicas.append(made)
+        return made
 
     def env(self) -> dict[str, str]:
         env = self.stack.env()
         env["TRACEBOUND_PG_DSN"] = self.dsn
         env["TRACEBOUND_PROJECTIONS_GROUP_PREFIX"] = self.groups
-        return env
+        return {**env, **self.settings}
 
     def start(self) -> None:
         with self.log.open("ab") as out:
@@ -169,8 +181,9 @@ def projections_in_private_schemas(
 
     yield make
     for p in made:
-        if p.proc is not None and p.proc.poll() is None:
-            p.proc.kill()
-            p.proc.wait(10)
+        for process in (p, *p.replicas):
+            if process.proc is not None and process.proc.poll() is None:
+                process.proc.kill()
+                process.proc.wait(10)
         with psycopg.connect(stack.pg_dsn, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(p.schema)))

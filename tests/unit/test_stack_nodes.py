@@ -79,7 +79,8 @@ def test_replicas_are_asked_for_all_roles_or_one_and_only_for_group_members() ->
         "sentinel": 2,
     }
     assert parse_replicas(["sentinel=2"]) == {"sentinel": 2}
-    for bad in ("projections=2", "ingest=2", "0", "executor=x", "10"):
+    assert parse_replicas(["projections=3"]) == {"projections": 3}
+    for bad in ("ingest=2", "0", "executor=x", "10"):
         with pytest.raises(InvalidInputError):
             parse_replicas([bad])
 

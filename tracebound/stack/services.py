@@ -122,17 +122,21 @@ def service_env(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def replicable(role: str) -> bool:
-    """Roles that share their work as a consumer group can run several replicas."""
-    shares = bool(ROLE_INPUTS.get(role)) or role in WATCHING_GROUPS
-    return shares and role not in CHECKPOINTED_ROLES
+    """Roles that share their work as a consumer group can run several replicas (the
+    projections' workers are group members too: replicas split the partitions)."""
+    return bool(ROLE_INPUTS.get(role)) or role in WATCHING_GROUPS
 
 
 def parse_replicas(items: Sequence[str]) -> dict[str, int]:
-    """``["2"]`` → 2 of every replicable role; ``["executor=3"]`` → 3 executors."""
+    """``["2"]`` → 2 of every pipeline role; ``["executor=3"]`` → 3 executors.
+
+    The projections replicate only when named (``projections=3``): their replicas
+    speed up a catch-up, and each holds its own share of the runs in memory."""
     wanted: dict[str, int] = {}
     for item in items:
         role, sep, count = item.rpartition("=")
-        roles = [role] if sep else [r for r in ROLE_INPUTS if replicable(r)]
+        every = [r for r in ROLE_INPUTS if replicable(r) and r not in CHECKPOINTED_ROLES]
+        roles = [role] if sep else every
         if sep and not replicable(role):
             choices = ", ".join(r for r in ROLE_INPUTS if replicable(r))
             raise InvalidInputError(f"--replicas {item}: only {choices} run as replicas")
