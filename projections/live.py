@@ -4,7 +4,8 @@ A worker decodes every batch as it comes and folds it in here; the rows and the
 checkpoints are written together only once per commit window
 (:class:`~projections.settings.ProjectionRuntimeSettings`: ``commit_interval_ms``,
 or sooner once ``commit_max_messages`` were folded, or when the worker has read
-everything there is; nothing bounds the rows a window changes). While catching up,
+everything there is and the window is ``commit_min_ms`` old; nothing bounds the rows
+a window changes). While catching up,
 the events of a run are spread over several batches: folded this way its row is
 written once per window instead of once per batch, and the states a window touches
 stay in memory, so none is read back.

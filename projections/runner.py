@@ -28,7 +28,7 @@ import psycopg
 from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from projections.models import ReadModel
-from projections.settings import ProjectionSettings
+from projections.settings import ProjectionRuntimeSettings, ProjectionSettings
 from projections.store import Checkpoints, Connection, TopicPartitionKey, commit_batch, connect
 from projections.store import read_checkpoints as stored_checkpoints
 from projections.timemerge import TimeMerge
@@ -36,7 +36,7 @@ from tracebound import kafka as edge
 from tracebound.codec import DocDecoder, EventDoc, make_doc_decoder
 from tracebound.errors import PoisonInput
 from tracebound.runtime.metrics import ServiceMetrics
-from tracebound.settings import KafkaSettings, PostgresSettings, RuntimeSettings
+from tracebound.settings import KafkaSettings, PostgresSettings
 
 log = logging.getLogger("projections.runner")
 LAG_INTERVAL_S = 10.0
@@ -76,7 +76,7 @@ class ModelWorker:
         *,
         kafka: KafkaSettings,
         postgres: PostgresSettings,
-        runtime: RuntimeSettings,
+        runtime: ProjectionRuntimeSettings,
         settings: ProjectionSettings,
         metrics: ServiceMetrics,
         stop: threading.Event,
@@ -197,7 +197,7 @@ class ModelWorker:
                 self._merge.pace(consumer)
                 if batch:
                     self._fold(batch)
-                if not batch or self._window_full():
+                if self._window_due(more_waiting=bool(batch)):
                     advanced = self._advanced(consumer)
                     if self._folded or advanced:
                         self._commit(consumer, advanced)
@@ -224,13 +224,9 @@ class ModelWorker:
                 moved[key] = offset
         return moved
 
-    def _window_full(self) -> bool:
-        """Whether what was folded is due: the window is over or big enough."""
-        started = self._window_start
-        return started is not None and (
-            self._folded >= self.runtime.commit_max_messages
-            or time.monotonic() - started >= self.runtime.commit_interval_ms / 1000
-        )
+    def _window_due(self, *, more_waiting: bool) -> bool:
+        started, now = self._window_start, time.monotonic()
+        return window_due(self.runtime, started, now, self._folded, more_waiting=more_waiting)
 
     def _fold(self, batch: list[Any]) -> None:
         events = self._decode(batch)
@@ -295,6 +291,26 @@ class ModelWorker:
                 consumer.seek(TopicPartition(*key, to.get(key, OFFSET_BEGINNING)))
             except KafkaException as exc:
                 log.warning("seek failed for %s[%d]: %s", *key, exc)
+
+
+def window_due(
+    runtime: ProjectionRuntimeSettings,
+    started: float | None,
+    now: float,
+    folded: int,
+    *,
+    more_waiting: bool,
+) -> bool:
+    """Whether a worker commits now: its window (opened at ``started``, ``folded``
+    messages in it) is over or big enough, or nothing more is waiting and the window is
+    ``commit_min_ms`` old. With no window open, only when nothing is waiting: whether a
+    checkpoint can move past a partition's transaction markers."""
+    if started is None:
+        return not more_waiting
+    age = now - started
+    if not more_waiting and age >= runtime.commit_min_ms / 1000:
+        return True
+    return folded >= runtime.commit_max_messages or age >= runtime.commit_interval_ms / 1000
 
 
 def _first_offsets(

@@ -33,10 +33,14 @@ class ProjectionRuntimeSettings(RuntimeSettings):
 
     A worker folds every batch as it comes and writes what it folded once per commit
     window (:mod:`projections.live`): ``commit_interval_ms`` after the window's first
-    batch, sooner once ``commit_max_messages`` were folded or nothing more is waiting.
+    batch, sooner once ``commit_max_messages`` were folded, or when nothing more is
+    waiting and the window is ``commit_min_ms`` old: a trickle of events (a pipeline at
+    tens of requests per second) is written a few times a second, not at every event,
+    which would cost a PostgreSQL transaction and the rows' JSON per event.
     A run's row is written once per window it is in, so the window is longer than a
     role's transaction; the batch only bounds the events decoded at once."""
 
     batch_size: int = Field(default=500, ge=1, le=100_000)
     commit_interval_ms: int = Field(default=1000, ge=0, le=60_000)
     commit_max_messages: int = Field(default=2000, ge=1, le=1_000_000)
+    commit_min_ms: int = Field(default=250, ge=0, le=60_000)

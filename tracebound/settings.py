@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -195,5 +195,5 @@ class RuntimeSettings(TraceboundSettings):
     )
 
     @classmethod
-    def for_service(cls, service: str) -> RuntimeSettings:
+    def for_service(cls, service: str) -> Self:
         return cls(_env_prefix=service_prefix(service))
