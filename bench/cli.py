@@ -44,6 +44,13 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--rate-seconds", type=float, default=20.0, help="open-loop duration (default 20)"
     )
     parser.add_argument(
+        "--warm-seconds",
+        type=float,
+        default=20.0,
+        help="an uncounted open loop at --rate before the pipeline figures, so they are of"
+        " a warm stack (its p99 is reported too; 0: none; default 20)",
+    )
+    parser.add_argument(
         "--repeat", type=int, default=3, help="runs per cheap figure (default 3; median)"
     )
     parser.add_argument(

@@ -45,13 +45,23 @@ def runs_note(count: int) -> str:
     return f"(median of {count})" if count > 1 else "(1 run)"
 
 
+def _warm_up(first: dict[str, Any] | None) -> str:
+    if not first:
+        return ""
+    seconds = float(first.get("send_seconds", math.nan))
+    return f"; p99 {fmt(first['latency_ms']['p99'], 0)} ms in the {seconds:.0f}s warm-up before"
+
+
 def pipeline_figures(
     args: argparse.Namespace,
     bursts: Sequence[dict[str, Any]],
     loops: Sequence[dict[str, Any]],
     rss_end: dict[str, float],
+    first: dict[str, Any] | None = None,
 ) -> tuple[list[Figure], float, float]:
-    """Throughput, open-loop latency, overhead and memory; with the median rps and p99."""
+    """Throughput, open-loop latency, overhead and memory; with the median rps and p99.
+
+    ``first`` is the uncounted warm-up loop, whose p99 is told alongside."""
     figures: list[Figure] = []
     rps = med(bursts, "requests_per_second")
     answered = sum(int(b["answered"]) for b in bursts)
@@ -78,7 +88,7 @@ def pipeline_figures(
             "pipeline open loop",
             f"p99 {fmt(p99, 0)} ms at {args.rate:g} requests/s offered"
             f" (p50 {fmt(p50, 0)} ms, sent {fmt(sent)}/s for {args.rate_seconds:g}s,"
-            f" {lost} unanswered)",
+            f" {lost} unanswered{_warm_up(first)})",
             f"p99 < {TARGETS['open_loop_p99_ms']:.0f} ms",
             ok,
             runs_note(len(loops)),

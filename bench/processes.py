@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -76,6 +77,21 @@ class CpuMeter:
     def spent(self) -> dict[str, float]:
         after = self._read()
         return {name: after[name] - self._before[name] for name in self._groups}
+
+
+def settle(
+    groups: Mapping[str, Sequence[int]], busy_cores: float = 0.25, timeout_s: float = 60.0
+) -> float:
+    """Wait until ``groups`` together keep fewer than ``busy_cores`` busy over a second
+    (what a burst left behind is done: projections caught up, the broker's work on its
+    markers); returns the seconds waited, the timeout at most."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        meter = CpuMeter(groups)
+        time.sleep(1.0)
+        if sum(v for v in meter.spent().values() if not math.isnan(v)) < busy_cores:
+            break
+    return time.monotonic() - started
 
 
 def stack_processes(status: StackStatus, roles: Sequence[str]) -> dict[str, list[int]]:

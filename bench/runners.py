@@ -57,6 +57,23 @@ def _repeat(times: int, what: str, fn: Callable[[int], dict[str, Any]]) -> list[
     return runs
 
 
+def _settled(
+    groups: dict[str, list[int]], fn: Callable[[int], dict[str, Any]]
+) -> Callable[[int], dict[str, Any]]:
+    """``fn`` run on a settled stack: a figure is of a steady stack, not of what the
+    run before it left behind (a burst's events still being projected)."""
+
+    # An idle stack keeps ≈ 0.05 cores busy, and each broker node ≈ 0.1 more (the
+    # consumers' fetches waiting at the end of their partitions).
+    idle = 0.15 + 0.1 * len(groups.get("kafka", []))
+
+    def run(i: int) -> dict[str, Any]:
+        log(f"the stack settled after {processes.settle(groups, idle):.1f}s")
+        return fn(i)
+
+    return run
+
+
 class FigureRunners:
     """Runs each figure and keeps its result: the table line and the report's entry."""
 
@@ -127,24 +144,37 @@ class FigureRunners:
             pids = roles.pids()
             everything = {**{role: [pid] for role, pid in pids.items()}, **self.stack_pids}
             log(f"pipeline: roles warm after {warm:.1f}s (pids {pids})")
+            first = None
+            if self.args.warm_seconds > 0:
+                # A broker's JIT compiler keeps a core busy for its first minutes of load.
+                log(f"pipeline: {self.args.warm_seconds:g}s of open loop to warm up (not counted)")
+                first = pipeline_bench.open_loop(
+                    kafka, codec, self.args.rate, self.args.warm_seconds, everything
+                )
             bursts = _repeat(
                 self.args.pipeline_repeat,
                 "pipeline burst",
-                lambda _i: pipeline_bench.burst(
-                    kafka,
-                    codec,
-                    self.args.requests,
-                    pids,
-                    metrics_ports=roles.metrics_ports,
-                    processes=everything,
+                _settled(
+                    everything,
+                    lambda _i: pipeline_bench.burst(
+                        kafka,
+                        codec,
+                        self.args.requests,
+                        pids,
+                        metrics_ports=roles.metrics_ports,
+                        processes=everything,
+                    ),
                 ),
             )
             rss = processes.roles_rss(pids)
             loops = _repeat(
                 self.args.pipeline_repeat,
                 "pipeline open loop",
-                lambda _i: pipeline_bench.open_loop(
-                    kafka, codec, self.args.rate, self.args.rate_seconds, everything
+                _settled(
+                    everything,
+                    lambda _i: pipeline_bench.open_loop(
+                        kafka, codec, self.args.rate, self.args.rate_seconds, everything
+                    ),
                 ),
             )
             profiled = None
@@ -158,7 +188,7 @@ class FigureRunners:
                     self.profile_dir / "pipeline",
                 )
             rss_end = processes.roles_rss(pids)
-        figures, rps, p99 = pipeline_figures(self.args, bursts, loops, rss_end)
+        figures, rps, p99 = pipeline_figures(self.args, bursts, loops, rss_end, first)
         self.figures += figures
         self.report["pipeline"] = {
             "requests_per_second_median": rps,
@@ -169,6 +199,7 @@ class FigureRunners:
             "rss_mb_after_bursts": rss,
             "rss_mb_at_end": rss_end,
             "warm_up_seconds": round(warm, 2),
+            "warm_up_open_loop": first,
             "profiled_burst": profiled,
         }
 

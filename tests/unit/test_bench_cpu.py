@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from bench.figures import stack_cpu_figure
-from bench.processes import CpuMeter, stack_processes, tree_cpu_seconds
+from bench.processes import CpuMeter, settle, stack_processes, tree_cpu_seconds
 from tracebound.stack.services import ServiceState
 from tracebound.stack.stack import ComponentStatus, StackStatus
 
@@ -38,6 +38,16 @@ def test_a_process_that_is_gone_reads_nan() -> None:
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     assert math.isnan(tree_cpu_seconds(gone.pid))
+
+
+def test_settling_waits_while_the_processes_stay_busy_and_no_longer() -> None:
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        assert settle({"busy": [busy.pid]}, busy_cores=0.5, timeout_s=1.5) >= 1.5
+    finally:
+        busy.kill()
+        busy.wait()
+    assert settle({"me": [os.getpid()]}, busy_cores=0.5, timeout_s=30) < 30
 
 
 def _component(name: str, pid: int | None, running: bool = True) -> ComponentStatus:
