@@ -137,6 +137,7 @@ def register(subparsers: Any) -> None:
         action="append",
         metavar="N|ROLE=N",
         help="processes per consuming role (repeatable: --replicas 2 --replicas executor=3);"
+        " N alone sets the pipeline's roles, projections=N the projection process;"
         " without it the replicas that run are kept",
     )
     up.set_defaults(handler=_cmd_up)
