@@ -97,9 +97,10 @@ def run_partitions(ends: Offsets) -> int:
     return max((p + 1 for t, p in ends if t in topics), default=1)
 
 
-def scaled_replicas(ends: Offsets) -> int:
-    """One replica per run partition, up to two per core."""
-    return max(1, min(run_partitions(ends), 2 * (os.cpu_count() or 1)))
+def scaled_replicas(kafka: KafkaSettings) -> int:
+    """As many replicas as a rebuild runs workers: one per run partition, up to two per
+    core (:func:`projections.rebuild.worker_count`)."""
+    return worker_count(0, take_slice(kafka, MODELS["diagnosis_run"].topics))
 
 
 def catch_up(

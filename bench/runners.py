@@ -230,7 +230,7 @@ class FigureRunners:
             "projections-catch-up",
             lambda _i, to: projections_bench.catch_up(kafka, dsn, to),
         )
-        replicas = projections_bench.scaled_replicas(filled.after.ends)
+        replicas = projections_bench.scaled_replicas(kafka)
         scaled = _repeat(
             self.args.repeat,
             f"projections catch-up by {replicas} replicas",

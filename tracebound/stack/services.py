@@ -133,9 +133,9 @@ def parse_replicas(items: Sequence[str]) -> dict[str, int]:
     The projections replicate only when named (``projections=3``): their replicas
     speed up a catch-up, and each holds its own share of the runs in memory."""
     wanted: dict[str, int] = {}
+    every = [r for r in ROLE_INPUTS if replicable(r) and r not in CHECKPOINTED_ROLES]
     for item in items:
         role, sep, count = item.rpartition("=")
-        every = [r for r in ROLE_INPUTS if replicable(r) and r not in CHECKPOINTED_ROLES]
         roles = [role] if sep else every
         if sep and not replicable(role):
             choices = ", ".join(r for r in ROLE_INPUTS if replicable(r))
