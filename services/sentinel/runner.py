@@ -27,11 +27,11 @@ from pydantic_settings import SettingsConfigDict
 
 from services.sentinel.deadline import DEFAULT_DEADLINE_S, deadline_s
 from services.sentinel.ownership import Ownership
-from services.sentinel.watch import SERVICE, RunState, Watch, deadline_verdict
+from services.sentinel.watch import SERVICE, Reader, RunState, Watch, deadline_verdict
 from tracebound import kafka as edge
 from tracebound import topics
-from tracebound.codec import Codec, make_codec
-from tracebound.errors import ConfigError
+from tracebound.codec import Codec, make_codec, make_head_decoder
+from tracebound.errors import ConfigError, PoisonInput
 from tracebound.kafka import Severity, severity_of
 from tracebound.replica import ReplicaInUse, ReplicaLock
 from tracebound.runtime import EXIT_REPLICA_IN_USE, ServiceProcess, start_process
@@ -67,7 +67,8 @@ class Sentinel:
         self.process = process
         self.codec: Codec = make_codec(kafka)
         self.deadline = timedelta(seconds=deadline_s)
-        self.watch = Watch(self.deadline)
+        self._reader = Reader(make_head_decoder(kafka).decode_head, self.codec.decode)
+        self.watch = Watch(self.deadline, self._reader)
         self.member_id = f"{SERVICE}-{process.runtime.replica_id}"
         self._timeout_s = process.runtime.transaction_timeout_ms / 1000
         self._producer: Any = None
@@ -95,7 +96,7 @@ class Sentinel:
                 fatal = [p for p in ownership.poll() if edge.consumer_error(p) is Severity.FATAL]
                 if ownership.repair() or fatal:  # a dead member (e.g. fenced): watch afresh
                     ownership.abandon()
-                    self.watch = Watch(self.deadline)
+                    self.watch = Watch(self.deadline, self._reader)
                     ownership = self._ownership(rebuilt=True)
                     continue
                 released = ownership.take_released()
@@ -114,9 +115,12 @@ class Sentinel:
 
     def _observe(self, messages: list[Any], owned: set[int]) -> None:
         for message in messages:
-            if message.error() is None and message.partition() in owned:
-                for event in edge.decoded(self.codec, [message]):
-                    self.watch.observe(event, message.partition())
+            value = message.value()
+            if message.error() is None and value is not None and message.partition() in owned:
+                try:
+                    self.watch.observe(value, message.partition())
+                except PoisonInput:
+                    continue  # the roles dead-letter it; it shows no progress here
 
     def _give_up_on_overdue(self, ownership: Ownership) -> None:
         overdue = self.watch.overdue(datetime.now(UTC))

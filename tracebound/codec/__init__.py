@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 from tracebound.codec.documents import EventDoc
+from tracebound.codec.heads import EventHead
 from tracebound.codec.single_object import SingleObjectCodec
 from tracebound.events import Event
 from tracebound.settings import KafkaSettings
@@ -23,6 +24,10 @@ class DocDecoder(Protocol):
     def decode_doc(self, data: bytes | None, topic: str | None = None) -> EventDoc: ...
 
 
+class HeadDecoder(Protocol):
+    def decode_head(self, data: bytes | None, topic: str | None = None) -> EventHead: ...
+
+
 def make_codec(settings: KafkaSettings) -> Codec:
     """The codec the settings ask for: a registry URL switches to the Confluent format."""
     return _codec(settings)
@@ -30,6 +35,11 @@ def make_codec(settings: KafkaSettings) -> Codec:
 
 def make_doc_decoder(settings: KafkaSettings) -> DocDecoder:
     """What reads events as documents (:mod:`tracebound.codec.documents`) in that format."""
+    return _codec(settings)
+
+
+def make_head_decoder(settings: KafkaSettings) -> HeadDecoder:
+    """What reads events' envelopes alone (:mod:`tracebound.codec.heads`) in that format."""
     return _codec(settings)
 
 
@@ -44,4 +54,14 @@ def _codec(settings: KafkaSettings) -> SingleObjectCodec | ConfluentCodec:
     return SingleObjectCodec()
 
 
-__all__ = ["Codec", "DocDecoder", "EventDoc", "SingleObjectCodec", "make_codec", "make_doc_decoder"]
+__all__ = [
+    "Codec",
+    "DocDecoder",
+    "EventDoc",
+    "EventHead",
+    "HeadDecoder",
+    "SingleObjectCodec",
+    "make_codec",
+    "make_doc_decoder",
+    "make_head_decoder",
+]

@@ -11,13 +11,15 @@ from __future__ import annotations
 import io
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka.schema_registry import Schema, SchemaRegistryClient
-from fastavro import parse_schema, schemaless_reader, schemaless_writer
+from fastavro import schemaless_reader, schemaless_writer
 
 from tracebound.codec import fastpath, schemas
 from tracebound.codec.documents import EventDoc, to_doc
+from tracebound.codec.heads import EventHead, head_schema, read_head
 from tracebound.errors import DecodeError, TransientError, UnknownSchemaError
 from tracebound.events import EVENT_TYPES, Event
 
@@ -35,6 +37,7 @@ class ConfluentCodec:
         self._client = SchemaRegistryClient(conf)
         self._ids: dict[tuple[str, str], int] = {}
         self._writers: dict[int, tuple[str, Any]] = {}
+        self._heads: dict[int, tuple[str, Any]] = {}
         self._lock = threading.Lock()
 
     def _schema_id(self, subject: str, event: str) -> int:
@@ -62,10 +65,27 @@ class ConfluentCodec:
         return buf.getvalue()
 
     def _writer(self, schema_id: int) -> tuple[str, Any]:
+        return self._schema(self._writers, schema_id, schemas.parse)
+
+    def _head(self, schema_id: int) -> tuple[str, Any]:
+        return self._schema(self._heads, schema_id, head_schema)
+
+    def _schema(
+        self, made: dict[int, tuple[str, Any]], schema_id: int, make: Callable[[Any], Any]
+    ) -> tuple[str, Any]:
+        """(event, ``make`` of the registered schema ``schema_id``), made once into ``made``."""
         with self._lock:
-            hit = self._writers.get(schema_id)
+            hit = made.get(schema_id)
         if hit is not None:
             return hit
+        name, raw = self._registered(schema_id)
+        entry = (name, make(raw))
+        with self._lock:
+            made[schema_id] = entry
+        return entry
+
+    def _registered(self, schema_id: int) -> tuple[str, dict[str, Any]]:
+        """The event name and schema text the registry holds under ``schema_id``."""
         try:
             schema = self._client.get_schema(schema_id)
         except Exception as exc:
@@ -74,10 +94,7 @@ class ConfluentCodec:
         name = str(raw.get("name", "")).rsplit(".", 1)[-1]
         if name not in EVENT_TYPES:
             raise UnknownSchemaError(f"schema id {schema_id} is {name!r}, not a tracebound event")
-        entry = (name, parse_schema(raw))
-        with self._lock:
-            self._writers[schema_id] = entry
-        return entry
+        return name, raw
 
     def decode(self, data: bytes | None, topic: str | None = None) -> Event:
         del topic
@@ -88,9 +105,14 @@ class ConfluentCodec:
         del topic
         return to_doc(*self._read(data))
 
+    def decode_head(self, data: bytes | None, topic: str | None = None) -> EventHead:
+        """The event's envelope alone (:mod:`tracebound.codec.heads`), its body unread."""
+        del topic
+        value = _framed(data)
+        return read_head(*self._head(int.from_bytes(value[1:HEADER_LEN], "big")), value, HEADER_LEN)
+
     def _read(self, data: bytes | None) -> tuple[str, dict[str, Any]]:
-        if not data or len(data) < HEADER_LEN or data[0] != MAGIC:
-            raise DecodeError("not a Confluent-framed Avro message (missing magic byte 0)")
+        data = _framed(data)
         event, writer = self._writer(int.from_bytes(data[1:HEADER_LEN], "big"))
         buf = io.BytesIO(data)
         buf.seek(HEADER_LEN)
@@ -101,3 +123,10 @@ class ConfluentCodec:
         if not isinstance(record, dict):
             raise DecodeError(f"{event} body is not a record")
         return event, record
+
+
+def _framed(data: bytes | None) -> bytes:
+    """``data`` if it is framed the Confluent way; DecodeError otherwise."""
+    if not data or len(data) < HEADER_LEN or data[0] != MAGIC:
+        raise DecodeError("not a Confluent-framed Avro message (missing magic byte 0)")
+    return data

@@ -77,11 +77,15 @@ def plain_uuids(schema: Any) -> Any:
     return schema
 
 
+def parse(expanded: dict[str, Any]) -> Any:
+    """``expanded`` parsed for fastavro as every reader and writer here uses it."""
+    return parse_schema(plain_uuids(expanded))
+
+
 def _version(event: str, version: int | None, expanded: dict[str, Any]) -> SchemaVersion:
     canonical = to_parsing_canonical_form(expanded)
     fp = crc64_avro(canonical.encode("utf-8")).to_bytes(8, "little")
-    parsed = parse_schema(plain_uuids(expanded))
-    return SchemaVersion(event, version, expanded, parsed, canonical, fp)
+    return SchemaVersion(event, version, expanded, parse(expanded), canonical, fp)
 
 
 def schema_path(event: str) -> Path:

@@ -16,6 +16,7 @@ from fastavro import schemaless_reader, schemaless_writer
 
 from tracebound.codec import fastpath, schemas
 from tracebound.codec.documents import EventDoc, to_doc
+from tracebound.codec.heads import EventHead, head_schema, read_head
 from tracebound.errors import DecodeError, UnknownSchemaError
 from tracebound.events import Event
 
@@ -32,6 +33,12 @@ def _readers() -> dict[bytes, tuple[str, Any, Any]]:
         same = writer.canonical == reader.canonical
         readers[fingerprint] = (writer.event, writer.parsed, None if same else reader.parsed)
     return readers
+
+
+@cache
+def _head_readers() -> dict[bytes, tuple[str, Any]]:
+    """Fingerprint → (event, writer schema of its envelope)."""
+    return {fp: (v.event, head_schema(v.expanded)) for fp, v in schemas.all_versions().items()}
 
 
 class SingleObjectCodec:
@@ -55,6 +62,15 @@ class SingleObjectCodec:
         del topic
         return to_doc(*_read(data))
 
+    def decode_head(self, data: bytes | None, topic: str | None = None) -> EventHead:
+        """The event's envelope alone (:mod:`tracebound.codec.heads`), its body unread."""
+        del topic
+        value = _framed(data)
+        head = _head_readers().get(value[2:HEADER_LEN])
+        if head is None:
+            raise UnknownSchemaError(f"unknown schema fingerprint {value[2:HEADER_LEN].hex()}")
+        return read_head(*head, value, HEADER_LEN)
+
 
 def _read(data: bytes | None) -> tuple[str, dict[str, Any]]:
     read = read_record(data, _readers())
@@ -73,8 +89,7 @@ def read_record(data: bytes | None, readers: Readers) -> tuple[str, dict[str, An
     None); a fingerprint of a known schema missing from it gives None (an event the
     caller does not read). Anything unreadable raises :class:`DecodeError`.
     """
-    if not data or len(data) < HEADER_LEN or data[:2] != MAGIC:
-        raise DecodeError("not an Avro single-object message (missing C3 01 header)")
+    data = _framed(data)
     fingerprint = data[2:HEADER_LEN]
     resolved = readers.get(fingerprint)
     if resolved is None:
@@ -93,3 +108,10 @@ def read_record(data: bytes | None, readers: Readers) -> tuple[str, dict[str, An
     if not isinstance(record, dict):
         raise DecodeError(f"{event} body is not a record")
     return event, record
+
+
+def _framed(data: bytes | None) -> bytes:
+    """``data`` if it is framed as a single object; DecodeError otherwise."""
+    if not data or len(data) < HEADER_LEN or data[:2] != MAGIC:
+        raise DecodeError("not an Avro single-object message (missing C3 01 header)")
+    return data
