@@ -8,6 +8,10 @@ group is assigned *p* of each watched topic, from the look-back point, and reads
 them. The member itself never reads (its partitions stay paused); it only holds
 the share, so one replica owns a run's every stage and a run is watched once.
 
+A partition's runs are judged only once the reader has reached the end of every
+watched partition of it: until then a run whose answer is yet to be read would look
+stalled, so a replica starting on an hour of history would give up on answered runs.
+
 A partition-count change reaches the member through its subscription: the group
 hands the new partitions out and their watched partitions are read from their
 first offset. A member built again after a fatal error rejoins the group once it
@@ -21,6 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from confluent_kafka import TopicPartition
@@ -35,6 +40,31 @@ from tracebound.settings import KafkaSettings
 log = logging.getLogger("tracebound.sentinel")
 
 
+class Ends:
+    """Which partition numbers still have a watched partition not yet read to its end."""
+
+    def __init__(self) -> None:
+        self._behind: dict[int, set[tuple[str, int]]] = {}
+
+    def expect(self, keys: Iterable[tuple[str, int]]) -> None:
+        """``keys`` (topic, partition) were just assigned: each must be read to its end."""
+        for topic, number in keys:
+            self._behind.setdefault(number, set()).add((topic, number))
+
+    def reached(self, topic: str, number: int) -> None:
+        behind = self._behind.get(number, set())
+        behind.discard((topic, number))
+        if not behind:
+            self._behind.pop(number, None)
+
+    def drop(self, numbers: Iterable[int]) -> None:
+        for number in numbers:
+            self._behind.pop(number, None)
+
+    def settled(self, owned: set[int]) -> set[int]:
+        return owned - self._behind.keys()
+
+
 class Ownership:
     """The group member holding this replica's partitions, and the reader of their topics."""
 
@@ -44,6 +74,7 @@ class Ownership:
         self.lookback_s = lookback_s
         self.owned: set[int] = set()
         self._released: set[int] = set()
+        self._ends = Ends()
         self._lock = threading.Lock()
         self._group = GroupWatch()
         if rebuilt:
@@ -51,7 +82,7 @@ class Ownership:
         self.member: Any = edge.consumer(
             kafka, member_id, group=SERVICE, config=edge.member_config(member_id)
         )
-        self.reader: Any = edge.consumer(kafka, f"{member_id}-watch")
+        self.reader: Any = edge.consumer(kafka, f"{member_id}-watch", config=edge.READ_TO_END)
         self._subscribe()
 
     def _subscribe(self) -> None:
@@ -79,6 +110,20 @@ class Ownership:
         with self._lock:
             released, self._released = self._released, set()
         return released
+
+    def read(self, messages: list[Any]) -> None:
+        """Note the ends of partitions the reader reached among ``messages``."""
+        for message in messages:
+            if message.error() is None:
+                continue
+            if edge.consumer_error(message) is edge.Severity.END_OF_PARTITION:
+                with self._lock:
+                    self._ends.reached(message.topic(), message.partition())
+
+    def settled(self) -> set[int]:
+        """The owned partitions whose watched partitions were all read to their end once."""
+        with self._lock:
+            return self._ends.settled(self.owned)
 
     def group_metadata(self) -> Any:
         return self.member.consumer_group_metadata()
@@ -121,6 +166,7 @@ class Ownership:
         with self._lock:
             self.owned |= numbers
             self._released -= numbers
+            self._ends.expect(starts)
         log.info("watching partitions %s", ",".join(map(str, sorted(numbers))))
 
     def _released_partitions(self, consumer: Any, partitions: list[TopicPartition]) -> None:
@@ -132,4 +178,5 @@ class Ownership:
         with self._lock:
             self.owned -= numbers
             self._released |= numbers
+            self._ends.drop(numbers)
         log.info("no longer watching partitions %s", ",".join(map(str, sorted(numbers))))

@@ -104,6 +104,7 @@ class Sentinel:
                     self._lag.forget((t, p) for t in topics.copartitioned() for p in released)
                     log.info("%d watched runs handed over", self.watch.drop(released))
                 messages = edge.next_batch(ownership.reader, BATCH, self.settings.tick_s)
+                ownership.read(messages)
                 self._observe(messages, ownership.owned)
                 metrics.processed.labels(SERVICE).inc(len(messages))
                 if time.monotonic() >= next_tick:
@@ -123,7 +124,7 @@ class Sentinel:
                     continue  # the roles dead-letter it; it shows no progress here
 
     def _give_up_on_overdue(self, ownership: Ownership) -> None:
-        overdue = self.watch.overdue(datetime.now(UTC))
+        overdue = self.watch.overdue(datetime.now(UTC), ownership.settled())
         if not overdue:
             return
         try:

@@ -23,7 +23,7 @@ run stalls, for the request and the round a deadline verdict carries.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -133,11 +133,14 @@ class Watch:
             del self.runs[run_id]
         return len(gone)
 
-    def overdue(self, now: datetime) -> list[RunState]:
-        """Runs to give up on now (each is returned once)."""
+    def overdue(self, now: datetime, settled: Container[int] | None = None) -> list[RunState]:
+        """Runs to give up on now (each is returned once); with ``settled``, only runs of
+        those partitions (the others are still being read: their answers may be ahead)."""
         due = []
         for state in self.runs.values():
             if state.given_up or now - state.last_progress <= self.deadline:
+                continue
+            if settled is not None and state.partition not in settled:
                 continue
             if state.unread is not None:
                 self._read_unread(state, state.unread)

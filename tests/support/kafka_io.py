@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from confluent_kafka import KafkaException
+from confluent_kafka import KafkaException, TopicPartition
 
 from tracebound import kafka as edge
 from tracebound.codec import SingleObjectCodec
@@ -133,3 +133,15 @@ def start_echo(env: dict[str, str], **topics: str) -> subprocess.Popen[bytes]:
             stdout=log,
             stderr=log,
         )
+
+
+def pass_over(kafka: KafkaSettings, role: str, topic_names: Iterable[str]) -> None:
+    """Move ``role``'s consumer group to the end of ``topic_names``: what a test left there
+    for no role to run is not run by the next test's pipeline. The role must be stopped."""
+    consumer = edge.consumer(kafka, "test-pass-over", group=role)
+    try:
+        ends = edge.end_offsets(consumer, topic_names)
+        moves = [TopicPartition(topic, number, end) for (topic, number), end in ends.items()]
+        consumer.commit(offsets=moves, asynchronous=False)
+    finally:
+        consumer.close()

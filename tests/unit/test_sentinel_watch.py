@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from services.sentinel.ownership import Ends
 from services.sentinel.watch import Reader, Watch, deadline_verdict
 from tests.support.samples import sample
 from tracebound.client import new_request
@@ -147,3 +148,26 @@ def test_unreadable_values_change_nothing() -> None:
     with pytest.raises(PoisonInput):
         watch.observe(b"not avro")
     assert watch.runs == {}
+
+
+def test_runs_of_a_partition_still_being_read_are_not_judged() -> None:
+    request = new_request("q")
+    watch = Counted()
+    watch.see(request, 1)
+    late = request.occurred_at + timedelta(seconds=31)
+    assert watch.overdue(late, settled={0, 2}) == []  # its answer may be ahead in the read
+    assert [s.run_id for s in watch.overdue(late, settled={1})] == [request.run_id]
+
+
+def test_a_partition_is_settled_once_every_watched_partition_of_it_was_read_to_its_end() -> None:
+    ends = Ends()
+    ends.expect([("requests", 0), ("answers", 0), ("requests", 1), ("answers", 1)])
+    ends.reached("requests", 0)
+    assert ends.settled({0, 1, 2}) == {2}  # 2: nothing to read
+    ends.reached("answers", 0)
+    ends.reached("answers", 0)  # reached again after more messages: still settled
+    assert ends.settled({0, 1}) == {0}
+    ends.drop([1])  # handed over
+    assert ends.settled({0, 1}) == {0, 1}
+    ends.expect([("answers", 1)])  # assigned again: read again first
+    assert ends.settled({0, 1}) == {0}
