@@ -30,7 +30,7 @@ from services.sentinel.ownership import Ownership
 from services.sentinel.watch import SERVICE, Reader, RunState, Watch, deadline_verdict
 from tracebound import kafka as edge
 from tracebound import topics
-from tracebound.codec import Codec, make_codec, make_head_decoder
+from tracebound.codec import HeadCodec, make_head_codec
 from tracebound.errors import ConfigError, PoisonInput
 from tracebound.kafka import Severity, severity_of
 from tracebound.replica import ReplicaInUse, ReplicaLock
@@ -65,9 +65,9 @@ class Sentinel:
         self.settings = settings
         self.kafka = kafka
         self.process = process
-        self.codec: Codec = make_codec(kafka)
+        self.codec: HeadCodec = make_head_codec(kafka)  # one codec: its schema caches shared
         self.deadline = timedelta(seconds=deadline_s)
-        self._reader = Reader(make_head_decoder(kafka).decode_head, self.codec.decode)
+        self._reader = Reader(self.codec.decode_head, self.codec.decode)
         self.watch = Watch(self.deadline, self._reader)
         self.member_id = f"{SERVICE}-{process.runtime.replica_id}"
         self._timeout_s = process.runtime.transaction_timeout_ms / 1000

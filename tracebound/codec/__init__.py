@@ -24,7 +24,9 @@ class DocDecoder(Protocol):
     def decode_doc(self, data: bytes | None, topic: str | None = None) -> EventDoc: ...
 
 
-class HeadDecoder(Protocol):
+class HeadCodec(Codec, Protocol):
+    """A codec that also reads an event's envelope alone (:mod:`tracebound.codec.heads`)."""
+
     def decode_head(self, data: bytes | None, topic: str | None = None) -> EventHead: ...
 
 
@@ -38,8 +40,8 @@ def make_doc_decoder(settings: KafkaSettings) -> DocDecoder:
     return _codec(settings)
 
 
-def make_head_decoder(settings: KafkaSettings) -> HeadDecoder:
-    """What reads events' envelopes alone (:mod:`tracebound.codec.heads`) in that format."""
+def make_head_codec(settings: KafkaSettings) -> HeadCodec:
+    """The codec of :func:`make_codec`, typed as also reading envelopes alone."""
     return _codec(settings)
 
 
@@ -59,9 +61,9 @@ __all__ = [
     "DocDecoder",
     "EventDoc",
     "EventHead",
-    "HeadDecoder",
+    "HeadCodec",
     "SingleObjectCodec",
     "make_codec",
     "make_doc_decoder",
-    "make_head_decoder",
+    "make_head_codec",
 ]
