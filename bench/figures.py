@@ -246,7 +246,35 @@ def runtime_figures(runs: Sequence[dict[str, Any]]) -> list[Figure]:
                 runs_note(len(runs)),
             )
         )
+    floor = floor_figure(runs, targets)
+    if floor is not None:
+        figures.append(floor)
     return figures
+
+
+def floor_figure(runs: Sequence[dict[str, Any]], targets: dict[str, float]) -> Figure | None:
+    """The fastavro loop against the peers the runtime has targets for: a loop that decodes
+    and encodes every value with fastavro and does nothing else is the ceiling of any Avro
+    loop in Python, so a target above its ratio is out of reach of the runtime too (None
+    when the fastavro loop did not run)."""
+    if not all("fastavro" in run["ratio"] for run in runs):
+        return None
+    parts, above = [], []
+    for name, target in targets.items():
+        if all(name in run["ratio"] for run in runs):
+            floor = median([run["ratio"][name] / run["ratio"]["fastavro"] for run in runs])
+            parts.append(f"{floor:.2f} of {name}")
+            if floor < target:
+                above.append(f"{name} {target:g}")
+    if not parts:
+        return None
+    text = "the fastavro loop runs at " + ", ".join(parts)
+    if above:
+        text += (
+            f": the runtime targets ({', '.join(above)}) are beyond a loop that only"
+            " decodes and encodes with fastavro"
+        )
+    return Figure("fastavro / peers", text, note=runs_note(len(runs)))
 
 
 def stage_figures(bursts: Sequence[dict[str, Any]]) -> list[Figure]:
