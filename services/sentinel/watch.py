@@ -31,7 +31,6 @@ from datetime import datetime, timedelta
 from tracebound.codec import EventHead
 from tracebound.errors import PoisonInput
 from tracebound.events import (
-    Answer,
     ComposerInput,
     DiagnosisRequest,
     Event,
@@ -116,9 +115,8 @@ class Watch:
     @staticmethod
     def _fold(state: RunState, event: Event) -> None:
         """What a whole event tells beyond its envelope: the request, the round, and
-        whether it is a deadline verdict."""
-        if isinstance(event, Answer):
-            return
+        whether it is a deadline verdict (an answer never gets here: its envelope ends
+        the run)."""
         if isinstance(event, Verdict) and event.verifier_mode == DEADLINE_MODE:
             state.given_up = True
         request = getattr(event, "request", None)
