@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from confluent_kafka import KafkaError, KafkaException
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -42,6 +43,7 @@ from tracebound.settings import KafkaSettings, PostgresSettings
 from tracebound.tracing import Carrier, carrier_of
 from tracebound.tracing import active as active_tracing
 from web import dash_routes, live, report_routes, stream, trace_routes
+from web.guard import EdgeGuard, HostRule
 from web.http import (
     ApiError,
     BearerAuth,
@@ -55,6 +57,7 @@ from web.openapi import build_document
 
 log = logging.getLogger(__name__)
 MAX_WAIT_S = 120.0
+TOO_LARGE = "MSG_SIZE_TOO_LARGE"  # librdkafka's name, in both its local and broker errors
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -92,7 +95,27 @@ def _validate(model: type[M], data: Any) -> M:
         raise ApiError(422, "the body does not match the schema", validation_details(exc)) from None
 
 
+def too_large(exc: BaseException) -> bool:
+    """Whether Kafka refused a record for its size: sending it again can never succeed.
+
+    The publisher reports a refused ``produce`` with the ``KafkaException`` as cause,
+    and a failed delivery by the error text, so both are looked at.
+    """
+    cause = exc.__cause__
+    if isinstance(cause, KafkaException) and cause.args:
+        code = getattr(cause.args[0], "code", lambda: None)()
+        if code == KafkaError.MSG_SIZE_TOO_LARGE:
+            return True
+    return TOO_LARGE in str(exc)
+
+
 def _unavailable(exc: TransientError) -> ApiError:
+    if too_large(exc):  # a 503 would be retried for ever
+        log.warning("request too large for Kafka: %s", exc)
+        return ApiError(
+            413,
+            "the request is too large for one Kafka message; send fewer or smaller alerts",
+        )
     log.warning("request not accepted: %s", exc)
     return ApiError(503, f"not accepted, retry later: {exc}", headers={"Retry-After": "5"})
 
@@ -198,7 +221,12 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
             *report_routes.routes(settings.token),
             *live.routes(),
         ],
-        middleware=[Middleware(BearerAuth, token=settings.token)],
+        middleware=[
+            Middleware(
+                EdgeGuard, rule=HostRule.of(settings.host, settings.port, settings.host_list)
+            ),
+            Middleware(BearerAuth, token=settings.token),
+        ],
         exception_handlers={ApiError: api_error_handler, HTTPException: http_error_handler},
         lifespan=lifespan,
     )

@@ -4,7 +4,8 @@ The dashboard reads with the run list's own query (:mod:`projections.run_list`)
 and adds :mod:`projections.dashboard`'s details and summary, all on one connection
 in the thread pool. When a token is set, a browser trades it once for an
 HttpOnly, SameSite=Strict cookie (``POST /login``) so that it never appears in a
-URL; the API accepts the same cookie (:func:`web.http.credentials_match`).
+URL; the cookie holds an expiry and its HMAC under the token, never the token,
+and the API accepts it too (:func:`web.http.credentials_match`).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from projections import dashboard, run_list
 from web import trace_routes
 from web.dash_page import DashView, form_values, render_dashboard, render_login
 from web.html import FORM_PAGE_HEADERS
-from web.http import SIGN_IN_COOKIE, ApiError, cookie_value, credentials_match
+from web.http import SESSION_S, SIGN_IN_COOKIE, ApiError, cookie_value, credentials_match
 from web.live import LIVE_PAGE_HEADERS
 from web.trace_routes import Connect, page_error, page_unauthorized, read
 
@@ -88,7 +89,13 @@ def routes(token: SecretStr | None, connect: Connect | None = None) -> list[Rout
             )
         reply = RedirectResponse("/", 303)
         reply.set_cookie(
-            SIGN_IN_COOKIE, cookie_value(secret), httponly=True, samesite="strict", path="/"
+            SIGN_IN_COOKIE,
+            cookie_value(secret),
+            max_age=SESSION_S,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            path="/",
         )
         return reply
 

@@ -9,8 +9,11 @@ then validated.
 from __future__ import annotations
 
 import base64
+import hashlib
 import hmac
 import json
+import re
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -20,10 +23,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from services.ingest.models import control_character
 from tracebound.events.base import RUN_ID
 
 PROTECTED_PREFIX = "/api/v1"
 SIGN_IN_COOKIE = "tracebound_token"
+SESSION_S = 12 * 3600  # how long a sign-in lasts
+SESSION_CONTEXT = "tracebound-session|"
+MAX_JSON_DEPTH = 64
+JSON_TYPE = "application/json"
+# A string (with its escapes) or a bracket: what a depth count has to look at.
+_JSON_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]')
 
 
 class ApiError(Exception):
@@ -63,22 +73,53 @@ async def http_error_handler(_request: Request, exc: Exception) -> Response:
 
 
 def bearer_matches(authorization: bytes, token: bytes) -> bool:
-    """Whether an ``Authorization`` header value is ``Bearer <token>`` (constant-time)."""
+    """Whether an ``Authorization`` header value carries the token (constant-time).
+
+    ``Bearer <token>``, or ``Basic base64(user:token)`` with any user name, which is
+    what Alertmanager's ``http_config.basic_auth`` sends.
+    """
     scheme, _, given = authorization.partition(b" ")
-    return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), token)
+    if scheme.lower() == b"bearer":
+        return hmac.compare_digest(given.strip(), token)
+    if scheme.lower() == b"basic":
+        try:
+            pair = base64.b64decode(given.strip(), validate=True)
+        except ValueError:
+            return False
+        _user, colon, password = pair.partition(b":")
+        return bool(colon) and hmac.compare_digest(password, token)
+    return False
 
 
-def cookie_value(token: bytes) -> str:
-    """The token as the sign-in cookie holds it (base64url: any byte is a valid cookie)."""
-    return base64.urlsafe_b64encode(token).decode().rstrip("=")
+def _signature(token: bytes, expiry: int) -> str:
+    digest = hmac.new(token, f"{SESSION_CONTEXT}{expiry}".encode(), hashlib.sha256).digest()
+    return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
-def cookie_matches(header: bytes, token: bytes) -> bool:
-    """Whether a ``Cookie`` header carries the sign-in cookie of ``token`` (constant-time)."""
-    expected = cookie_value(token).encode()
+def cookie_value(token: bytes, now: float | None = None) -> str:
+    """The sign-in cookie: ``<expiry>.<HMAC-SHA256 of the expiry under the token>``.
+
+    It proves the token was given without holding it, and it expires after
+    :data:`SESSION_S` seconds (the cookie's ``Max-Age`` says the same).
+    """
+    expiry = int(time.time() if now is None else now) + SESSION_S
+    return f"{expiry}.{_signature(token, expiry)}"
+
+
+def cookie_matches(header: bytes, token: bytes, now: float | None = None) -> bool:
+    """Whether a ``Cookie`` header carries an unexpired sign-in cookie of ``token``."""
+    moment = time.time() if now is None else now
     for part in header.split(b";"):
         name, _, value = part.strip().partition(b"=")
-        if name == SIGN_IN_COOKIE.encode() and hmac.compare_digest(value.strip(), expected):
+        if name != SIGN_IN_COOKIE.encode():
+            continue
+        stamp, dot, given = value.strip().partition(b".")
+        if not dot or not stamp.isdigit() or len(stamp) > 12:
+            continue
+        expiry = int(stamp)
+        if moment < expiry <= moment + SESSION_S + 60 and hmac.compare_digest(
+            given, _signature(token, expiry).encode()
+        ):
             return True
     return False
 
@@ -137,8 +178,41 @@ class BearerAuth:
         await self.app(scope, receive, send)
 
 
+def json_depth(body: bytes) -> int:
+    """How deep the arrays and objects of a JSON text nest, counted without recursion."""
+    depth = deepest = 0
+    for found in _JSON_TOKENS.finditer(body):
+        token = found.group()
+        if token in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif token in (b"]", b"}"):
+            depth -= 1
+    return deepest
+
+
+def require_json(request: Request) -> None:
+    """415 unless the body is declared ``application/json`` (parameters such as charset allowed).
+
+    A browser cannot send that type cross-site without asking first, so a form or a
+    simple ``fetch`` from another site never reaches a handler.
+    """
+    given = request.headers.get("content-type", "")
+    if given.split(";", 1)[0].strip().lower() != JSON_TYPE:
+        shown = given.split(";", 1)[0].strip()[:100] or "none"
+        raise ApiError(
+            415,
+            f"the body must be {JSON_TYPE}, not {shown}",
+            [{"loc": ["header", "content-type"], "msg": f"expected {JSON_TYPE}"}],
+        )
+
+
 async def read_json(request: Request, limit: int) -> Any:
-    """The parsed JSON body, refusing more than ``limit`` bytes before parsing anything."""
+    """The parsed JSON body, refusing more than ``limit`` bytes before parsing anything.
+
+    Also refused before parsing: a type other than JSON (415) and nesting deeper
+    than :data:`MAX_JSON_DEPTH` (400), which no request of ours needs.
+    """
     declared = request.headers.get("content-length")
     if declared is not None:
         try:
@@ -147,6 +221,7 @@ async def read_json(request: Request, limit: int) -> Any:
             raise ApiError(400, "Content-Length is not a number") from None
         if size > limit:
             raise ApiError(413, f"body of {size} bytes exceeds the limit of {limit} bytes")
+    require_json(request)
     body = bytearray()
     async for chunk in request.stream():
         body += chunk
@@ -154,10 +229,26 @@ async def read_json(request: Request, limit: int) -> Any:
             raise ApiError(413, f"body exceeds the limit of {limit} bytes")
     if not body:
         raise ApiError(400, "the body is empty; expected JSON")
+    if json_depth(bytes(body)) > MAX_JSON_DEPTH:
+        raise ApiError(400, f"JSON nested deeper than {MAX_JSON_DEPTH} levels")
     try:
         return json.loads(bytes(body))
+    except RecursionError:
+        raise ApiError(400, f"JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError(400, f"the body is not JSON: {exc}") from None
+
+
+def query_problems(items: Iterable[tuple[str, str]]) -> list[dict[str, Any]]:
+    """``{loc, msg}`` of each query parameter (name or value) holding a control character."""
+    problems = []
+    for name, value in items:
+        found = control_character(name) or control_character(value)
+        if found is not None:
+            problems.append(
+                {"loc": ["query", name], "msg": f"control character {found} is not allowed"}
+            )
+    return problems
 
 
 def query_seconds(request: Request, default: float, limit: float) -> float:

@@ -28,6 +28,11 @@ def serve(settings: IngestSettings) -> int:
             log_config=None,  # uvicorn's records go through our JSON formatter
             proxy_headers=False,
             server_header=False,
+            # Bounded by default: connections and tasks (503 beyond; an event stream
+            # holds one while it lasts), idle keep-alive, and the size of a request head.
+            limit_concurrency=settings.max_connections,
+            timeout_keep_alive=settings.keep_alive_s,
+            h11_max_incomplete_event_size=settings.max_header_bytes,
         )
     finally:
         tracing.shutdown()

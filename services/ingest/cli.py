@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from services.ingest import alertmanager, demo
-from services.ingest.settings import IngestSettings
+from services.ingest.settings import IngestSettings, load_settings
 from tracebound.client import publish
 from tracebound.errors import InvalidInputError
 from tracebound.settings import KafkaSettings
@@ -30,7 +30,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
         overrides["port"] = args.port
     from web.server import serve  # noqa: PLC0415 - only this command needs the HTTP stack
 
-    return serve(IngestSettings(**overrides))
+    return serve(load_settings(**overrides))
 
 
 def _read(name: str) -> bytes:

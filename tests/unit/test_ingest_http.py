@@ -32,6 +32,8 @@ FIRING = (
 ).read_text()
 TOKEN = "s3cret-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+JSON = {"Content-Type": "application/json"}
+AUTH_JSON = {**AUTH, **JSON}
 
 
 class NoPublisher:
@@ -129,12 +131,12 @@ def test_health_and_openapi_stay_open(client: TestClient) -> None:
 
 
 def test_without_a_token_the_api_is_open(open_client: TestClient) -> None:
-    assert open_client.post("/api/v1/chat", content="{").status_code == 400
+    assert open_client.post("/api/v1/chat", content="{", headers=JSON).status_code == 400
 
 
 @pytest.mark.parametrize("path", ["/api/v1/alerts", "/api/v1/chat"])
 def test_oversized_bodies_are_refused_by_their_length(client: TestClient, path: str) -> None:
-    reply = client.post(path, content=b"[" + b" " * 5000 + b"]", headers=AUTH)
+    reply = client.post(path, content=b"[" + b" " * 5000 + b"]", headers=AUTH_JSON)
     assert reply.status_code == 413
     assert "exceeds the limit of 4096 bytes" in reply.json()["error"]
 
@@ -144,13 +146,13 @@ def test_oversized_streams_without_a_length_are_refused_while_read(client: TestC
         for _ in range(10):
             yield b" " * 1000
 
-    reply = client.post("/api/v1/alerts", content=chunks(), headers=AUTH)
+    reply = client.post("/api/v1/alerts", content=chunks(), headers=AUTH_JSON)
     assert reply.status_code == 413
 
 
 @pytest.mark.parametrize("body", [b"not json", b'{"alerts": [', b"", b"\xff\xfe"])
 def test_non_json_is_400(client: TestClient, body: bytes) -> None:
-    reply = client.post("/api/v1/alerts", content=body, headers=AUTH)
+    reply = client.post("/api/v1/alerts", content=body, headers=AUTH_JSON)
     assert reply.status_code == 400
     assert reply.json()["error"]
 
