@@ -11,26 +11,20 @@ same events in any order, any number of times, give the same row.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from tracebound.codec.documents import EventDoc
+from tracebound.rfc3339 import parse_time
 
 State = dict[str, Any]
 SLOT = "resolved"
-# RFC 3339 with up to nine fraction digits (Alertmanager writes nanoseconds).
-_FRACTION = re.compile(r"(\.\d{1,6})\d*")
 
 
 def _moment(text: str) -> datetime | None:
-    """``endsAt`` as a time (fractions past microseconds dropped); None when unreadable."""
-    try:
-        moment = datetime.fromisoformat(_FRACTION.sub(r"\1", text.strip(), count=1))
-    except ValueError:
-        return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    """``endsAt`` as a time; None when unreadable or outside the readable window."""
+    return parse_time(text)
 
 
 def _entry(alert: dict[str, Any]) -> dict[str, Any]:

@@ -1,8 +1,9 @@
 """One error hierarchy for the whole project.
 
 Callers branch on the class, never on message text: the runtime dead-letters
-``PoisonInput`` subclasses, retries ``TransientError`` subclasses, and lets
-everything else crash the process (a supervisor restarts it).
+``PoisonInput`` subclasses, retries ``TransientError`` subclasses, and reads an
+input again once when its handler raised anything else; an input that makes the
+handler raise twice is dead-lettered as ``HandlerCrashed``.
 """
 
 
@@ -32,6 +33,14 @@ class UnknownSchemaError(DecodeError):
 
 class EventValidationError(PoisonInput):
     """Decoded Avro that does not satisfy the event model."""
+
+
+class OutputTooLarge(PoisonInput):
+    """Handling the input made a record over the producer's message size limit."""
+
+
+class HandlerCrashed(PoisonInput):
+    """The role's handler raised on the same input twice: a bug the input triggers."""
 
 
 class TransientError(TraceboundError):

@@ -4,6 +4,11 @@ One parser for every place that reads an alert's ``startsAt``/``endsAt`` or a
 rule's ``activeAt``: Python's ``fromisoformat`` refuses more than six fraction
 digits, and Alertmanager sends nine, so a private parser per module silently
 dropped real timestamps.
+
+A time outside :data:`EARLIEST` … :data:`LATEST` reads as no time at all: Go's
+zero time (``0001-01-01T00:00:00Z``, what Alertmanager sends as the ``endsAt``
+of a firing alert) means "unset", and a year past 9999 cannot be held by
+Python, so neither may reach arithmetic, a read model or a page.
 """
 
 from __future__ import annotations
@@ -12,15 +17,19 @@ import re
 from datetime import UTC, datetime
 
 _FRACTION = re.compile(r"(\.\d{1,6})\d*")
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(2200, 1, 1, tzinfo=UTC)
 
 
 def parse_time(value: str) -> datetime | None:
-    """RFC 3339 text → aware datetime (naive text read as UTC); None when it is not one."""
+    """RFC 3339 text → aware UTC datetime (naive text read as UTC); None when it is not
+    one, or when it lies outside the window."""
     if not value:
         return None
     text = _FRACTION.sub(r"\1", value.strip()).replace("Z", "+00:00")
     try:
         moment = datetime.fromisoformat(text)
-    except ValueError:
+        moment = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    except (ValueError, OverflowError):
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return moment if EARLIEST <= moment < LATEST else None

@@ -23,14 +23,16 @@ def main() -> int:
     monitor = FallbackMonitor()
     input_topics, accepts = role_inputs(SERVICE)
     model = model_for(SERVICE)
+    once = OncePerRun(
+        ComposerHandler(model, rules=load_verifier_rules(), monitor=monitor), answered
+    )
     spec = ServiceSpec(
         name=SERVICE,
         input_topics=input_topics,
         output_topics=role_outputs(SERVICE),
         accepts=accepts,
-        handler=OncePerRun(
-            ComposerHandler(model, rules=load_verifier_rules(), monitor=monitor), answered
-        ),
+        handler=once,
+        on_poison=once.failed,
         collectors=(monitor, readiness.COLLECTOR),
         on_assign=answered.restore,
         on_rewind=answered.forget,

@@ -41,6 +41,7 @@ from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from services.composer.answer_tail import AnswerTail
+from services.composer.handler import failed_answer
 from tracebound import topics
 from tracebound.codec import Codec
 from tracebound.errors import TransientError
@@ -196,3 +197,10 @@ class OncePerRun:
         if any(isinstance(e, Answer) for e in outputs):
             self.answered.add(event.run_id)
         return outputs
+
+    def failed(self, event: Event, reason: str) -> list[Event]:
+        """The failed answer of a run whose verdict was dead-lettered (none if answered)."""
+        if self.answered.seen(event.run_id):
+            return []
+        self.answered.add(event.run_id)
+        return failed_answer(event, reason)

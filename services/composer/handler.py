@@ -17,13 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from services.common.failed_run import FAILED_MODES
 from services.composer.llm_composer import ROLE, Composition, compose_llm, composer_prompt
 from services.composer.opening import with_opening
 from services.composer.rulebook import ComposerRules
 from services.composer.templates import phrases
 from services.verifier.handler import merged_audit
 from services.verifier.rules_file import VerifierRules
-from tracebound.events import Answer, ComposerInput, Event, Verdict
+from tracebound.events import Answer, ComposerInput, Event, GuardResult, PromptAudit, Verdict
 from tracebound.events.records import EPOCH as EPOCH_START
 from tracebound.llm import ChatModel
 from tracebound.llm.fallback import LLM, Decision, gathered, recorder_for
@@ -32,7 +33,6 @@ from tracebound.prompts import PromptSet
 
 SERVICE = ROLE
 FINAL_STATUS = {"PASS": "answered", "LOW_CONFID": "degraded", "REJECT": "degraded"}
-# A deadline verdict (from the sentinel) means the run could not be completed.
 
 
 DEMO_BACKEND = "demo"
@@ -106,10 +106,41 @@ class ComposerHandler:
             guard=result.guard,
             latency_ms=latency_ms(event.request.requested_at, self.clock()),
             final_status="failed"
-            if event.verifier_mode == "deadline"
+            if event.verifier_mode in FAILED_MODES
             else FINAL_STATUS[event.verdict],
             round=event.round,
             prompt_audit=merged_audit(event.prompt_audit, prompts),
             fallbacks=gathered(decision.fallback, earlier=event.fallbacks),
         )
         return [answer, *decision.steps]
+
+
+def failed_answer(event: Event, reason: str) -> list[Event]:
+    """The answer of a run whose verdict the composer dead-letters (it raised on it
+    twice): the safe REJECT template, ``final_status`` failed, nothing asserted.
+
+    It reads nothing of the verdict but its run, round and language, so whatever in
+    it made the composer fail cannot make this fail too; the reason is in the dead
+    letter beside it.
+    """
+    del reason  # recorded in the dead letter, not said to the user
+    language = "en"
+    request = getattr(event, "request", None)
+    if request is not None and request.language in ("zh", "en"):
+        language = request.language
+    p = phrases(language)
+    return [
+        event.reply(
+            Answer,
+            SERVICE,
+            answer_summary=p.reject_summary,
+            user_facing_answer=p.reject_intro,
+            verdict="REJECT",
+            language=language,
+            guard=GuardResult(ok=True),
+            latency_ms=0,
+            final_status="failed",
+            round=int(getattr(event, "round", 1) or 1),
+            prompt_audit=PromptAudit(version="none"),
+        )
+    ]

@@ -15,10 +15,10 @@ import dataclasses
 from collections.abc import Sequence
 from datetime import UTC
 
-from services.common.rfc3339 import parse_time
 from services.composer.compose import ComposedAnswer
 from services.composer.templates import Phrases, TemplatesFile, phrases
 from tracebound.events import Alert, DiagnosisRequest
+from tracebound.rfc3339 import parse_time
 
 VALUE_KEYS = ("value", "current_value")
 WHERE_KEYS = ("service", "instance", "job")

@@ -24,6 +24,7 @@ from services.executor.ids import invocation_id
 from services.executor.settings import ExecutorSettings
 from services.executor.tools.base import EvidenceTool, RunContext, ToolOutcome
 from tracebound import fastjson, tracing
+from tracebound.bounds import TOOL_OUTPUT_ITEMS, bound_json, cut_text
 from tracebound.errors import TransientError
 from tracebound.events import DiagnosisRequest, RetrievalDetails, ToolBackend, ToolInvocation
 
@@ -158,16 +159,24 @@ class ToolGate:
             self._failures[tool_name] = self._failures.get(tool_name, 0) + 1
         if outcome.retrieval_details.evidence_status == NO_EVIDENCE:
             self._no_evidence.append((tool_name, params))
+        details = outcome.retrieval_details
         invocation = ToolInvocation(
             source_invocation_id=invocation_id(self.run_id, self.round_no, len(self.invocations)),
             tool_name=tool_name,
-            input_params=params,
-            output=outcome.output,
+            input_params=bound_json(params),
+            output=bound_json(outcome.output),
             output_preview=outcome.output_preview,
             retrieval_layer=outcome.retrieval_layer,
             l0_match_count=outcome.l0_match_count,
             l1_match_count=outcome.l1_match_count,
-            retrieval_details=outcome.retrieval_details,
+            retrieval_details=details.model_copy(
+                update={
+                    "evidence_refs": tuple(
+                        ref.model_copy(update={"text": cut_text(ref.text)})
+                        for ref in details.evidence_refs[:TOOL_OUTPUT_ITEMS]
+                    )
+                }
+            ),
             duration_ms=duration_ms,
             success=outcome.success,
             error_message=outcome.error_message,

@@ -19,7 +19,6 @@ import math
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
-from services.common.rfc3339 import parse_time
 from services.executor.tools import PARAMS_MODELS
 from services.planner.routing import firing
 from services.planner.scope import Focus
@@ -38,6 +37,7 @@ from tracebound.events import (
 )
 from tracebound.events.records import EPOCH
 from tracebound.llm.fallback import FALLBACK, RULES
+from tracebound.rfc3339 import parse_time
 
 RULES_MODES = frozenset({RULES, FALLBACK})
 # How far before the alert's startsAt an ``{alert_window}`` log search reaches.

@@ -28,14 +28,12 @@ from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from services.common.failed_run import DEADLINE_MODE, FAILED_MODES, given_up_verdict
 from tracebound.codec import EventHead
 from tracebound.errors import PoisonInput
 from tracebound.events import (
-    ComposerInput,
     DiagnosisRequest,
     Event,
-    Producer,
-    PromptAudit,
     Verdict,
 )
 from tracebound.topology import role
@@ -44,7 +42,6 @@ SERVICE = "sentinel"
 # The topics whose events count as a run's progress (the topology's watched set).
 WATCHED: tuple[str, ...] = role(SERVICE).watched_topics
 MAX_FINISHED = 200_000
-DEADLINE_MODE = "deadline"  # the verifier_mode of the sentinel's verdicts
 READ_WHOLE = "DiagnosisRequested"  # the one event always read whole (the question)
 
 
@@ -117,7 +114,7 @@ class Watch:
         """What a whole event tells beyond its envelope: the request, the round, and
         whether it is a deadline verdict (an answer never gets here: its envelope ends
         the run)."""
-        if isinstance(event, Verdict) and event.verifier_mode == DEADLINE_MODE:
+        if isinstance(event, Verdict) and event.verifier_mode in FAILED_MODES:
             state.given_up = True
         request = getattr(event, "request", None)
         if isinstance(request, DiagnosisRequest):
@@ -160,19 +157,12 @@ def deadline_verdict(state: RunState, deadline: timedelta) -> Verdict:
         f"deadline: no progress for more than {seconds}s after {state.stage or 'the request'}; "
         "the diagnosis could not be completed and nothing is asserted"
     )
-    return Verdict(
+    return given_up_verdict(
         run_id=state.run_id,
         session_id=state.session_id,
-        producer=Producer(service=SERVICE),
-        verdict="REJECT",
-        groundedness_score=0.0,
-        critical_fact_count=0,
-        rationale=rationale,
-        composer_input=ComposerInput(
-            original_query=state.request.query, verdict="REJECT", rationale=rationale
-        ),
-        prompt_audit=PromptAudit(version="none"),
-        round=state.round,
-        verifier_mode=DEADLINE_MODE,
         request=state.request,
+        service=SERVICE,
+        mode=DEADLINE_MODE,
+        rationale=rationale,
+        round_no=state.round,
     )

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import sys
+from functools import partial
 
 from services.common.budget import single_call_budget
+from services.common.failed_run import dead_letter_verdict
 from services.common.inputs import role_inputs, role_outputs
 from services.common.mode import model_for
 from services.verifier.handler import SERVICE, VerifierHandler
@@ -21,6 +23,7 @@ def main() -> int:
     spec = ServiceSpec(
         name=SERVICE,
         input_topics=input_topics,
+        on_poison=partial(dead_letter_verdict, SERVICE),
         output_topics=role_outputs(SERVICE),
         accepts=accepts,
         handler=VerifierHandler(model=model, rules=load_verifier_rules(), monitor=monitor),

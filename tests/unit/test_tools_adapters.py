@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.common.rfc3339 import parse_time
 from services.executor.tools import RunContext
 from services.executor.tools.logs import (
     LogQuery,
@@ -20,6 +19,7 @@ from services.executor.tools.loki import LokiLogSearch, build_logql, quote
 from services.executor.tools.metrics import QueryMetricsParams, QueryMetricsTool
 from services.executor.tools.prometheus import PrometheusAlertSource
 from tests.support.http_fixtures import FixtureServer, closed_port_url, serve
+from tracebound.rfc3339 import parse_time
 
 NOW = datetime(2026, 7, 8, 23, 10, 0, tzinfo=UTC)
 

@@ -34,7 +34,12 @@ class LagGauge:
         self._group = group
         self._interval_s = interval_s
         self._next = 0.0
-        self._shown: set[Key] = set()
+        self._shown: dict[Key, int] = {}
+
+    @property
+    def total(self) -> int:
+        """The lag of every partition shown, added up, as last refreshed."""
+        return sum(self._shown.values())
 
     def due(self) -> bool:
         now = time.monotonic()
@@ -44,13 +49,13 @@ class LagGauge:
         return True
 
     def set(self, topic: str, partition: int, lag: int) -> None:
-        self._shown.add((topic, partition))
+        self._shown[(topic, partition)] = max(lag, 0)
         self._metrics.lag.labels(self._group, topic, str(partition)).set(max(lag, 0))
 
     def forget(self, partitions: Iterable[Key]) -> None:
         for key in partitions:
             if key in self._shown:
-                self._shown.discard(key)
+                del self._shown[key]
                 self._metrics.lag.remove(self._group, key[0], str(key[1]))
 
     def refresh(self, consumer: Any, done: Callable[[Key], int | None] | None = None) -> None:

@@ -13,7 +13,7 @@ one thread: a handler that remembers something per run (the composer's "already
 answered") then never sees two inputs of one run at the same time. With one
 worker the calls run inline on the loop's thread, exactly as before.
 
-A failing call (``TransientError``, or a bug) fails the batch, but only after
+A call that raises ``TransientError`` fails the batch, but only after
 every call already running has returned: the loop then forgets or retries the
 whole batch, and no late call may touch a handler's memory behind its back.
 """
@@ -25,7 +25,7 @@ from concurrent.futures import FIRST_EXCEPTION, Future, ThreadPoolExecutor, wait
 from threading import Event as Flag
 from typing import Any, TypeVar
 
-from tracebound.errors import PoisonInput
+from tracebound.errors import HandlerCrashed, PoisonInput, TransientError
 from tracebound.events import Event
 
 T = TypeVar("T")
@@ -33,11 +33,22 @@ BEAT_S = 1.0
 
 
 def call(work: Callable[[Event], T], event: Event) -> T | PoisonInput:
-    """What ``work`` makes of ``event``, or the reason it cannot be processed."""
+    """What ``work`` makes of ``event``, or the reason it cannot be processed.
+
+    A ``TransientError`` propagates (the loop retries the batch). Any other
+    exception is returned as :class:`HandlerCrashed`, with the original as its
+    cause: the loop reads the input once more before it calls that poison.
+    """
     try:
         return work(event)
     except PoisonInput as exc:
         return exc
+    except TransientError:
+        raise
+    except Exception as exc:
+        crashed = HandlerCrashed(f"{type(exc).__name__}: {exc}")
+        crashed.__cause__ = exc
+        return crashed
 
 
 class InFlight:

@@ -48,7 +48,15 @@ from tracebound.collector import tuned_collector
 from tracebound.errors import TransientError
 from tracebound.kafka import Severity, severity_of
 from tracebound.replica import ReplicaLock
-from tracebound.runtime.batch import Output, first_offsets, next_offsets, transform
+from tracebound.runtime.batch import (
+    MAX_RECORD_BYTES,
+    CrashedOnce,
+    Limits,
+    Output,
+    first_offsets,
+    next_offsets,
+    transform,
+)
 from tracebound.runtime.bounded import (
     BoundedCalls,
     ClientStuckError,
@@ -69,6 +77,15 @@ from tracebound.settings import KafkaSettings, RuntimeSettings
 log = logging.getLogger("tracebound.runtime")
 
 LAG_INTERVAL_S = 10.0
+MAX_SUSPECTS = 10_000
+
+
+def max_record_bytes(kafka: KafkaSettings) -> int:
+    """The producer's ``message.max.bytes`` (librdkafka's default unless set)."""
+    try:
+        return int(kafka.extra.get("message.max.bytes", MAX_RECORD_BYTES))
+    except ValueError:
+        return MAX_RECORD_BYTES
 
 
 class ServiceLoop:
@@ -106,6 +123,8 @@ class ServiceLoop:
         self.commit_policy = CommitPolicy.of(spec.name, self.runtime)
         self._open = Uncommitted()
         self._backoff = self.runtime.retry_backoff_initial_ms / 1000
+        self.limits = Limits(max_record_bytes(self.kafka))
+        self.metrics.progress.stuck_after_s = self.pacing.max_poll_interval_ms / 1000
 
     # -- lifecycle -----------------------------------------------------------------
 
@@ -236,6 +255,7 @@ class ServiceLoop:
                 ):
                     self._commit_open()
                 self._lag.refresh(self._consumer)
+                self.metrics.progress.lag(self._lag.total)
                 self._copartition.check(self._consumer, time.monotonic())
                 if stuck := self._sweeper.stuck(self._consumer, time.monotonic()):
                     self._sweep(stuck)
@@ -277,15 +297,39 @@ class ServiceLoop:
         """Handle ``batch`` into the open transaction (aged from when it was read)."""
         read_at = time.perf_counter()
         try:
-            outputs, dead = transform(self.spec, self.codec, batch, self._inflight)
+            outputs, dead = transform(self.spec, self.codec, batch, self._inflight, self.limits)
         except TransientError as exc:
             self.metrics.retries.labels(self.spec.name).inc()
+            self.metrics.failed(f"transient: {exc}")
             log.warning("transient failure, reading again in %.1fs: %s", self._backoff, exc)
-            self._drop_uncommitted(also=batch)
-            self._stop.wait(self._backoff)
-            self._backoff = min(self._backoff * 2, self.runtime.retry_backoff_max_ms / 1000)
+            self._read_again(batch)
+            return
+        except CrashedOnce as exc:
+            self._suspect(exc)
+            self._read_again(batch)
             return
         self._open.add(batch, outputs, dead, read_at)
+
+    def _suspect(self, exc: CrashedOnce) -> None:
+        """Note inputs whose handler raised: a second crash on one dead-letters it."""
+        suspects = self.limits.suspects
+        if len(suspects) > MAX_SUSPECTS:
+            suspects.clear()
+        for where, crash in exc.crashed:
+            suspects.add(where)
+            self.metrics.failed(f"handler raised on {where[0]}[{where[1]}]@{where[2]}: {crash}")
+            log.error(
+                "handler raised on %s[%d] offset %d; reading it once more: %s",
+                *where,
+                crash,
+                exc_info=crash.__cause__,
+            )
+
+    def _read_again(self, batch: Sequence[Message]) -> None:
+        """Forget the open work and ``batch``, back off, and read them again."""
+        self._drop_uncommitted(also=batch)
+        self._stop.wait(self._backoff)
+        self._backoff = min(self._backoff * 2, self.runtime.retry_backoff_max_ms / 1000)
 
     def _commit_open(self) -> None:
         """Commit the open transaction (if anything is open) and count what it held."""
@@ -368,6 +412,7 @@ class ServiceLoop:
 
     def _recover(self, batch: Sequence[Message], exc: KafkaException) -> bool:
         self.metrics.aborted.labels(self.spec.name).inc()
+        self.metrics.failed(f"transaction aborted: {exc}")
         if severity_of(exc) is Severity.FATAL:
             log.error("fatal producer error, rebuilding clients: %s", exc)
             self._rebuild_clients()

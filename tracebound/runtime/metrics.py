@@ -6,6 +6,7 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import orjson
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     CollectorRegistry,
@@ -15,7 +16,10 @@ from prometheus_client import (
     generate_latest,
 )
 
+from tracebound.runtime.progress import Progress
 from tracebound.runtime.stages import StageCollector
+
+DEFAULT_STUCK_AFTER_S = 300.0
 
 
 class ServiceMetrics:
@@ -78,8 +82,23 @@ class ServiceMetrics:
             labels,
             registry=self.registry,
         )
+        self.progress = Progress(DEFAULT_STUCK_AFTER_S)
+        Gauge(
+            "tracebound_stuck",
+            "1 while the loop keeps aborting, or has lag and no commit for its poll interval",
+            registry=self.registry,
+        ).set_function(lambda: float(self.progress.state().stuck))
+        Gauge(
+            "tracebound_last_commit_timestamp_seconds",
+            "When the loop last committed (its start until then)",
+            registry=self.registry,
+        ).set_function(lambda: self.progress.last_commit)
         self._last_beat = time.monotonic()
         self.healthy = True
+
+    def failed(self, error: str) -> None:
+        """No progress this time: an abort, a transient retry or a handler crash."""
+        self.progress.failed(error)
 
     def committed(self, service: str, inputs: int, outputs: int, dead: list[str], s: float) -> None:
         """Count one committed transaction: its inputs, its outputs, its dead letters."""
@@ -88,10 +107,12 @@ class ServiceMetrics:
         for error_type in dead:
             self.dead_lettered.labels(service, error_type).inc()
         self.batch_seconds.labels(service).observe(s)
+        self.progress.committed()
 
     def beat(self) -> None:
         """Called by the loop on every iteration; /healthz checks it is recent."""
         self._last_beat = time.monotonic()
+        self.progress.write_due()
 
     def alive(self, stale_after_s: float = 60.0) -> bool:
         return self.healthy and time.monotonic() - self._last_beat < stale_after_s
@@ -106,6 +127,9 @@ def serve_metrics(metrics: ServiceMetrics, host: str, port: int) -> ThreadingHTT
                 ok = metrics.alive()
                 body = b"ok\n" if ok else b"unhealthy\n"
                 self._reply(200 if ok else 503, "text/plain; charset=utf-8", body)
+            elif self.path == "/progress":
+                body = orjson.dumps(metrics.progress.state().to_json())
+                self._reply(200, "application/json", body)
             elif self.path == "/metrics":
                 self._reply(200, CONTENT_TYPE_LATEST, generate_latest(metrics.registry))
             else:

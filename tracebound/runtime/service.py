@@ -18,6 +18,8 @@ from tracebound.events import Event
 from tracebound.runtime.pacing import ModelBudget
 
 Handler = Callable[[Event], Sequence[Event]]
+# The outputs that end a run whose input was dead-lettered (the input, the reason).
+PoisonHook = Callable[[Event, str], Sequence[Event]]
 Router = Callable[[Event], str]
 AssignHook = Callable[[list[TopicPartition]], None]
 
@@ -55,5 +57,8 @@ class ServiceSpec:
     # It sets how many calls run at once, the batch size and the poll interval
     # (:mod:`tracebound.runtime.pacing`).
     model_budget: ModelBudget | None = None
+    # What the role publishes for a run when one of its inputs is dead-lettered, so
+    # the run is answered as failed with the reason at once (None: only the letter).
+    on_poison: PoisonHook | None = None
     # Figures the handler keeps itself (e.g. its llm fallbacks), served on /metrics.
     collectors: tuple[Collector, ...] = ()

@@ -19,11 +19,11 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from services.common.rfc3339 import parse_time
 from services.executor.tools.base import RunContext, ToolBackendError
 from services.executor.tools.demo_env import format_duration, iso_utc
 from services.executor.tools.httpjson import get_json
 from services.executor.tools.promrules import Condition, parse_condition, unit_of
+from tracebound.rfc3339 import parse_time
 
 # Bounds of one tool call: alerts mapped, and distinct rule expressions evaluated.
 MAX_ALERTS = 200

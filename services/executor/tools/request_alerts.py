@@ -23,13 +23,13 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from services.common.rfc3339 import parse_time
 from services.executor.tools.base import RunContext, ToolBackendError
 from services.executor.tools.demo_env import format_duration, iso_utc
 from services.executor.tools.prometheus import format_value
 from services.executor.tools.promrules import generator_expr, parse_condition, unit_of
 from tracebound.events import Alert
 from tracebound.events.records import EPOCH
+from tracebound.rfc3339 import parse_time
 
 NO_ALERTS = (
     "the request carries no alerts and no metrics backend is configured "
