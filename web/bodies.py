@@ -40,6 +40,9 @@ class ErrorLocation(BaseModel):
 class ErrorBody(BaseModel):
     error: str
     detail: list[ErrorLocation] = Field(default_factory=list)
+    id: str | None = Field(
+        default=None, description="of an internal error (500): the id its log line carries"
+    )
 
 
 class Health(BaseModel):

@@ -45,11 +45,13 @@ def _json(model: type[BaseModel], description: str) -> dict[str, Any]:
 
 def _errors(*codes: int) -> dict[str, Any]:
     reasons = {
-        400: "the body is not JSON",
+        400: "the body is not JSON, or it nests deeper than 64 levels",
         401: "missing or wrong bearer token",
         404: "no such run (or nothing about it within the wait)",
-        413: "the body exceeds the configured size limit",
-        422: "the body does not match the schema; `detail` lists each problem",
+        413: "the body exceeds the configured size limit, or its event exceeds Kafka's",
+        415: "the body is not declared `application/json`",
+        422: "the body does not match the schema (control characters and dates outside"
+        " 1970-2200 included); `detail` lists each problem",
         503: "Kafka or PostgreSQL did not accept the request; retry later",
     }
     return {str(code): _json(ErrorBody, reasons[code]) for code in codes}
@@ -221,6 +223,20 @@ def _pages(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
     }
 
 
+def _edge_responses(operation: dict[str, Any]) -> None:
+    """What any route may answer before or beside its own: the edge's refusals and the 500."""
+    responses = operation["responses"]
+    responses.setdefault(
+        "403",
+        _json(ErrorBody, "the Host or Origin header names another site; `detail` says which"),
+    )
+    if any(p["in"] == "query" for p in operation.get("parameters", [])):
+        responses.setdefault("422", _json(ErrorBody, "a query parameter holds a control character"))
+    responses.setdefault(
+        "500", _json(ErrorBody, "an unexpected error; `id` is in the server's log with the cause")
+    )
+
+
 def build_document(max_wait_s: float = 120.0) -> dict[str, Any]:
     """The OpenAPI 3.1 document of the ingest API."""
     _, defs = models_json_schema(
@@ -244,7 +260,7 @@ def build_document(max_wait_s: float = 120.0) -> dict[str, Any]:
                 },
                 "responses": {
                     "200": _json(WebhookAccepted, "runs started or found"),
-                    **_errors(400, 401, 413, 422, 503),
+                    **_errors(400, 401, 413, 415, 422, 503),
                 },
             }
         },
@@ -258,7 +274,7 @@ def build_document(max_wait_s: float = 120.0) -> dict[str, Any]:
                 },
                 "responses": {
                     "200": _json(ChatAccepted, "the question is a run"),
-                    **_errors(400, 401, 413, 422, 503),
+                    **_errors(400, 401, 413, 415, 422, 503),
                 },
             }
         },
@@ -346,6 +362,9 @@ def build_document(max_wait_s: float = 120.0) -> dict[str, Any]:
             }
         },
     }
+    for operations in paths.values():
+        for operation in operations.values():
+            _edge_responses(operation)
     return {
         "openapi": "3.1.0",
         "info": {

@@ -26,12 +26,11 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
-from tracebound.rfc3339 import parse_time
-
 # RFC 3339 as Alertmanager writes it (nanosecond fractions included; Python's
 # datetime cannot hold those, so the text is kept and only its shape is checked).
 RFC3339 = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$"
 _RFC3339 = re.compile(RFC3339, re.ASCII)
+_FRACTION = re.compile(r"(\.\d{1,6})\d*")
 MAX_ALERTS = 1000
 MAX_QUESTION_CHARS = 4000
 # Go's zero time: Alertmanager's endsAt of a firing alert, meaning "not set".
@@ -118,9 +117,12 @@ def _timestamp(text: str) -> str:
     """An RFC 3339 time from 1970 to 2200 (UTC); ``""`` and Go's zero time mean unset."""
     if text in ("", ZERO_TIME):
         return ""
-    moment = parse_time(text) if _RFC3339.fullmatch(text) else None
-    if moment is None:
+    if not _RFC3339.fullmatch(text):
         raise ValueError("not an RFC 3339 date and time")
+    try:  # at most six fraction digits for Python; the text itself is kept whole
+        moment = datetime.fromisoformat(_FRACTION.sub(r"\1", text).replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError("not an RFC 3339 date and time") from None
     # Years first: shifting year 1 or 9999 by its offset would overflow.
     naive = moment.replace(tzinfo=None)
     utc = None
