@@ -42,6 +42,7 @@ INJECTED_LOG = (
 )
 NOTIFICATION_QUESTION = "Are there errors in the notification-service logs?"
 PROTECTED_TABLES = ("tb_log_record", "tb_kb_chunk")
+JSON = {**AUTH, "Content-Type": "application/json"}
 
 
 @pytest.fixture
@@ -75,10 +76,11 @@ def test_chat_and_run_endpoints_refuse_without_the_token_and_publish_nothing(
         "answer without token": ingest.get(f"/api/v1/runs/{uuid.uuid4()}/answer"),
         "events without token": ingest.get(f"/api/v1/runs/{uuid.uuid4()}/events"),
         "runs without token": ingest.get("/api/v1/runs"),
-        "malformed chat": ingest.post("/api/v1/chat", content=b'{"question": ', headers=AUTH),
-        "chat not an object": ingest.post("/api/v1/chat", content=b"[1, 2]", headers=AUTH),
+        "malformed chat": ingest.post("/api/v1/chat", content=b'{"question": ', headers=JSON),
+        "chat not an object": ingest.post("/api/v1/chat", content=b"[1, 2]", headers=JSON),
+        "chat as a form": ingest.post("/api/v1/chat", data=body, headers=AUTH),
         "oversized chat": ingest.post("/api/v1/chat", json=big, headers=AUTH),
-        "oversized chunked chat": ingest.post("/api/v1/chat", content=chunks(), headers=AUTH),
+        "oversized chunked chat": ingest.post("/api/v1/chat", content=chunks(), headers=JSON),
     }
     codes = {name: r.status_code for name, r in refusals.items()}
     expected = {name: 401 for name in refusals}
@@ -86,6 +88,7 @@ def test_chat_and_run_endpoints_refuse_without_the_token_and_publish_nothing(
         {
             "malformed chat": 400,
             "chat not an object": 422,
+            "chat as a form": 415,
             "oversized chat": 413,
             "oversized chunked chat": 413,
         }
