@@ -27,6 +27,9 @@ from projections.settings import SERVICE, ProjectionRuntimeSettings, ProjectionS
 from projections.store import connect
 from tracebound import logs
 from tracebound.collector import limit_malloc_arenas, tune_collector
+from tracebound.errors import TransientError
+from tracebound.events import DeadLetter
+from tracebound.publisher import KafkaPublisher
 from tracebound.runtime.metrics import ServiceMetrics, serve_metrics
 from tracebound.settings import KafkaSettings, PostgresSettings, RuntimeSettings
 from tracebound.settings_check import report_unknown_variables
@@ -50,6 +53,24 @@ def _migrate(postgres: PostgresSettings, runtime: RuntimeSettings, stop: threadi
             backoff = min(backoff * 2, runtime.retry_backoff_max_ms / 1000)
 
 
+class DeadLetterSender:
+    """Publishes the projections' own dead letters; made on first use (rarely needed)."""
+
+    def __init__(self, kafka: KafkaSettings) -> None:
+        self._kafka = kafka
+        self._publisher: KafkaPublisher | None = None
+        self._lock = threading.Lock()
+
+    def send(self, letter: DeadLetter) -> None:
+        try:
+            with self._lock:
+                if self._publisher is None:
+                    self._publisher = KafkaPublisher(self._kafka)
+                self._publisher.publish([letter])
+        except TransientError as exc:  # the log line already says what was skipped
+            log.error("could not publish the dead letter of run %s: %s", letter.run_id, exc)
+
+
 def main() -> int:
     limit_malloc_arenas()  # before any thread starts
     logs.configure()
@@ -69,6 +90,7 @@ def main() -> int:
         return 0
     tune_collector()  # after start-up, before the workers grow the heap
     failed: list[BaseException] = []
+    letters = DeadLetterSender(kafka)
 
     def work(worker: ModelWorker) -> None:
         try:
@@ -88,6 +110,7 @@ def main() -> int:
             settings=settings,
             metrics=metrics,
             stop=stop,
+            dead_letters=letters.send,
         )
         for model in MODELS.values()
         for _ in range(settings.run_workers if model.name == "diagnosis_run" else 1)

@@ -11,7 +11,10 @@ The checkpoint of a partition is the consumer position (it steps over transactio
 markers at a partition's end: a caught-up projection shows zero lag).
 
 Failure policy: undecodable events are skipped with a warning (the roles have
-already dead-lettered them) and their offsets still advance; a database failure
+already dead-lettered them) and their offsets still advance; an event the
+reducers cannot fold is dead-lettered by the projection itself and skipped; text
+PostgreSQL cannot store is written with U+FFFD in place (:mod:`projections.store`);
+a database failure
 is retried with backoff and never skips a batch; SIGTERM lets each thread finish
 its window, then the process exits 0.
 """
@@ -21,6 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -35,6 +39,9 @@ from projections.timemerge import TimeMerge
 from tracebound import kafka as edge
 from tracebound.codec import DocDecoder, EventDoc, make_doc_decoder
 from tracebound.errors import PoisonInput
+from tracebound.events import DeadLetter
+from tracebound.events import Producer as ProducerRef
+from tracebound.runtime.dead_letters import dead_letter
 from tracebound.runtime.metrics import ServiceMetrics
 from tracebound.settings import KafkaSettings, PostgresSettings
 
@@ -63,6 +70,13 @@ READ = {
 T = TypeVar("T")
 
 
+def projection_letter(group: str, message: Any, exc: Exception) -> DeadLetter:
+    """The dead letter of an event a projection cannot hold, its id fixed by its place."""
+    where = f"{group}:{message.topic()}:{message.partition()}:{message.offset()}"
+    letter = dead_letter(message, exc, service=group, producer=ProducerRef(service=group))
+    return letter.model_copy(update={"event_id": str(uuid.uuid5(uuid.NAMESPACE_URL, where))})
+
+
 class StopRequested(Exception):
     """The process was asked to stop while waiting for the database."""
 
@@ -81,8 +95,10 @@ class ModelWorker:
         metrics: ServiceMetrics,
         stop: threading.Event,
         codec: DocDecoder | None = None,
+        dead_letters: Callable[[DeadLetter], None] | None = None,
     ) -> None:
         self.model = model
+        self.dead_letters = dead_letters
         self.kafka = kafka
         self.postgres = postgres
         self.runtime = runtime
@@ -229,18 +245,56 @@ class ModelWorker:
         return window_due(self.runtime, started, now, self._folded, more_waiting=more_waiting)
 
     def _fold(self, batch: list[Any]) -> None:
-        events = self._decode(batch)
+        decoded = self._decode(batch)
         table = self.model.name
-        self._with_db("fold", lambda conn: self._pending.fold(conn, table, events))
+
+        def fold(events: list[EventDoc]) -> None:
+            self._with_db("fold", lambda conn: self._pending.fold(conn, table, events))
+
+        try:
+            fold([doc for _, doc in decoded])
+        except (StopRequested, *DB_ERRORS):
+            raise
+        except Exception:  # an event the reducers cannot fold: find it, fold the others
+            log.exception("%s could not fold a batch; folding its events one by one", self.group)
+            for message, doc in decoded:
+                try:
+                    fold([doc])
+                except (StopRequested, *DB_ERRORS):
+                    raise
+                except Exception as exc:
+                    self._poison(message, exc)
         if self._window_start is None:
             self._window_start = time.monotonic()
         self._folded += len(batch)
 
-    def _decode(self, batch: list[Any]) -> list[EventDoc]:
-        events: list[EventDoc] = []
+    def _poison(self, message: Any, exc: Exception) -> None:
+        """An event this read model cannot hold: a dead letter, and the partition moves on.
+
+        Folds are joins, so the events folded before it (read again one by one) are
+        unchanged; the letter's id is fixed by where the event is, so reading the
+        window again after a crash does not make a second one.
+        """
+        self.metrics.dead_lettered.labels(self.group, type(exc).__name__).inc()
+        log.error(
+            "%s dead-letters an event it cannot fold: %s",
+            self.group,
+            exc,
+            extra={
+                "topic": message.topic(),
+                "partition": message.partition(),
+                "offset": message.offset(),
+                "error_type": type(exc).__name__,
+            },
+        )
+        if self.dead_letters is not None:
+            self.dead_letters(projection_letter(self.group, message, exc))
+
+    def _decode(self, batch: list[Any]) -> list[tuple[Any, EventDoc]]:
+        events: list[tuple[Any, EventDoc]] = []
         for message in batch:
             try:
-                events.append(self.codec.decode_doc(message.value(), message.topic()))
+                events.append((message, self.codec.decode_doc(message.value(), message.topic())))
             except PoisonInput as exc:
                 log.warning(
                     "skipped undecodable event: %s",

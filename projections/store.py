@@ -7,11 +7,14 @@ lock per model). They differ only when someone else moved them — a rebuild tha
 swapped a new table in, or a zombie instance of this process — and then the
 batch is dropped and the consumer seeks to the stored checkpoints instead, so a
 row is never lost or applied twice. All SQL is parameterised; table and column
-names are composed as identifiers.
+names are composed as identifiers. Text PostgreSQL cannot store (a NUL, in a
+text column or a JSONB string) is written with U+FFFD in its place, so an
+event carrying one is projected instead of stopping its worker.
 """
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
@@ -26,6 +29,9 @@ from tracebound import fastjson
 from tracebound.settings import PostgresSettings
 
 Connection = psycopg.Connection[Any]
+REPLACEMENT = "\ufffd"
+# ``\u0000`` in JSON text, not preceded by an escaped backslash.
+_JSON_NUL = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
 TopicPartitionKey = tuple[str, int]
 Checkpoints = dict[TopicPartitionKey, int]
 
@@ -48,11 +54,18 @@ def connect(settings: PostgresSettings | None = None) -> Connection:
     settings = settings or PostgresSettings()
     # Autocommit: every unit of work is an explicit `conn.transaction()` block.
     conn = psycopg.connect(settings.dsn.get_secret_value(), autocommit=True)
-    set_json_dumps(fastjson.dumps_bytes, context=conn)
+    set_json_dumps(json_bytes, context=conn)
     # A run's merge state read back is kilobytes of JSON: orjson reads it several times
     # faster than the standard library (same result, see tracebound.fastjson).
     set_json_loads(_loads, context=conn)
     return conn
+
+
+def json_bytes(value: Any) -> bytes:
+    """JSONB text PostgreSQL accepts: a NUL in a string (``\\u0000``, which JSONB
+    refuses) becomes U+FFFD, the replacement character."""
+    data = fastjson.dumps_bytes(value)
+    return _JSON_NUL.sub(rb"\1\\ufffd", data) if b"\\u0000" in data else data
 
 
 def _loads(data: bytes | str) -> Any:
@@ -89,7 +102,11 @@ def write_checkpoints(
 
 
 def _adapt(column: str, value: Any) -> Any:
-    return Jsonb(value) if column in JSON_COLUMNS and value is not None else value
+    if column in JSON_COLUMNS and value is not None:
+        return Jsonb(value)
+    if isinstance(value, str) and "\x00" in value:  # text columns refuse NUL
+        return value.replace("\x00", REPLACEMENT)
+    return value
 
 
 def upsert(
