@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import Field, SecretStr, ValidationError, field_validator
@@ -11,6 +12,10 @@ from tracebound.errors import ConfigError
 from tracebound.pages import PageAddress
 from tracebound.topics import ALERTS
 
+# An entry of allowed_hosts: *, a name or IPv4 address, [IPv6] or bare IPv6, with a port.
+_HOST_ENTRY = re.compile(
+    r"\*|(?:[A-Za-z0-9_.-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*"
+)
 KIB = 1024
 MIB = 1024 * KIB
 
@@ -100,6 +105,14 @@ class IngestSettings(PageAddress):
         if value != value.strip():
             raise ValueError("TRACEBOUND_INGEST_TOKEN starts or ends with whitespace; remove it")
         return token
+
+    @field_validator("allowed_hosts")
+    @classmethod
+    def _host_names(cls, value: str) -> str:
+        for entry in (e.strip() for e in value.split(",")):
+            if entry and not _HOST_ENTRY.fullmatch(entry):
+                raise ValueError(f"not a host name, host:port or *: {entry[:80]!r}")
+        return value
 
     @property
     def host_list(self) -> list[str]:

@@ -512,3 +512,9 @@ def test_the_document_names_the_edges_refusals() -> None:
     for path in ("/api/v1/alerts", "/api/v1/chat"):
         assert "415" in doc["paths"][path]["post"]["responses"]
     assert "id" in doc["components"]["schemas"]["ErrorBody"]["properties"]
+
+
+@pytest.mark.parametrize("entry", ["http://host", "a b", "host/path"])
+def test_allowed_hosts_must_be_host_names(entry: str) -> None:
+    with pytest.raises(ValidationError):
+        IngestSettings(allowed_hosts=entry)
