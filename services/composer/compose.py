@@ -38,7 +38,7 @@ _NO_WERE_FOUND = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class ComposedAnswer:
-    """The composer output of seed section 6."""
+    """The composer output of the contract (docs/contracts.md)."""
 
     answer_summary: str
     recommended_actions: tuple[RecommendedAction, ...]

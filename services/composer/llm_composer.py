@@ -60,7 +60,7 @@ class ActionReply(BaseModel):
 
 
 class ComposerReply(BaseModel):
-    """The model's JSON reply (contract section 6 shape); extra fields are ignored."""
+    """The model's JSON reply (docs/contracts.md shape); extra fields are ignored."""
 
     model_config = ConfigDict(extra="ignore")
 

@@ -1,4 +1,4 @@
-"""The shape of ``executor_evidence_v2`` (seed §2.1), as the model's reply must have it.
+"""The shape of ``executor_evidence_v2`` (docs/contracts.md), as the model's reply must have it.
 
 Why shape here and rules in the gatekeeper: the gatekeeper judges what a well
 formed output *says* (the answer version, forbidden fields, empty bindings, a
@@ -36,7 +36,7 @@ class EvidenceBindingShape(BaseModel):
 
 
 class ClaimShape(BaseModel):
-    """One ``claims[]`` entry (seed §2.1 required fields)."""
+    """One ``claims[]`` entry (the contract's required fields)."""
 
     model_config = ConfigDict(extra="allow")
 

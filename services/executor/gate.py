@@ -1,8 +1,9 @@
 """The tool gate: every tool call of a round passes through here, whoever asked.
 
-It enforces in code what a prompt can only ask for (harness seed §9, contract
-§2.4): parameter schema validation, a per-round call budget, rejection of
-duplicate calls (same tool, same normalised parameters), a per-tool failure
+It enforces in code what a prompt can only ask for (the harness limits and
+narrow-task rules of docs/contracts.md): parameter schema validation, a
+per-round call budget, rejection of duplicate calls (same tool, same
+normalised parameters), a per-tool failure
 limit, a timeout per call, and — in narrow-scope tasks — no widening of a query
 after it returned ``$.no_evidence``. It also records each call as the
 ``tool_invocation`` the gatekeeper later checks citations against, with the

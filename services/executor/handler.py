@@ -53,7 +53,7 @@ NARROW_TYPES = ("observation", "negative_observation")
 def enforce_scope(
     structured: dict[str, Any], narrow: bool, max_claims: int
 ) -> tuple[dict[str, Any], str]:
-    """Contract section 2.4 in code: narrow tasks keep only 1-2 observation claims."""
+    """The narrow-task contract (docs/contracts.md): keep only 1-2 observation claims."""
     if not narrow or not isinstance(structured.get("claims"), list):
         return structured, ""
     claims = [c for c in structured["claims"] if isinstance(c, Mapping)]

@@ -1,4 +1,4 @@
-"""Executor settings (env prefix ``TRACEBOUND_EXECUTOR_``): the harness limits of seed §9."""
+"""Executor settings (env prefix ``TRACEBOUND_EXECUTOR_``): harness limits (docs/contracts.md)."""
 
 from __future__ import annotations
 

@@ -1,1 +1,1 @@
-"""Planner: picks a skill and writes ``planner_plan`` (contract section 1)."""
+"""Planner: picks a skill and writes ``planner_plan`` (the planner contract, docs/contracts.md)."""

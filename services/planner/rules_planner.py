@@ -2,7 +2,7 @@
 
 It is the offline default, the fallback when the model endpoint fails, and the
 baseline an evaluation compares a model against. It never outputs a
-``scope_contract`` (contract section 1 boundary).
+``scope_contract`` (the planner's boundary, docs/contracts.md).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The AIOps rule evaluation (harness section 7): a diagnosis started by alerts stays on them.
+"""The AIOps rule evaluation (docs/contracts.md): a diagnosis started by alerts stays on them.
 
 Why separate from the verdict: it audits the shape of an alert-driven
 diagnosis (was there a report, did it look at the input alerts, did it use the

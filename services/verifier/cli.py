@@ -2,7 +2,8 @@
 
 Why a CLI: operators re-judge a stored round (its gatekeeper result and
 executor output) under the current verifier rules without Kafka. One verifier
-output JSON line (seed section 5 fields, the retry request and the composer's
+output JSON line (the verifier output of docs/contracts.md, the retry
+request and the composer's
 allowed material) is printed per input object, in input order. Exit 0 whenever
 the verifier ran (REJECT is a result, not an error); invalid input raises
 InvalidInputError, which the main CLI reports with exit 2. All input is
@@ -52,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         (
             "check",
             "verify one or more verifier inputs",
-            "Read one verifier input JSON object (contract section 5) or JSON Lines of them, "
+            "Read one verifier input JSON object (docs/contracts.md) or JSON Lines of them, "
             "print one verifier output JSON line per object.",
         ),
         run_check,

@@ -1,4 +1,4 @@
-"""What the verifier reads: the contract's verifier input (seed section 5).
+"""What the verifier reads: the contract's verifier input (docs/contracts.md).
 
 The service builds it from the ``GatekeeperResult`` event's own records; the
 CLI parses its JSON into the same records, so both judge one shape.

@@ -34,7 +34,7 @@ PASS, LOW_CONFID, REJECT = "PASS", "LOW_CONFID", "REJECT"
 
 @dataclass(frozen=True, slots=True)
 class VerifierOutcome:
-    """The verifier output (seed section 5) plus the composer's material and a retry request."""
+    """The verifier output (docs/contracts.md) plus the composer's material and a retry."""
 
     verdict: str
     groundedness_score: float
@@ -52,7 +52,7 @@ class VerifierOutcome:
     aiops_rule_evaluation: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The CLI/JSON form: seed section 5 fields first, then the extensions."""
+        """The CLI/JSON form: the contract's fields first, then the extensions."""
         return {
             "verdict": self.verdict,
             "groundedness_score": self.groundedness_score,

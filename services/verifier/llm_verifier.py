@@ -79,7 +79,7 @@ class ModelClaimCheck(BaseModel):
 
 
 class VerifierReply(BaseModel):
-    """The model's JSON reply (contract section 5 shape); extra fields are ignored."""
+    """The model's JSON reply (docs/contracts.md shape); extra fields are ignored."""
 
     model_config = ConfigDict(extra="ignore")
 

@@ -1,8 +1,9 @@
 """The executor's lists as the composer may use them: plain texts and evidence-only actions.
 
 Why filter actions: in this contract a recommended action may only gather
-evidence or continue the investigation (seed section 2.1); a remediation
-("restart", "scale", "roll back") is a conclusion the evidence has not earned,
+evidence or continue the investigation (the executor evidence contract,
+docs/contracts.md); a remediation ("restart", "scale", "roll back") is a
+conclusion the evidence has not earned,
 so it never reaches the composer, whatever the executor wrote.
 """
 

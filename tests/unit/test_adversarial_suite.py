@@ -6,7 +6,7 @@ English and Chinese) are edited one fact at a time against their untouched
 evidence, and judged by the real gatekeeper and verifier; composed answers get
 a cause or a version inserted, and are judged by the answer guard. Run with
 ``-s`` (or ``python -m tests.support.mutations.adversarial``) to see the per-class table
-the README quotes.
+docs/groundedness.md quotes.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Turn each model call of a role into an ``AgentStep`` event (harness seed §4).
+"""Turn each model call of a role into an ``AgentStep`` event (docs/contracts.md).
 
 The trace must show what the model was asked and what it said without turning
 the agent-steps topic into a copy of every prompt: prompts are versioned files

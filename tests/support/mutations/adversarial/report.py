@@ -106,7 +106,7 @@ def is_benign(cls: str) -> bool:
 
 
 def table(outcomes: tuple[Outcome, ...]) -> str:
-    """The per-class table, as the README shows it (Markdown)."""
+    """The per-class table, as docs/groundedness.md shows it (Markdown)."""
     total = Counter(o.cls for o in outcomes)
     good = Counter(o.cls for o in outcomes if o.ok)
     passed = Counter(o.cls for o in outcomes if o.passed)
