@@ -25,8 +25,7 @@ def _service_line(v: ServiceState) -> str:
     """State, pid, lag (``~N``: an upper bound), mode, backends and settings of a service."""
     pid = str(v.pid) if v.pid is not None else "-"
     lag = "lag ?" if v.lag is None else f"lag {'' if v.lag.exact else '~'}{v.lag.records}"
-    state = "running" if v.running else "stopped"
-    line = f"service   {v.name:<11} {state:<8} pid {pid:<8} {lag:<10}"
+    line = f"service   {v.name:<11} {v.state:<8} pid {pid:<8} {lag:<10}"
     if v.mode is not None:
         line += f" mode {v.mode}"
     if v.backends:
@@ -37,6 +36,9 @@ def _service_line(v: ServiceState) -> str:
             line += f" ({', '.join(v.changes)}; tracebound up applies them)"
         elif v.record is None:
             line += f" (tracebound restart {v.name} applies the current ones)"
+    restarts = (v.crashes or {}).get("restarts", 0)
+    if restarts:
+        line += f" restarted {restarts}x (last crash: {(v.crashes or {}).get('last_reason', '?')})"
     return f"{line} log {v.log}"
 
 
@@ -51,6 +53,7 @@ def format_status(status: StackStatus) -> list[str]:
         detail = f"{t.partitions} partition(s)" if t.partitions is not None else ""
         lines.append(f"topic     {t.name:<{width}} {t.state:<8} {detail}".rstrip())
     lines.extend(_service_line(v) for v in status.services)
+    lines.extend(f"problem: {p}" for p in status.problems)
     lines.extend(f"note: {m}" for m in status.messages)
     return lines
 
@@ -166,8 +169,11 @@ def register(subparsers: Any) -> None:
 
     status = subparsers.add_parser(
         "status",
-        help="show the local stack (exit 1 unless everything runs)",
-        description="One line per component and topic; exit 0 only if all is up.",
+        help="show the local stack (exit 1 unless everything runs and progresses)",
+        description=(
+            "One line per component, topic and service; exit 0 only if all is up and no"
+            " service that up started is down or stuck."
+        ),
     )
     status.add_argument("--json", action="store_true", help="print one JSON object")
     status.set_defaults(handler=_cmd_status)

@@ -237,6 +237,22 @@ def tail(path: Path, lines: int = 5) -> str:
 
 
 @contextlib.contextmanager
+def try_state_lock(lock_file: Path) -> Iterator[bool]:
+    """The state folder's lock if nobody holds it (``True``), else ``False`` at once."""
+    lock_file.parent.mkdir(parents=True, exist_ok=True)
+    with lock_file.open("a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
 def state_lock(lock_file: Path) -> Iterator[None]:
     """Serialise ``up``/``down`` runs on one state folder (two brokers must never race)."""
     lock_file.parent.mkdir(parents=True, exist_ok=True)

@@ -31,15 +31,24 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tracebound import resources
 from tracebound.cli import load_settings_classes
 from tracebound.errors import InvalidInputError
 from tracebound.replica import default_replica_id
+from tracebound.runtime.progress import ProgressState, read_progress
 from tracebound.settings import KafkaSettings, StackSettings, prefix_for, settings_classes
+from tracebound.stack.crashes import crashes_path, read_crashes
 from tracebound.stack.lag import Lag, group_lag
 from tracebound.stack.process import owned_pid, spawn_detached, terminate, write_pid
-from tracebound.stack.service_env import EnvRecord, read_record, remove_record, write_record
+from tracebound.stack.service_env import (
+    EnvRecord,
+    read_record,
+    record_path,
+    remove_record,
+    write_record,
+)
 from tracebound.topology import ROLES
 
 # Each role's input topics (its consumer group's), in start order; from the topology.
@@ -55,6 +64,7 @@ CHECKPOINTED_ROLES = frozenset({"projections"})
 # of its own partitions.
 WATCHING_GROUPS = frozenset({"sentinel"})
 STOP_TIMEOUT_S = 30.0
+KEEPER = "tracebound.stack.keeper"  # the module that starts dead roles again
 MAX_REPLICAS = 9
 
 
@@ -67,6 +77,32 @@ class ServiceState:
     lag: Lag | None
     record: EnvRecord | None = None  # what it was started with, if known
     changes: tuple[str, ...] = ()  # its settings that differ from the current ones
+    wanted: bool = False  # ``up`` started it and nothing stopped it on purpose
+    progress: ProgressState | None = None  # what the process last said of its progress
+    crashes: Mapping[str, Any] | None = None  # what the keeper noted of its crashes
+
+    @property
+    def state(self) -> str:
+        """``running``, ``stuck`` (alive, no progress), ``down`` (wanted, not running)
+        or ``stopped``."""
+        if self.running:
+            return "stuck" if self.progress is not None and self.progress.stuck else "running"
+        return "down" if self.wanted else "stopped"
+
+    @property
+    def healthy(self) -> bool:
+        return self.state in ("running", "stopped")
+
+    @property
+    def problem(self) -> str:
+        """Why it is not healthy, in a few words ('' when it is)."""
+        if self.state == "stuck" and self.progress is not None:
+            error = f"; last error: {self.progress.last_error}" if self.progress.last_error else ""
+            return f"{self.name} is stuck: {self.progress.reason}{error}"
+        if self.state == "down":
+            why = (self.crashes or {}).get("last_reason")
+            return f"{self.name} is down" + (f": {why}" if why else "")
+        return ""
 
     @property
     def settings(self) -> str:
@@ -90,7 +126,8 @@ class ServiceState:
         return self.record.backends(settings_classes())
 
 
-def _folder(settings: StackSettings) -> Path:
+def services_folder(settings: StackSettings) -> Path:
+    """Where the services' pid files, logs, records and progress files live."""
     return settings.state_dir.expanduser().absolute() / "services"
 
 
@@ -162,10 +199,20 @@ def replica_env(role: str, index: int, env: Mapping[str, str]) -> Mapping[str, s
 
 
 def _running_replicas(settings: StackSettings, role: str) -> list[int]:
-    """Indexes past 1 of the role's replicas with a pid file, in order."""
-    pattern = re.compile(rf"{re.escape(role)}-(\d+)\.pid")
-    found = (pattern.fullmatch(p.name) for p in _folder(settings).glob(f"{role}-*.pid"))
-    return sorted(int(m.group(1)) for m in found if m is not None)
+    """Indexes past 1 of the role's replicas with a pid file or a record, in order."""
+    pattern = re.compile(rf"{re.escape(role)}-(\d+)\.(?:pid|env\.json)")
+    found = (pattern.fullmatch(p.name) for p in services_folder(settings).glob(f"{role}-*"))
+    return sorted({int(m.group(1)) for m in found if m is not None})
+
+
+def wanted_units(settings: StackSettings) -> list[tuple[str, int, str]]:
+    """``(role, index, unit)`` of every replica ``up`` started and nothing stopped since."""
+    return [
+        (role, index, unit_name(role, index))
+        for role in ROLE_INPUTS
+        for index in _units(settings, role)
+        if record_path(services_folder(settings), unit_name(role, index)).exists()
+    ]
 
 
 def _units(settings: StackSettings, role: str, wanted: int | None = None) -> list[int]:
@@ -175,14 +222,14 @@ def _units(settings: StackSettings, role: str, wanted: int | None = None) -> lis
     return [1, *_running_replicas(settings, role)]
 
 
-def _pid(settings: StackSettings, role: str, index: int = 1) -> tuple[int | None, list[str]]:
+def unit_pid(settings: StackSettings, role: str, index: int = 1) -> tuple[int | None, list[str]]:
     unit = unit_name(role, index)
-    pid_file = _folder(settings) / f"{unit}.pid"
+    pid_file = services_folder(settings) / f"{unit}.pid"
     return owned_pid(pid_file, _marker(settings), role_module(role), unit, adopt=False)
 
 
-def _launch(settings: StackSettings, role: str, env: Mapping[str, str], index: int = 1) -> int:
-    folder, unit = _folder(settings), unit_name(role, index)
+def launch_unit(settings: StackSettings, role: str, env: Mapping[str, str], index: int = 1) -> int:
+    folder, unit = services_folder(settings), unit_name(role, index)
     env = replica_env(role, index, env)
     argv = [sys.executable, "-X", _marker(settings), "-m", role_module(role)]
     pid = spawn_detached(argv, folder / f"{unit}.log", env)
@@ -194,17 +241,18 @@ def _launch(settings: StackSettings, role: str, env: Mapping[str, str], index: i
 def _stop(settings: StackSettings, role: str, pid: int, index: int = 1) -> str:
     unit = unit_name(role, index)
     said = terminate(pid, unit, STOP_TIMEOUT_S)
-    (_folder(settings) / f"{unit}.pid").unlink(missing_ok=True)
-    remove_record(_folder(settings), unit)
+    (services_folder(settings) / f"{unit}.pid").unlink(missing_ok=True)
+    remove_record(services_folder(settings), unit)
+    crashes_path(services_folder(settings), unit).unlink(missing_ok=True)
     return said
 
 
 def _start_one(settings: StackSettings, role: str, index: int, env: Mapping[str, str]) -> list[str]:
     """Start one replica if it does not run, restart it if its settings changed."""
-    folder, unit = _folder(settings), unit_name(role, index)
-    pid, notes = _pid(settings, role, index)
+    folder, unit = services_folder(settings), unit_name(role, index)
+    pid, notes = unit_pid(settings, role, index)
     if pid is None:
-        return [*notes, f"started {unit} (pid {_launch(settings, role, env, index)})"]
+        return [*notes, f"started {unit} (pid {launch_unit(settings, role, env, index)})"]
     record = read_record(folder, role, pid, unit)
     if record is None:
         return [
@@ -216,7 +264,7 @@ def _start_one(settings: StackSettings, role: str, index: int, env: Mapping[str,
     if not changes:
         return notes
     _stop(settings, role, pid, index)
-    new = _launch(settings, role, env, index)
+    new = launch_unit(settings, role, env, index)
     return [*notes, f"restarted {unit}: {', '.join(changes)} (pid {pid} -> {new})"]
 
 
@@ -233,7 +281,7 @@ def start_services(
     that run.
     """
     env = service_env(env)
-    _folder(settings).mkdir(parents=True, exist_ok=True)
+    services_folder(settings).mkdir(parents=True, exist_ok=True)
     messages: list[str] = []
     for role in roles:
         wanted = (replicas or {}).get(role)
@@ -249,19 +297,19 @@ def restart_services(
 ) -> list[str]:
     """Stop ``roles`` that run and start them all again; ``env`` as for ``start_services``."""
     env = service_env(env)
-    _folder(settings).mkdir(parents=True, exist_ok=True)
+    services_folder(settings).mkdir(parents=True, exist_ok=True)
     messages: list[str] = []
     for role in roles:
         for index in _units(settings, role):
             unit = unit_name(role, index)
-            pid, notes = _pid(settings, role, index)
+            pid, notes = unit_pid(settings, role, index)
             messages += notes
             if pid is None:
-                new = _launch(settings, role, env, index)
+                new = launch_unit(settings, role, env, index)
                 messages.append(f"started {unit} (pid {new}; it was not running)")
             else:
                 _stop(settings, role, pid, index)
-                new = _launch(settings, role, env, index)
+                new = launch_unit(settings, role, env, index)
                 messages.append(f"restarted {unit} (pid {pid} -> {new})")
     return messages
 
@@ -275,7 +323,7 @@ def stop_services(
         for index in _units(settings, role):
             if index <= keep:
                 continue
-            pid, notes = _pid(settings, role, index)
+            pid, notes = unit_pid(settings, role, index)
             messages += notes
             if pid is not None:
                 messages.append(_stop(settings, role, pid, index))
@@ -295,13 +343,50 @@ def service_states(
         lag = group_lag(kafka, role, inputs) if known and kafka is not None else None
         for index in _units(settings, role):
             unit = unit_name(role, index)
-            pid, _ = _pid(settings, role, index)
-            log = str(_folder(settings) / f"{unit}.log")
-            record = read_record(_folder(settings), role, pid, unit) if pid is not None else None
+            pid, _ = unit_pid(settings, role, index)
+            log = str(services_folder(settings) / f"{unit}.log")
+            record = (
+                read_record(services_folder(settings), role, pid, unit) if pid is not None else None
+            )
             changes = (
                 tuple(record.changes(replica_env(role, index, current)))
                 if record and current is not None
                 else ()
             )
-            states.append(ServiceState(unit, pid is not None, pid, log, lag, record, changes))
+            wanted = record_path(services_folder(settings), unit).exists()
+            progress = (
+                read_progress(settings.state_dir.expanduser().absolute(), pid) if pid else None
+            )
+            crashes = read_crashes(services_folder(settings), unit) if wanted else None
+            states.append(
+                ServiceState(
+                    unit, pid is not None, pid, log, lag, record, changes, wanted, progress, crashes
+                )
+            )
     return states
+
+
+def keeper_pid(settings: StackSettings) -> int | None:
+    pid, _ = owned_pid(
+        services_folder(settings) / "keeper.pid", _marker(settings), KEEPER, "keeper"
+    )
+    return pid
+
+
+def start_keeper(settings: StackSettings, env: Mapping[str, str]) -> str:
+    """(Re)start the keeper with ``env``, the environment the roles were started with."""
+    said = stop_keeper(settings)
+    argv = [sys.executable, "-X", _marker(settings), "-m", KEEPER]
+    pid = spawn_detached(argv, services_folder(settings) / "keeper.log", service_env(env))
+    write_pid(services_folder(settings) / "keeper.pid", pid)
+    started = f"keeper started (pid {pid})"
+    return f"{said}; {started}" if said else started
+
+
+def stop_keeper(settings: StackSettings) -> str:
+    pid = keeper_pid(settings)
+    if pid is None:
+        return ""
+    said = terminate(pid, "keeper", STOP_TIMEOUT_S)
+    (services_folder(settings) / "keeper.pid").unlink(missing_ok=True)
+    return said

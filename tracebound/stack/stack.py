@@ -25,7 +25,9 @@ from tracebound.stack.services import (
     ServiceState,
     restart_services,
     service_states,
+    start_keeper,
     start_services,
+    stop_keeper,
     stop_services,
 )
 from tracebound.stack.topics import create_stack_topics, topic_states
@@ -77,10 +79,20 @@ class StackStatus:
 
     @property
     def healthy(self) -> bool:
-        """Everything runs and every topic of the table exists."""
-        return all(c.running for c in self.components) and all(
-            t.state == "present" for t in self.topics
+        """Everything runs, every topic of the table exists, and no service that ``up``
+        started is down or stuck."""
+        return (
+            all(c.running for c in self.components)
+            and all(t.state == "present" for t in self.topics)
+            and all(v.healthy for v in self.services)
         )
+
+    @property
+    def problems(self) -> list[str]:
+        """What keeps the stack from being healthy, one line each."""
+        found = [f"{c.name} is not running" for c in self.components if not c.running]
+        found += [f"topic {t.name} is {t.state}" for t in self.topics if t.state != "present"]
+        return found + [v.problem for v in self.services if not v.healthy]
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -103,8 +115,12 @@ class StackStatus:
             "services": [
                 {
                     "name": v.name,
-                    "state": "running" if v.running else "stopped",
+                    "state": v.state,
+                    "problem": v.problem or None,
                     "pid": v.pid,
+                    "progress": v.progress.to_json() if v.progress is not None else None,
+                    "restarts": (v.crashes or {}).get("restarts", 0),
+                    "last_crash": (v.crashes or {}).get("last_reason"),
                     "lag": v.lag.records if v.lag is not None else None,
                     "lag_exact": v.lag.exact if v.lag is not None else None,
                     "mode": v.mode,
@@ -115,6 +131,7 @@ class StackStatus:
                 }
                 for v in self.services
             ],
+            "problems": self.problems,
             "messages": list(self.messages),
             "started": list(self.started),
         }
@@ -217,12 +234,12 @@ def up(
             started.append("postgres")
         messages += create_stack_topics(settings)
         if services:
-            launched = start_services(
-                settings, {**_services_env(settings), **(env or {})}, replicas=replicas
-            )
+            services_env = {**_services_env(settings), **(env or {})}
+            launched = start_services(settings, services_env, replicas=replicas)
             messages += launched
             if any(m.startswith(("started", "restarted")) for m in launched):
                 started.append("services")
+            messages.append(start_keeper(settings, services_env))
         now = status(settings)
     return replace(now, messages=(*messages, *now.messages), started=tuple(started))
 
@@ -246,6 +263,8 @@ def down(settings: StackSettings | None = None, purge: bool = False) -> StackSta
     paths = StackPaths.from_settings(settings)
     messages: list[str] = []
     with state_lock(paths.lock_file):
+        if said := stop_keeper(settings):
+            messages.append(said)
         messages += stop_services(settings)
         messages += kafka.stop_broker(settings)
         messages += postgres.stop_server(settings)
