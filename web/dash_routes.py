@@ -37,7 +37,10 @@ async def _form_token(request: Request) -> bytes:
         body += chunk
         if len(body) > MAX_LOGIN_BYTES:
             raise ApiError(413, "the sign-in form is larger than a token")
-    fields = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4)
+    try:
+        fields = parse_qs(body.decode("utf-8", "replace"), max_num_fields=4)
+    except ValueError:  # more fields than a sign-in form has
+        raise ApiError(400, "the sign-in form has more fields than a token") from None
     return (fields.get("token") or [""])[0].strip().encode()
 
 

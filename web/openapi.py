@@ -22,6 +22,16 @@ from tracebound.events import Answer
 from web.bodies import ChatAccepted, ErrorBody, Health, RunPending, WebhookAccepted
 
 REF = "#/components/schemas/{model}"
+# One server-sent event as read off the stream (OpenAPI 3.1: the schema is per event).
+_SSE_EVENT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "description": "the event type, or `timeout`"},
+        "data": {"type": "string", "description": "the event as JSON"},
+        "id": {"type": "string", "description": "the event id"},
+    },
+    "required": ["data"],
+}
 _MODELS: tuple[type[BaseModel], ...] = (
     AlertmanagerWebhook,
     ChatRequest,
@@ -160,6 +170,7 @@ def _pages(secured: list[dict[str, list[str]]]) -> dict[str, Any]:
                 },
                 "responses": {
                     "303": {"description": "signed in (the cookie is set), to the dashboard"},
+                    "400": _html("the form has more fields than a token"),
                     "401": _html("not this server's token: the form again"),
                     "413": _html("the form is larger than a token"),
                 },
@@ -299,8 +310,8 @@ def build_document(max_wait_s: float = 120.0) -> dict[str, Any]:
                 "parameters": [_run_id_param(), _wait_param(max_wait_s)],
                 "responses": {
                     "200": {
-                        "description": "event stream",
-                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                        "description": "event stream; the schema describes one event",
+                        "content": {"text/event-stream": {"schema": _SSE_EVENT}},
                     },
                     **_errors(401, 422),
                 },
