@@ -54,7 +54,7 @@ def routes(token: SecretStr | None, connect: Connect | None = None) -> list[Rout
             return page_unauthorized()
         params = form_values(request.query_params)
         try:
-            selection = run_list.parse_filter({**params, "limit": str(dashboard.PAGE_SIZE)})
+            selection = trace_routes.run_filter({**params, "limit": str(dashboard.PAGE_SIZE)})
         except run_list.FilterError as exc:
             return page_error(ApiError(400, f"invalid filter {exc.param}: {exc.message}"))
         started = time.perf_counter()

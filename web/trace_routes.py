@@ -7,7 +7,7 @@ would pay off.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import psycopg
@@ -18,6 +18,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from projections import run_list, trace
+from services.ingest.models import EARLIEST, LATEST, control_character, in_window
 from tracebound.events.base import RUN_ID
 from tracebound.settings import PostgresSettings
 from tracebound.tracing.link import TraceLinkSettings
@@ -60,6 +61,25 @@ def read(connect: Connect, work: Callable[[psycopg.Connection[Any]], T]) -> Awai
     return run_in_threadpool(_read, connect, work)
 
 
+def run_filter(params: Mapping[str, str]) -> run_list.RunFilter:
+    """:func:`run_list.parse_filter`, with times inside the window the database and pages hold.
+
+    A ``since``, ``until`` or cursor time outside 1970-2200, or a cursor whose run id
+    holds a control character, is a :class:`run_list.FilterError` like any bad value.
+    """
+    selection = run_list.parse_filter(params)
+    for name, moment in (("since", selection.since), ("until", selection.until)):
+        if moment is not None and not in_window(moment):
+            raise run_list.FilterError(
+                name, f"must lie from {EARLIEST:%Y-%m-%d} to {LATEST:%Y-%m-%d} UTC"
+            )
+    if selection.cursor is not None:
+        at, run_id = run_list.decode_cursor(selection.cursor)
+        if not in_window(at) or control_character(run_id) is not None:
+            raise run_list.FilterError("cursor", "not a cursor returned by this API")
+    return selection
+
+
 def page_unauthorized() -> Response:
     """A page's answer without the token: 401 and the sign-in form (for a browser)."""
     return HTMLResponse(
@@ -90,7 +110,7 @@ def routes(token: SecretStr | None, connect: Connect | None = None) -> list[Rout
 
     async def list_runs(request: Request) -> Response:
         try:
-            selection = run_list.parse_filter(dict(request.query_params))
+            selection = run_filter(dict(request.query_params))
         except run_list.FilterError as exc:
             raise ApiError(
                 400, "invalid query parameter", [{"loc": ["query", exc.param], "msg": exc.message}]

@@ -113,6 +113,18 @@ class Cut:
         return text[:keep] + cut_marker(len(text) - keep)
 
 
+def in_window(moment: datetime) -> bool:
+    """Whether a time lies from :data:`EARLIEST` to :data:`LATEST` (naive reads as UTC).
+
+    The years are compared first: shifting year 1 or 9999 by its offset overflows.
+    """
+    naive = moment.replace(tzinfo=None)
+    if not EARLIEST.year <= naive.year < LATEST.year:
+        return False
+    utc = naive - (moment.utcoffset() or timedelta())
+    return EARLIEST.replace(tzinfo=None) <= utc < LATEST.replace(tzinfo=None)
+
+
 def _timestamp(text: str) -> str:
     """An RFC 3339 time from 1970 to 2200 (UTC); ``""`` and Go's zero time mean unset."""
     if text in ("", ZERO_TIME):
@@ -123,12 +135,7 @@ def _timestamp(text: str) -> str:
         moment = datetime.fromisoformat(_FRACTION.sub(r"\1", text).replace("Z", "+00:00"))
     except ValueError:
         raise ValueError("not an RFC 3339 date and time") from None
-    # Years first: shifting year 1 or 9999 by its offset would overflow.
-    naive = moment.replace(tzinfo=None)
-    utc = None
-    if EARLIEST.year <= naive.year < LATEST.year:
-        utc = naive - (moment.utcoffset() or timedelta())
-    if utc is None or not EARLIEST.replace(tzinfo=None) <= utc < LATEST.replace(tzinfo=None):
+    if not in_window(moment):
         raise ValueError(
             f"must lie from {EARLIEST:%Y-%m-%d} to {LATEST:%Y-%m-%d} UTC ({ZERO_TIME} means unset)"
         )

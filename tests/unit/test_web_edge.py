@@ -518,3 +518,27 @@ def test_the_document_names_the_edges_refusals() -> None:
 def test_allowed_hosts_must_be_host_names(entry: str) -> None:
     with pytest.raises(ValidationError):
         IngestSettings(allowed_hosts=entry)
+
+
+def _cursor(at: str, run_id: str) -> str:
+    raw = json.dumps([at, run_id]).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+@pytest.mark.parametrize(
+    ("param", "value"),
+    [
+        ("since", "0001-01-01T00:00:00+14:00"),
+        ("until", "9999-12-31T23:59:59-14:00"),
+        ("cursor", _cursor("2024-01-01T00:00:00+00:00", "run\x00")),
+        ("cursor", _cursor("0001-01-01T00:00:00+14:00", "run-1")),
+    ],
+)
+def test_run_list_times_and_cursors_outside_what_the_database_holds_are_400(
+    refusing: TestClient, param: str, value: str
+) -> None:
+    reply = refusing.get("/api/v1/runs", params={param: value}, headers=AUTH)
+    assert reply.status_code == 400
+    assert _locs(reply) == [["query", param]]
+    page = refusing.get("/", params={param: value}, headers=AUTH)
+    assert page.status_code == 400 and param in page.text
