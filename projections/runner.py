@@ -321,6 +321,7 @@ class ModelWorker:
             return
         self._pending.committed()
         self._positions.update(advanced)
+        self.metrics.progress.committed()
         self.metrics.processed.labels(self.group).inc(self._folded)
         self._folded, self._window_start = 0, None
         self.metrics.batch_seconds.labels(self.group).observe(time.perf_counter() - started)

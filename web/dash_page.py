@@ -54,6 +54,8 @@ class DashView:
     details: Mapping[str, RunDetails]
     summary: Summary
     signed_in: bool = False  # a token cookie is in use: offer to forget it
+    # (role, state, problem) of each service of the local stack that serves the page
+    roles: tuple[tuple[str, str, str], ...] = ()
 
 
 def _link(params: Mapping[str, str], **changes: str | None) -> str:
@@ -239,11 +241,29 @@ def nav(signed_in: bool) -> str:
     )
 
 
+ROLE_BADGE = {"running": "PASS", "stuck": "LOW_CONFID", "down": "REJECT", "stopped": "none"}
+
+
+def _roles(view: DashView) -> str:
+    """The stack's roles with their state; each one down or stuck says why."""
+    if not view.roles:
+        return ""
+    pills = [
+        f"<span class='role' data-state='{esc(state)}'>"
+        f"{badge(ROLE_BADGE[state], f'{name} {state}')}</span>"
+        for name, state, _ in view.roles
+    ]
+    problems = "".join(f"<li>{esc(problem)}</li>" for _, _, problem in view.roles if problem)
+    listed = f"<ul class='problems'>{problems}</ul>" if problems else ""
+    return f"<div class='counts card' id='roles'>{join(pills)}{listed}</div>"
+
+
 def render_dashboard(view: DashView) -> str:
     """The whole dashboard page."""
     body = (
         nav(view.signed_in)
         + "<h1>Runs</h1>"
+        + _roles(view)
         + _filters(view.params)
         + _counts(view)
         + _pictures(view.summary)

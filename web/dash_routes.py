@@ -15,11 +15,15 @@ import time
 from urllib.parse import parse_qs
 
 from pydantic import SecretStr
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from projections import dashboard, run_list
+from tracebound.runtime.progress import stack_state_dir
+from tracebound.settings import StackSettings
+from tracebound.stack.services import service_states
 from web import trace_routes
 from web.dash_page import DashView, form_values, render_dashboard, render_login
 from web.html import FORM_PAGE_HEADERS
@@ -28,6 +32,15 @@ from web.live import LIVE_PAGE_HEADERS
 from web.trace_routes import Connect, page_error, page_unauthorized, read
 
 MAX_LOGIN_BYTES = 4096
+
+
+def role_health() -> tuple[tuple[str, str, str], ...]:
+    """``(role, state, problem)`` of the local stack's services, when it started this one."""
+    state_dir = stack_state_dir()
+    if state_dir is None:
+        return ()
+    states = service_states(StackSettings(state_dir=state_dir), None)
+    return tuple((s.name, s.state, s.problem) for s in states)
 
 
 async def _form_token(request: Request) -> bytes:
@@ -64,7 +77,8 @@ def routes(token: SecretStr | None, connect: Connect | None = None) -> list[Rout
             return page_error(exc)
         spent_ms = (time.perf_counter() - started) * 1000
         cookie = request.cookies.get(SIGN_IN_COOKIE) is not None
-        view = DashView(params, found.page, found.details, found.summary, cookie)
+        roles = await run_in_threadpool(role_health)
+        view = DashView(params, found.page, found.details, found.summary, cookie, roles)
         return HTMLResponse(
             render_dashboard(view),
             headers={**LIVE_PAGE_HEADERS, "Server-Timing": f"db;dur={spent_ms:.1f}"},

@@ -210,3 +210,18 @@ def test_routes_without_a_token(monkeypatch: pytest.MonkeyPatch) -> None:
         bad = client.get("/", params={"since": "yesterday"})
         assert bad.status_code == 400 and "since" in bad.text
         assert client.get("/login", follow_redirects=False).status_code == 303
+
+
+def test_the_stacks_roles_show_with_the_reason_one_is_down_or_stuck() -> None:
+    roles = (
+        ("planner", "running", ""),
+        ("composer", "down", "composer is down: OverflowError: date value out of range"),
+        ("executor", "stuck", "executor is stuck: 5 aborts or retries in a row"),
+    )
+    view = DashView({}, RunList(runs=[], next_cursor=None), {}, Summary(0, {}, 0), roles=roles)
+    page = render_dashboard(view)
+    assert "planner running" in page and "composer down" in page and "executor stuck" in page
+    assert "composer is down: OverflowError: date value out of range" in page
+    assert "id='roles'" not in render_dashboard(
+        DashView({}, RunList(runs=[], next_cursor=None), {}, Summary(0, {}, 0))
+    )

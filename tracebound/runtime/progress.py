@@ -120,12 +120,16 @@ class Progress:
             self._file = None
 
 
+def stack_state_dir() -> Path | None:
+    """The state folder of the local stack that started this process (None: not one)."""
+    state = getattr(sys, "_xoptions", {}).get(STATE_OPTION)
+    return Path(state) if isinstance(state, str) and state else None
+
+
 def progress_file(pid: int) -> Path | None:
     """Where a service started by the local stack writes its progress (None: not one)."""
-    state = getattr(sys, "_xoptions", {}).get(STATE_OPTION)
-    if not isinstance(state, str) or not state:
-        return None
-    return progress_path(Path(state), pid)
+    state = stack_state_dir()
+    return progress_path(state, pid) if state is not None else None
 
 
 def progress_path(state_dir: Path, pid: int) -> Path:
