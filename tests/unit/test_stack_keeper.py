@@ -115,14 +115,14 @@ def test_a_dead_role_is_started_again_after_its_back_off(
     (tmp_path / "composer.log").write_text(
         json.dumps({"level": "error", "msg": "composer failed", "exc": "X\nKeyError: 'a'"}) + "\n"
     )
-    keeper = Keeper(StackSettings(state_dir=tmp_path / "state"), {"TRACEBOUND_X": "1"})
+    keeper = Keeper(StackSettings(state_dir=tmp_path / "state"), {"TRACEBOUND_PG_DSN": "1"})
     assert keeper.check(0.0) == []  # seen dead: the back-off starts
     noted = read_crashes(tmp_path, "composer")
     assert noted is not None and noted["last_reason"] == "composer failed: KeyError: 'a'"
     assert noted["restarts"] == 0
     assert keeper.check(BACKOFF_S[0] / 2) == []
     assert keeper.check(BACKOFF_S[0] + 0.1) == ["restarted composer (pid 99)"]
-    assert fake.launched == [("composer", 1, {"TRACEBOUND_X": "1"})]
+    assert fake.launched == [("composer", 1, {"TRACEBOUND_PG_DSN": "1"})]
     noted = read_crashes(tmp_path, "composer")
     assert noted is not None and noted["restarts"] == 1
     fake.alive["composer"] = None  # dies again at once: a longer back-off
