@@ -29,7 +29,10 @@ def serve(settings: IngestSettings) -> int:
             proxy_headers=False,
             server_header=False,
             # Bounded by default: connections and tasks (503 beyond; an event stream
-            # holds one while it lasts), idle keep-alive, and the size of a request head.
+            # holds one while it lasts), idle keep-alive, and the size of a request head
+            # (a limit of the h11 protocol, chosen explicitly so that it always applies).
+            # uvicorn has no timeout for reading a request's head.
+            http="h11",
             limit_concurrency=settings.max_connections,
             timeout_keep_alive=settings.keep_alive_s,
             h11_max_incomplete_event_size=settings.max_header_bytes,

@@ -13,8 +13,12 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
+from services.ingest.alertmanager import build_chat_request
 from tests.integration.test_ingest import AUTH, RequestWatcher, Server, unique_group
 from tests.support.stack import StackHandle
+from tracebound.errors import TransientError
+from tracebound.publisher import KafkaPublisher
+from web.app import too_large
 
 pytestmark = pytest.mark.integration
 JSON = {**AUTH, "Content-Type": "application/json"}
@@ -110,3 +114,15 @@ def test_a_large_alert_is_cut_accepted_and_published(
     description = alert.annotations["description"]
     assert len(description) == 8192 and description.endswith(" more characters]")
     assert alert.endsAt == ""
+
+
+def test_kafka_refusing_a_record_for_its_size_reads_as_too_large(stack: StackHandle) -> None:
+    # What the webhook answers 413 for: the real producer's error, whichever path reports it.
+    event = build_chat_request("x" * 2_000_000, "hostile", "en")
+    publisher = KafkaPublisher(stack.kafka)
+    try:
+        with pytest.raises(TransientError) as caught:
+            publisher.publish([event])
+    finally:
+        publisher.close()
+    assert too_large(caught.value), str(caught.value)

@@ -499,6 +499,7 @@ def test_the_server_bounds_connections_and_idle_time(monkeypatch: pytest.MonkeyP
     assert server.serve(settings) == 0
     assert seen["limit_concurrency"] == 50 and seen["timeout_keep_alive"] == 7
     assert seen["h11_max_incomplete_event_size"] == settings.max_header_bytes
+    assert seen["http"] == "h11"
 
 
 def test_the_document_names_the_edges_refusals() -> None:
