@@ -35,8 +35,9 @@ from tests.support import fake_openai as fake
 from tracebound.client import new_request
 from tracebound.codec import make_codec
 from tracebound.settings import KafkaSettings
+from tracebound.topology import MODEL_ROLES
 
-LLM_ROLES = ("planner", "executor", "verifier", "composer")
+LLM_ROLES = MODEL_ROLES
 NO_EVIDENCE = "$.no_evidence"
 REBALANCE_MARKS = ("partitions revoked", "partitions lost")
 _CLAIM_IDS = re.compile(r'"claim_id":\s*"([^"]{1,100})"')

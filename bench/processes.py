@@ -26,8 +26,9 @@ from services.executor.tools.settings import DEMO_ENV
 from tracebound.settings import StackSettings
 from tracebound.stack.services import service_states, start_services, stop_services
 from tracebound.stack.stack import StackStatus
+from tracebound.topology import PIPELINE_ROLES
 
-ROLES = ("planner", "executor", "gatekeeper", "verifier", "composer")
+ROLES = PIPELINE_ROLES
 
 
 def _stat(pid: int | str) -> list[str] | None:

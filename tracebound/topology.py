@@ -54,12 +54,18 @@ class Role:
     ``accepts`` are the events it consumes as its own consumer group (its input
     topics, whose lag it reports); ``watches`` are events it reads without a group
     from a look-back point (no offsets, no lag); ``emits`` is everything it writes.
+    ``model`` says whether it calls a model (its ``rules``/``llm`` mode, its model
+    budget, its start-up check). ``wiring`` is the dotted path
+    (``module:function``) of the factory that builds its handler and hooks for the
+    role kit (:mod:`services.common.kit`); roles with none start their own way.
     """
 
     name: str
     accepts: tuple[str, ...] = ()
     emits: tuple[str, ...] = ()
     watches: tuple[str, ...] = ()
+    model: bool = False
+    wiring: str = ""
 
     @property
     def input_topics(self) -> tuple[str, ...]:
@@ -113,19 +119,36 @@ ROLES: tuple[Role, ...] = (
         "planner",
         accepts=("DiagnosisRequested",),
         emits=("PlanProduced", AGENT_STEP, DEAD_LETTER),
+        model=True,
+        wiring="services.planner.wiring:build",
     ),
     Role(
         "executor",
         accepts=("PlanProduced", "RetryRequested"),
         emits=("ToolInvoked", "EvidenceProduced", AGENT_STEP, DEAD_LETTER),
+        model=True,
+        wiring="services.executor.wiring:build",
     ),
-    Role("gatekeeper", accepts=("EvidenceProduced",), emits=("GatekeeperResult", DEAD_LETTER)),
+    Role(
+        "gatekeeper",
+        accepts=("EvidenceProduced",),
+        emits=("GatekeeperResult", DEAD_LETTER),
+        wiring="services.gatekeeper.wiring:build",
+    ),
     Role(
         "verifier",
         accepts=("GatekeeperResult",),
         emits=("Verdict", "RetryRequested", AGENT_STEP, DEAD_LETTER),
+        model=True,
+        wiring="services.verifier.wiring:build",
     ),
-    Role("composer", accepts=("Verdict",), emits=("Answer", AGENT_STEP, DEAD_LETTER)),
+    Role(
+        "composer",
+        accepts=("Verdict",),
+        emits=("Answer", AGENT_STEP, DEAD_LETTER),
+        model=True,
+        wiring="services.composer.wiring:build",
+    ),
     Role("sentinel", emits=("Verdict",), watches=WATCHED_EVENTS),
     Role(
         "projections",
@@ -133,6 +156,11 @@ ROLES: tuple[Role, ...] = (
     ),
 )
 ROLE_BY_NAME: dict[str, Role] = {r.name: r for r in ROLES}
+# The roles the role kit builds from their wiring, in start order.
+PIPELINE_ROLES: tuple[str, ...] = tuple(r.name for r in ROLES if r.wiring)
+# The roles that call a model: each chooses between its ``rules`` and ``llm``
+# implementations with ``TRACEBOUND_<ROLE>_MODE``.
+MODEL_ROLES: tuple[str, ...] = tuple(r.name for r in ROLES if r.model)
 
 # What ``replay --stage`` reads: a role's inputs and outputs, or for the whole
 # pipeline the requests, the recorded plans (the calls the executor runs), the

@@ -22,11 +22,11 @@ from tracebound.errors import ConfigError
 from tracebound.llm import LLMSettings
 from tracebound.runtime.pacing import ModelBudget, Pacing, pace
 from tracebound.settings import RuntimeSettings, prefix_for
+from tracebound.topology import MODEL_ROLES
 
 DEFAULT_DEADLINE_S = 300.0
 BATCHES_HELD = 2
 DEADLINE_SETTING = "TRACEBOUND_SENTINEL_DEADLINE_S"
-MODEL_ROLES = ("planner", "executor", "verifier", "composer")
 
 
 def configured_budgets() -> dict[str, ModelBudget]:

@@ -52,6 +52,7 @@ from tracebound.events import Answer, DiagnosisRequested, Event
 from tracebound.settings import KafkaSettings, StackSettings
 from tracebound.stack.process import wait_exit
 from tracebound.stack.services import start_services, stop_services
+from tracebound.topology import PIPELINE_ROLES
 
 QUESTIONS = (
     "payment-service 当前是否有 HighCPUUsage 告警？",
@@ -59,7 +60,7 @@ QUESTIONS = (
     "Why is order-service using so much memory?",
     "user-service 是否有 SlowResponse 告警？",
 )
-ROLES = ("planner", "executor", "gatekeeper", "verifier", "composer")
+ROLES = PIPELINE_ROLES
 # The read models and their keys; write timestamps differ between a live run and a rebuild.
 VOLATILE = ("created_at", "updated_at")
 

@@ -13,13 +13,14 @@ from tracebound.client import AnswerReader, publish
 from tracebound.events import Answer, Event
 from tracebound.settings import StackSettings
 from tracebound.stack.services import start_services, stop_services
+from tracebound.topology import PIPELINE_ROLES
 
 # The tool backends of a fresh install, stated so no inherited setting leaks in.
 INSTALL_DEFAULTS = {
     "TRACEBOUND_TOOLS_METRICS_BACKEND": "request",
     "TRACEBOUND_TOOLS_LOGS_BACKEND": "none",
 }
-ROLES = ("planner", "executor", "gatekeeper", "verifier", "composer")
+ROLES = PIPELINE_ROLES
 
 
 @contextlib.contextmanager

@@ -19,9 +19,10 @@ from tracebound.llm import LLMSettings, ModelError, ModelReply, OpenAIChatModel,
 from tracebound.llm.fallback import FALLBACK, LLM, RULES, ReplyRejected, decide
 from tracebound.llm.monitor import FallbackMonitor
 from tracebound.runtime.metrics import ServiceMetrics
+from tracebound.topology import MODEL_ROLES
 
 CPU_Q = "payment-service 当前是否有 HighCPUUsage 告警？"
-ROLES = ["planner", "executor", "verifier", "composer"]
+ROLES = list(MODEL_ROLES)
 
 
 class _Failing:

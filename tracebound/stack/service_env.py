@@ -27,6 +27,7 @@ from urllib.parse import urlsplit, urlunsplit
 from pydantic_settings import BaseSettings
 
 from tracebound.settings import prefix_for
+from tracebound.topology import MODEL_ROLES
 
 RECORD_FORMAT = 1
 HASHED = "sha256:"
@@ -48,7 +49,7 @@ ROLE_PREFIXES: dict[str, tuple[str, ...]] = {
     "projections": (),
 }
 # Roles that choose between their rules and llm implementations (``<ROLE>_MODE``).
-MODE_ROLES = frozenset({"planner", "executor", "verifier", "composer"})
+MODE_ROLES = frozenset(MODEL_ROLES)
 DEFAULT_MODE = "rules"
 # Parts of a variable name that mark its value as a secret.
 SECRET_WORDS: tuple[str, ...] = (
