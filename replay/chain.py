@@ -159,7 +159,7 @@ class Chain:
         again: the executor runs the calls that plan records, as it did live.
         """
         result = ChainResult(request.run_id, [request])
-        current: Event = (
+        current: PlanProduced | RetryRequested = (
             _one([plan], PlanProduced, result)
             if plan is not None
             else _one(self.planner(request), PlanProduced, result)

@@ -45,7 +45,7 @@ from services.composer.handler import failed_answer
 from tracebound import topics
 from tracebound.codec import Codec
 from tracebound.errors import TransientError
-from tracebound.events import Answer, Event
+from tracebound.events import Answer, Event, Verdict
 from tracebound.runtime import Handler
 from tracebound.settings import KafkaSettings, TraceboundSettings
 
@@ -185,11 +185,11 @@ class AnsweredRuns:
 class OncePerRun:
     """Wraps the composer handler: a run that already has its answer gets no other."""
 
-    def __init__(self, inner: Handler, answered: AnsweredRuns) -> None:
+    def __init__(self, inner: Handler[Verdict, Event], answered: AnsweredRuns) -> None:
         self.inner = inner
         self.answered = answered
 
-    def __call__(self, event: Event) -> list[Event]:
+    def __call__(self, event: Verdict) -> list[Event]:
         if self.answered.seen(event.run_id):
             log.info("run already answered; verdict ignored", extra={"run_id": event.run_id})
             return []

@@ -87,8 +87,7 @@ class ComposerHandler:
             ),
         )
 
-    def __call__(self, event: Event) -> list[Event]:
-        assert isinstance(event, Verdict)
+    def __call__(self, event: Verdict) -> list[Event]:
         decision = self._compose(event)
         result = decision.value
         prompts = [composer_prompt(self.prompts)] if decision.mode == LLM else []

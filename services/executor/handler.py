@@ -75,10 +75,9 @@ class Job:
     retry: RetryContext | None
 
     @classmethod
-    def of(cls, event: Event) -> Job:
+    def of(cls, event: PlanProduced | RetryRequested) -> Job:
         if isinstance(event, PlanProduced):
             return cls(event.plan, event.request, 1, None)
-        assert isinstance(event, RetryRequested)
         ctx = event.retry_context
         return cls(event.plan, event.request, ctx.round, ctx)
 
@@ -118,7 +117,7 @@ class ExecutorHandler:
         self.monitor = monitor or FallbackMonitor()
         self.tool_pool = tool_pool
 
-    def __call__(self, event: Event) -> list[Event]:
+    def __call__(self, event: PlanProduced | RetryRequested) -> list[Event]:
         job = Job.of(event)
         execution, skill_refs = self._execution(job)
         gate = ToolGate(

@@ -50,8 +50,7 @@ class GatekeeperHandler:
     def __init__(self, ruleset: Ruleset) -> None:
         self.ruleset = ruleset
 
-    def __call__(self, event: Event) -> list[Event]:
-        assert isinstance(event, EvidenceProduced)
+    def __call__(self, event: EvidenceProduced) -> list[Event]:
         outcome = check(event.executor_structured_output, event.tool_trace, self.ruleset)
         return [
             event.reply(

@@ -35,8 +35,7 @@ class PlannerHandler:
         self.prompts = prompts or PromptSet.active()
         self.monitor = monitor or FallbackMonitor()
 
-    def __call__(self, event: Event) -> list[Event]:
-        assert isinstance(event, DiagnosisRequested)
+    def __call__(self, event: DiagnosisRequested) -> list[Event]:
         request = event.request
         prompt = planner_prompt(request, self.prompts)
         decision = decide(

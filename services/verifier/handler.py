@@ -95,8 +95,7 @@ class VerifierHandler:
             monitor=self.monitor,
         )
 
-    def __call__(self, event: Event) -> list[Event]:
-        assert isinstance(event, GatekeeperResult)
+    def __call__(self, event: GatekeeperResult) -> list[Event]:
         judged = self._judge(event)
         outcome = judged.value
         prompts = [verifier_prompt(self.prompts)] if judged.mode == LLM else []

@@ -18,7 +18,14 @@ from tests.support import demo_evidence as demo
 from tests.support import fake_openai as fake
 from tests.support.evidence_events import evidence_event
 from tests.support.rulebook import BOOK
-from tracebound.events import AgentStep, Answer, ClaimCheck, ModelFallback, Verdict
+from tracebound.events import (
+    AgentStep,
+    Answer,
+    ClaimCheck,
+    GatekeeperResult,
+    ModelFallback,
+    Verdict,
+)
 from tracebound.llm import LLMSettings, OpenAIChatModel
 
 CPU_ANSWER = "payment-service 当前存在 HighCPUUsage 告警，CPU 使用率为 92%。"
@@ -44,6 +51,7 @@ def verdict_for(name: str, mutate: Any = None) -> Verdict:
         mutate(so)
     event = evidence_event(so, demo.tool_invocations())
     [gate] = GatekeeperHandler(default_ruleset())(event)
+    assert isinstance(gate, GatekeeperResult)
     [verdict] = VerifierHandler(VerifierSettings(max_rounds=1))(gate)
     assert isinstance(verdict, Verdict)
     return verdict

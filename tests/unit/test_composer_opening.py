@@ -20,6 +20,7 @@ from tracebound.events import (
     Answer,
     ComposerInput,
     DiagnosisRequest,
+    GatekeeperResult,
     Verdict,
 )
 
@@ -64,6 +65,7 @@ def verdict(req: DiagnosisRequest) -> Verdict:
     so = next(s for s in demo.scenarios() if s.name == "narrow-highcpu").structured_output
     event = evidence_event(so, demo.tool_invocations())
     [gate] = GatekeeperHandler(default_ruleset())(event)
+    assert isinstance(gate, GatekeeperResult)
     [out] = VerifierHandler(VerifierSettings(max_rounds=1))(gate)
     assert isinstance(out, Verdict)
     return out.model_copy(update={"request": req})

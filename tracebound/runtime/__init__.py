@@ -12,7 +12,7 @@ from tracebound.runtime.loop import ServiceLoop
 from tracebound.runtime.metrics import ServiceMetrics, serve_metrics
 from tracebound.runtime.pacing import ModelBudget
 from tracebound.runtime.process import ServiceProcess, start_process
-from tracebound.runtime.service import Handler, ServiceSpec, route_by_event
+from tracebound.runtime.service import AnyHandler, Handler, ServiceSpec, route_by_event
 from tracebound.settings import KafkaSettings
 
 log = logging.getLogger("tracebound.runtime")
@@ -51,6 +51,7 @@ def run_service(spec: ServiceSpec, kafka: KafkaSettings | None = None) -> int:
 
 
 __all__ = [
+    "AnyHandler",
     "Handler",
     "ModelBudget",
     "ServiceLoop",

@@ -20,7 +20,7 @@ from tracebound.events import Event
 from tracebound.events import Producer as ProducerRef
 from tracebound.runtime.dead_letters import dead_letter
 from tracebound.runtime.inflight import InFlight, call
-from tracebound.runtime.service import Handler, ServiceSpec
+from tracebound.runtime.service import AnyHandler, ServiceSpec
 from tracebound.runtime.stages import CLOCK
 from tracebound.tracing import active as active_tracing
 from tracebound.tracing.context import Headers, record_headers
@@ -153,7 +153,7 @@ class _Calls:
         self._codec = codec
         self._on_poison = spec.on_poison
         self._max_value_bytes = max_value_bytes
-        self.handler: Handler = spec.handler
+        self.handler: AnyHandler = spec.handler
         self._traced: TracedHandler | None = None
         tracing = active_tracing()
         if tracing.enabled:

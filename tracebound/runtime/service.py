@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
 
 from confluent_kafka import TopicPartition
 from prometheus_client.registry import Collector
@@ -17,7 +18,23 @@ from tracebound import topics
 from tracebound.events import Event
 from tracebound.runtime.pacing import ModelBudget
 
-Handler = Callable[[Event], Sequence[Event]]
+In_contra = TypeVar("In_contra", bound=Event, contravariant=True)
+Out_co = TypeVar("Out_co", bound=Event, covariant=True)
+
+
+class Handler(Protocol[In_contra, Out_co]):
+    """A role's policy: one input event of the types it accepts in, its outputs out.
+
+    The loop calls it only with events of the spec's ``accepts`` (anything else is
+    dead-lettered before it), so a handler names its own input type and needs no check.
+    """
+
+    def __call__(self, event: In_contra, /) -> Sequence[Out_co]: ...
+
+
+# A handler as the loop holds it: its input type is one of ``ServiceSpec.accepts``,
+# which the role kit (:mod:`services.common.kit`) checks against the handler's own.
+AnyHandler = Handler[Any, Event]
 # The outputs that end a run whose input was dead-lettered (the input, the reason).
 PoisonHook = Callable[[Event, str], Sequence[Event]]
 Router = Callable[[Event], str]
@@ -39,7 +56,7 @@ class ServiceSpec:
 
     name: str
     input_topics: tuple[str, ...]
-    handler: Handler
+    handler: AnyHandler
     accepts: tuple[type[Event], ...]
     route: Router = route_by_event
     dead_letter_topic: str = topics.DEAD_LETTERS
