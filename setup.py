@@ -14,7 +14,8 @@ from setuptools import find_namespace_packages, setup
 
 APP_PREFIX = "tracebound._app"
 # Application folders: Python packages and the data they read (schemas, rules, prompts
-# and skills, runbooks, the Kafka build files, the evaluation cases).
+# and skills, runbooks, the evaluation cases). The local stack's Kafka files live in
+# the ``tracebound.stack.config`` package and ship with it.
 APP_FOLDERS = (
     "services",
     "projections",
@@ -25,7 +26,6 @@ APP_FOLDERS = (
     "rules",
     "prompts",
     "runbooks",
-    "compose",
     "evals",
 )
 

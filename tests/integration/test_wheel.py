@@ -40,14 +40,18 @@ NOT_SOURCES = shutil.ignore_patterns(
 )  # fmt: skip
 
 # Run inside the installed tracebound: where it finds its data, and that it is all there.
+# The local stack's Kafka files ship inside the package (tracebound/stack/config).
 PROBE = """
 import json, sys
 from tracebound import resources
+from tracebound.stack import paths
 files = ["schemas/topics.json", "rules/gatekeeper-rules.json", "prompts/skills",
          "runbooks", "projections/migrations", "services/executor/tools/demo_data",
-         "compose/kafka/pom.xml", "evals/demo"]
+         "evals/demo"]
+stack = [paths.SERVER_PROPERTIES_TEMPLATE, paths.LOG4J2_TEMPLATE, paths.KAFKA_POM]
 print(json.dumps({"root": str(resources.ROOT), "missing": [f for f in files
-      if not resources.path(*f.split("/")).exists()], "path": sys.path}))
+      if not resources.path(*f.split("/")).exists()]
+      + [str(p) for p in stack if not p.is_file()], "path": sys.path}))
 """
 
 

@@ -23,14 +23,14 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from tracebound import resources
 from tracebound.errors import StackError
 from tracebound.settings import StackSettings
 
-COMPOSE_DIR = resources.path("compose")
-SERVER_PROPERTIES_TEMPLATE = COMPOSE_DIR / "server.properties.template"
-LOG4J2_TEMPLATE = COMPOSE_DIR / "log4j2.xml"
-KAFKA_POM = COMPOSE_DIR / "kafka" / "pom.xml"
+# The local stack's own Kafka files, shipped inside the package (next to this module).
+CONFIG_DIR = Path(__file__).resolve().parent / "config"
+SERVER_PROPERTIES_TEMPLATE = CONFIG_DIR / "server.properties.template"
+LOG4J2_TEMPLATE = CONFIG_DIR / "log4j2.xml"
+KAFKA_POM = CONFIG_DIR / "kafka" / "pom.xml"
 
 
 @dataclass(frozen=True, slots=True)
