@@ -43,6 +43,9 @@ SERVICE_USER = "postgres"
 DB_USER = "tracebound"
 DB_NAME = "tracebound"
 BIN_ROOT = Path("/usr/lib/postgresql")
+# The major of the distribution's ``postgresql`` package on the system the stack is made
+# for (Debian 12); compose/docker-compose.yml runs the same (tests/unit/test_compose.py).
+DISTRIBUTION_MAJOR = "15"
 START_TIMEOUT_S = 90
 STOP_TIMEOUT_S = 60
 _SOCKET_PATH_MAX = 107  # sizeof(sun_path) - 1 on Linux

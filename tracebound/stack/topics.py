@@ -6,8 +6,9 @@ Creation is idempotent (an existing topic is fine) and returns only once every n
 partition has a leader, so a producer that starts right after ``up`` never races the
 controller. ``ensure_topics`` is also what tests use to make throw-away topics.
 
-For a broker started some other way (e.g. ``compose/docker-compose.yml``), run
-``python -m tracebound.stack.topics``; it connects with ``TRACEBOUND_KAFKA_*`` settings.
+For a broker started some other way, run ``python -m tracebound.stack.topics`` (the
+``topics`` service of ``compose/docker-compose.yml`` does); it connects with
+``TRACEBOUND_KAFKA_*`` settings.
 """
 
 from __future__ import annotations
