@@ -8,10 +8,12 @@ found verbatim (after presentation-only normalisation) in that ref's text.
 from services.gatekeeper.check import check
 from services.gatekeeper.input import parse_invocation
 from services.gatekeeper.result import CheckOutcome
+from services.gatekeeper.rule_ids import RuleId
 from services.gatekeeper.ruleset import Ruleset, default_ruleset, load_ruleset, parse_ruleset
 
 __all__ = [
     "CheckOutcome",
+    "RuleId",
     "Ruleset",
     "check",
     "default_ruleset",

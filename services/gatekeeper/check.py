@@ -16,6 +16,7 @@ from typing import Any
 
 from services.gatekeeper.input import Invocation, index, index_invocations
 from services.gatekeeper.result import CheckOutcome, with_fills
+from services.gatekeeper.rule_ids import RuleId
 from services.gatekeeper.ruleset import (
     SEVERITY_BY_RANK,
     Ruleset,
@@ -42,7 +43,7 @@ def _judged(
     run = CheckRun(ruleset, invocations)
     if duplicates:
         message = f"{duplicates} duplicate invocation ids; the first record of each is used"
-        run.warnings.append(GateNote(rule="invocation.exists", message=message))
+        run.warnings.append(GateNote(rule=RuleId.INVOCATION_EXISTS, message=message))
     run.output(structured_output)
     failed = tuple(rule for rule in ruleset.order if rule in run.failed) if run.failed else ()
     status = "pass" if run.rank == 0 else "fail"

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError, 
 
 from services.common.negation import Negations
 from services.gatekeeper.excerpt import ExcerptMatcher, ExcerptParameters
+from services.gatekeeper.rule_ids import RuleId
 from tracebound import resources
 from tracebound.errors import ConfigError
 
@@ -52,26 +53,26 @@ class ClaimsShapeParameters(_Strict):
     string_fields: tuple[str, ...] = ()
 
 
-# Every rule check.py implements, with the model of its parameters. A rule id in
-# the file but not here has no implementation; one here but not in the file is
-# undeclared. Both are configuration errors.
-RULE_PARAMETERS: dict[str, type[BaseModel]] = {
-    "contract.answer_version": AnswerVersionParameters,
-    "contract.forbidden_fields": ForbiddenFieldsParameters,
-    "contract.claims_shape": ClaimsShapeParameters,
-    "claim.bindings_nonempty": NoParameters,
-    "binding.fields": NoParameters,
-    "claim.duplicate_binding": NoParameters,
-    "evidence.raw_path_shape": NoParameters,
-    "negative.no_evidence_only": NoParameters,
-    "negative.claim_type": NoParameters,
-    "invocation.backfill": NoParameters,
-    "invocation.exists": NoParameters,
-    "invocation.tool_name": NoParameters,
-    "invocation.legacy_refs": NoParameters,
-    "evidence.raw_path": NoParameters,
-    "evidence.excerpt_supported": ExcerptParameters,
-    "evidence.unique_item": NoParameters,
+# The model of the parameters of every rule the code implements (every member of
+# :class:`RuleId`). A rule id in the file that is no member has no implementation;
+# a member not in the file is undeclared. Both are configuration errors.
+RULE_PARAMETERS: dict[RuleId, type[BaseModel]] = {
+    RuleId.CONTRACT_ANSWER_VERSION: AnswerVersionParameters,
+    RuleId.CONTRACT_FORBIDDEN_FIELDS: ForbiddenFieldsParameters,
+    RuleId.CONTRACT_CLAIMS_SHAPE: ClaimsShapeParameters,
+    RuleId.CLAIM_BINDINGS_NONEMPTY: NoParameters,
+    RuleId.BINDING_FIELDS: NoParameters,
+    RuleId.CLAIM_DUPLICATE_BINDING: NoParameters,
+    RuleId.EVIDENCE_RAW_PATH_SHAPE: NoParameters,
+    RuleId.NEGATIVE_NO_EVIDENCE_ONLY: NoParameters,
+    RuleId.NEGATIVE_CLAIM_TYPE: NoParameters,
+    RuleId.INVOCATION_BACKFILL: NoParameters,
+    RuleId.INVOCATION_EXISTS: NoParameters,
+    RuleId.INVOCATION_TOOL_NAME: NoParameters,
+    RuleId.INVOCATION_LEGACY_REFS: NoParameters,
+    RuleId.EVIDENCE_RAW_PATH: NoParameters,
+    RuleId.EVIDENCE_EXCERPT_SUPPORTED: ExcerptParameters,
+    RuleId.EVIDENCE_UNIQUE_ITEM: NoParameters,
 }
 
 
@@ -177,10 +178,11 @@ def parse_ruleset(
     except ValidationError as exc:
         raise ConfigError(f"{source}: invalid gatekeeper rules: {_describe(exc)}") from None
     declared = {rule.id for rule in document.rules}
-    unknown = sorted(declared - RULE_PARAMETERS.keys())
+    known = {str(rule_id) for rule_id in RuleId}
+    unknown = sorted(declared - known)
     if unknown:
         raise ConfigError(f"{source}: rules without an implementation: {', '.join(unknown)}")
-    missing = sorted(RULE_PARAMETERS.keys() - declared)
+    missing = sorted(known - declared)
     if missing:
         raise ConfigError(
             f"{source}: implemented rules not declared (add them, enabled false to turn "
@@ -189,12 +191,12 @@ def parse_ruleset(
     parameters: dict[str, BaseModel] = {}
     for rule in document.rules:
         try:
-            parameters[rule.id] = RULE_PARAMETERS[rule.id].model_validate(rule.parameters)
+            parameters[rule.id] = RULE_PARAMETERS[RuleId(rule.id)].model_validate(rule.parameters)
         except ValidationError as exc:
             raise ConfigError(
                 f"{source}: rule {rule.id} has invalid parameters: {_describe(exc)}"
             ) from None
-    excerpt = parameters["evidence.excerpt_supported"]
+    excerpt = parameters[RuleId.EVIDENCE_EXCERPT_SUPPORTED]
     if not isinstance(excerpt, ExcerptParameters):  # pragma: no cover - RULE_PARAMETERS says so
         raise TypeError("evidence.excerpt_supported parameters are not ExcerptParameters")
     return Ruleset(

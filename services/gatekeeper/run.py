@@ -20,6 +20,7 @@ from typing import Any
 
 from services.gatekeeper.input import Invocation, is_object
 from services.gatekeeper.result import Binding
+from services.gatekeeper.rule_ids import RuleId
 from services.gatekeeper.ruleset import (
     SEVERITY_RANK,
     AnswerVersionParameters,
@@ -50,13 +51,15 @@ class _Plan:
 @lru_cache(maxsize=16)
 def _plan(rs: Ruleset) -> _Plan:
     on = rs.enabled_ids
-    forbidden = rs.params("contract.forbidden_fields", ForbiddenFieldsParameters).fields
+    forbidden = rs.params(RuleId.CONTRACT_FORBIDDEN_FIELDS, ForbiddenFieldsParameters).fields
     return _Plan(
         on=on,
         severities=rs.severities,
-        expected_version=rs.params("contract.answer_version", AnswerVersionParameters).expected,
-        forbidden=forbidden if "contract.forbidden_fields" in on else (),
-        string_fields=rs.params("contract.claims_shape", ClaimsShapeParameters).string_fields,
+        expected_version=rs.params(
+            RuleId.CONTRACT_ANSWER_VERSION, AnswerVersionParameters
+        ).expected,
+        forbidden=forbidden if RuleId.CONTRACT_FORBIDDEN_FIELDS in on else (),
+        string_fields=rs.params(RuleId.CONTRACT_CLAIMS_SHAPE, ClaimsShapeParameters).string_fields,
         no_evidence=rs.contract.no_evidence_path,
         arrays=rs.contract.tool_arrays,
         negative_types=frozenset(rs.contract.negative_claim_types),
@@ -95,7 +98,7 @@ class CheckRun:
 
     def fail(
         self,
-        rule: str,
+        rule: RuleId,
         message: str,
         claim_id: str | None = None,
         rec: Binding | None = None,
@@ -121,11 +124,13 @@ class CheckRun:
     ) -> None:
         for name in self.plan.forbidden:
             if name in obj:
-                self.fail("contract.forbidden_fields", f"{where} carries {name}", claim_id, rec)
+                self.fail(
+                    RuleId.CONTRACT_FORBIDDEN_FIELDS, f"{where} carries {name}", claim_id, rec
+                )
 
     def output(self, so: Any) -> None:
         expected = self.plan.expected_version
-        rule = "contract.answer_version"
+        rule = RuleId.CONTRACT_ANSWER_VERSION
         if not is_object(so):
             if rule in self.on:
                 what = "missing" if so is None else f"a {type(so).__name__}, not an object"
@@ -139,14 +144,14 @@ class CheckRun:
         if type(claims) is list:
             for index, claim in enumerate(claims):
                 self.claim(index, claim)
-        elif version == expected and "contract.claims_shape" in self.on:
-            self.fail("contract.claims_shape", "claims must be an array")
+        elif version == expected and RuleId.CONTRACT_CLAIMS_SHAPE in self.on:
+            self.fail(RuleId.CONTRACT_CLAIMS_SHAPE, "claims must be an array")
 
     def claim(self, index: int, claim: Any) -> None:
-        shape_on = "contract.claims_shape" in self.on
+        shape_on = RuleId.CONTRACT_CLAIMS_SHAPE in self.on
         if not is_object(claim):
             if shape_on:
-                self.fail("contract.claims_shape", f"claims[{index}] is not an object")
+                self.fail(RuleId.CONTRACT_CLAIMS_SHAPE, f"claims[{index}] is not an object")
             return
         raw_id = claim.get("claim_id")
         claim_id = raw_id if type(raw_id) is str and raw_id else f"claims[{index}]"
@@ -154,15 +159,21 @@ class CheckRun:
         if shape_on:
             bad = [f for f in self.plan.string_fields if type(claim.get(f)) is not str]
             if bad:
-                self.fail("contract.claims_shape", f"{', '.join(bad)} must be strings", claim_id)
+                self.fail(
+                    RuleId.CONTRACT_CLAIMS_SHAPE, f"{', '.join(bad)} must be strings", claim_id
+                )
         bindings = claim.get("evidence_bindings")
         if type(bindings) is not list:
             if shape_on:
-                self.fail("contract.claims_shape", "evidence_bindings must be an array", claim_id)
+                self.fail(
+                    RuleId.CONTRACT_CLAIMS_SHAPE, "evidence_bindings must be an array", claim_id
+                )
             return
         if not bindings:
-            if "claim.bindings_nonempty" in self.on:
-                self.fail("claim.bindings_nonempty", "claim has no evidence_bindings", claim_id)
+            if RuleId.CLAIM_BINDINGS_NONEMPTY in self.on:
+                self.fail(
+                    RuleId.CLAIM_BINDINGS_NONEMPTY, "claim has no evidence_bindings", claim_id
+                )
             return
         negative = claim.get("claim_type") in self.plan.negative_types
         seen: dict[tuple[str, int | None, str | None, str], int] = {}
@@ -193,8 +204,8 @@ class CheckRun:
         rec = Binding(claim_id, b_index, tool, sid, path)
         self.bindings.append(rec)
         if not is_object(b):
-            if "binding.fields" in self.on:
-                self.fail("binding.fields", "binding is not an object", claim_id, rec)
+            if RuleId.BINDING_FIELDS in self.on:
+                self.fail(RuleId.BINDING_FIELDS, "binding is not an object", claim_id, rec)
             return rec
         self.forbidden_in(b, "binding", claim_id, rec)
         if (
@@ -204,15 +215,15 @@ class CheckRun:
             or (path is not None and type(path) is not str)
             or (sid is not None and type(sid) is not int)
         ):
-            if "binding.fields" in self.on:
+            if RuleId.BINDING_FIELDS in self.on:
                 problems = "; ".join(_field_problems(tool, sid, path, excerpt))
-                self.fail("binding.fields", problems, claim_id, rec)
+                self.fail(RuleId.BINDING_FIELDS, problems, claim_id, rec)
             return rec
         excerpt_norm = self.matcher.normalize(excerpt)
         earlier = seen.setdefault((tool, sid, path, excerpt_norm), b_index)
-        if earlier != b_index and "claim.duplicate_binding" in self.on:
+        if earlier != b_index and RuleId.CLAIM_DUPLICATE_BINDING in self.on:
             message = f"binding repeats binding {earlier} of this claim"
-            self.fail("claim.duplicate_binding", message, claim_id, rec)
+            self.fail(RuleId.CLAIM_DUPLICATE_BINDING, message, claim_id, rec)
             return rec
         if path is not None:
             self.path_rules(tool, path, negative, claim_id, rec)
@@ -234,54 +245,58 @@ class CheckRun:
             self.missing_ref(inv, path, negative, claim_id, rec)
             return rec
         rec.matched_text = ref.text
-        if not verified and "evidence.excerpt_supported" in self.on:
+        if not verified and RuleId.EVIDENCE_EXCERPT_SUPPORTED in self.on:
             if ref.norm is None:
                 ref.norm = self.matcher.normalize(ref.text)
             if not self.matcher.supports(excerpt_norm, ref.norm):
                 message = f"evidence_excerpt is not supported by the ref text at {path}"
                 hint = self.matcher.hint(excerpt, ref.text)
-                self.fail("evidence.excerpt_supported", message, claim_id, rec, hint)
-        if path != self.plan.no_evidence and "evidence.unique_item" in self.on:
+                self.fail(RuleId.EVIDENCE_EXCERPT_SUPPORTED, message, claim_id, rec, hint)
+        if path != self.plan.no_evidence and RuleId.EVIDENCE_UNIQUE_ITEM in self.on:
             first = self.items.setdefault((inv.id, path), (claim_id, b_index))
             if first != (claim_id, b_index):
                 message = f"{path} of invocation {inv.id} is already bound by {first[0]}"
-                self.fail("evidence.unique_item", f"{message} binding {first[1]}", claim_id, rec)
+                self.fail(
+                    RuleId.EVIDENCE_UNIQUE_ITEM, f"{message} binding {first[1]}", claim_id, rec
+                )
         return rec
 
     def path_rules(self, tool: str, path: str, negative: bool, claim_id: str, rec: Binding) -> None:
         no_evidence = self.plan.no_evidence
         if path == no_evidence:
-            if not negative and "negative.claim_type" in self.on:
+            if not negative and RuleId.NEGATIVE_CLAIM_TYPE in self.on:
                 message = f"{no_evidence} supports only negative claim types, not this claim"
-                self.fail("negative.claim_type", message, claim_id, rec)
+                self.fail(RuleId.NEGATIVE_CLAIM_TYPE, message, claim_id, rec)
             return
-        if "evidence.raw_path_shape" in self.on:
+        if RuleId.EVIDENCE_RAW_PATH_SHAPE in self.on:
             match = _ARRAY_ITEM.match(path)
             array = self.plan.arrays.get(tool)
             if match is None or array is None or match["array"] != array:
                 own = f"$.{array}[i]" if array else "no declared evidence array"
                 message = f"raw_path {path!r} is neither an item of {tool}'s array ({own})"
-                self.fail("evidence.raw_path_shape", f"{message} nor {no_evidence}", claim_id, rec)
-        if negative and "negative.no_evidence_only" in self.on:
+                self.fail(
+                    RuleId.EVIDENCE_RAW_PATH_SHAPE, f"{message} nor {no_evidence}", claim_id, rec
+                )
+        if negative and RuleId.NEGATIVE_NO_EVIDENCE_ONLY in self.on:
             message = f"negative claim binds {path!r}; only {no_evidence} may support it"
-            self.fail("negative.no_evidence_only", message, claim_id, rec)
+            self.fail(RuleId.NEGATIVE_NO_EVIDENCE_ONLY, message, claim_id, rec)
 
     def resolve(self, sid: int, tool: str, claim_id: str, rec: Binding) -> Invocation | None:
         inv = self.invocations.get(sid)
         if inv is None:
-            if "invocation.exists" in self.on:
+            if RuleId.INVOCATION_EXISTS in self.on:
                 message = f"source_invocation_id {sid} names no tool invocation of this session"
-                self.fail("invocation.exists", message, claim_id, rec)
+                self.fail(RuleId.INVOCATION_EXISTS, message, claim_id, rec)
             return None
         if inv.tool_name != tool:
-            if "invocation.tool_name" in self.on:
+            if RuleId.INVOCATION_TOOL_NAME in self.on:
                 message = f"invocation {sid} is {inv.tool_name!r}, binding says {tool!r}"
-                self.fail("invocation.tool_name", message, claim_id, rec)
+                self.fail(RuleId.INVOCATION_TOOL_NAME, message, claim_id, rec)
             return None
         if inv.legacy:
-            if "invocation.legacy_refs" in self.on:
+            if RuleId.INVOCATION_LEGACY_REFS in self.on:
                 message = f"invocation {sid} has no evidence_refs (legacy record); cannot verify"
-                self.fail("invocation.legacy_refs", message, claim_id, rec)
+                self.fail(RuleId.INVOCATION_LEGACY_REFS, message, claim_id, rec)
             return None
         return inv
 
@@ -296,7 +311,7 @@ class CheckRun:
         rec: Binding,
     ) -> tuple[Invocation, str] | None:
         """The unique (invocation, raw_path) whose ref supports the excerpt, else None."""
-        rule = "invocation.backfill"
+        rule = RuleId.INVOCATION_BACKFILL
         if rule not in self.on:
             return None
         found: list[tuple[Invocation, str]] = []
@@ -340,12 +355,16 @@ class CheckRun:
     def missing_ref(
         self, inv: Invocation, path: str, negative: bool, claim_id: str, rec: Binding
     ) -> None:
-        if "evidence.raw_path" in self.on:
+        if RuleId.EVIDENCE_RAW_PATH in self.on:
             count = len(inv.refs)
             message = (
                 f"raw_path {path} is not among the {count} evidence_refs of invocation {inv.id}"
             )
-            self.fail("evidence.raw_path", message, claim_id, rec)
-        if negative and path == self.plan.no_evidence and "negative.no_evidence_only" in self.on:
+            self.fail(RuleId.EVIDENCE_RAW_PATH, message, claim_id, rec)
+        if (
+            negative
+            and path == self.plan.no_evidence
+            and RuleId.NEGATIVE_NO_EVIDENCE_ONLY in self.on
+        ):
             message = f"invocation {inv.id} returned no {path} ref (it had hits)"
-            self.fail("negative.no_evidence_only", message, claim_id, rec)
+            self.fail(RuleId.NEGATIVE_NO_EVIDENCE_ONLY, message, claim_id, rec)
