@@ -47,5 +47,9 @@ class TransientError(TraceboundError):
     """A dependency (broker, database, model endpoint) failed; retry with backoff."""
 
 
+class RecordTooLarge(TraceboundError):
+    """Kafka refused a record for its size: sending it again can never succeed."""
+
+
 class InvalidInputError(TraceboundError):
     """User-supplied input (a CLI file, an HTTP body) is unreadable or invalid."""

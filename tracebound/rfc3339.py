@@ -14,11 +14,25 @@ Python, so neither may reach arithmetic, a read model or a page.
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 _FRACTION = re.compile(r"(\.\d{1,6})\d*")
 EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 LATEST = datetime(2200, 1, 1, tzinfo=UTC)
+# Go's zero time: Alertmanager's endsAt of a firing alert, meaning "not set".
+ZERO_TIME = "0001-01-01T00:00:00Z"
+
+
+def in_window(moment: datetime) -> bool:
+    """Whether a time lies from :data:`EARLIEST` to :data:`LATEST` (naive reads as UTC).
+
+    The years are compared first: shifting year 1 or 9999 by its offset overflows.
+    """
+    naive = moment.replace(tzinfo=None)
+    if not EARLIEST.year <= naive.year < LATEST.year:
+        return False
+    utc = naive - (moment.utcoffset() or timedelta())
+    return EARLIEST.replace(tzinfo=None) <= utc < LATEST.replace(tzinfo=None)
 
 
 def parse_time(value: str) -> datetime | None:
@@ -29,7 +43,8 @@ def parse_time(value: str) -> datetime | None:
     text = _FRACTION.sub(r"\1", value.strip()).replace("Z", "+00:00")
     try:
         moment = datetime.fromisoformat(text)
-        moment = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
-    except (ValueError, OverflowError):
+    except ValueError:
         return None
-    return moment if EARLIEST <= moment < LATEST else None
+    if not in_window(moment):
+        return None
+    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)

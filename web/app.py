@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from confluent_kafka import KafkaError, KafkaException
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -36,7 +35,7 @@ from services.ingest.runs import EventReader, RunBuffer
 from services.ingest.settings import IngestSettings
 from services.ingest.traced import run_span
 from tracebound.codec import make_codec
-from tracebound.errors import TransientError
+from tracebound.errors import RecordTooLarge, TransientError
 from tracebound.events import DiagnosisRequested, Event
 from tracebound.publisher import KafkaPublisher, Publisher
 from tracebound.settings import KafkaSettings, PostgresSettings
@@ -57,7 +56,6 @@ from web.openapi import build_document
 
 log = logging.getLogger(__name__)
 MAX_WAIT_S = 120.0
-TOO_LARGE = "MSG_SIZE_TOO_LARGE"  # librdkafka's name, in both its local and broker errors
 M = TypeVar("M", bound=BaseModel)
 
 
@@ -95,27 +93,15 @@ def _validate(model: type[M], data: Any) -> M:
         raise ApiError(422, "the body does not match the schema", validation_details(exc)) from None
 
 
-def too_large(exc: BaseException) -> bool:
-    """Whether Kafka refused a record for its size: sending it again can never succeed.
-
-    The publisher reports a refused ``produce`` with the ``KafkaException`` as cause,
-    and a failed delivery by the error text, so both are looked at.
-    """
-    cause = exc.__cause__
-    if isinstance(cause, KafkaException) and cause.args:
-        code = getattr(cause.args[0], "code", lambda: None)()
-        if code == KafkaError.MSG_SIZE_TOO_LARGE:
-            return True
-    return TOO_LARGE in str(exc)
+def _too_large(exc: RecordTooLarge) -> ApiError:
+    """A 413, not a 503: a 503 would be retried for ever."""
+    log.warning("request too large for Kafka: %s", exc)
+    return ApiError(
+        413, "the request is too large for one Kafka message; send fewer or smaller alerts"
+    )
 
 
 def _unavailable(exc: TransientError) -> ApiError:
-    if too_large(exc):  # a 503 would be retried for ever
-        log.warning("request too large for Kafka: %s", exc)
-        return ApiError(
-            413,
-            "the request is too large for one Kafka message; send fewer or smaller alerts",
-        )
     log.warning("request not accepted: %s", exc)
     return ApiError(503, f"not accepted, retry later: {exc}", headers={"Retry-After": "5"})
 
@@ -145,6 +131,8 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
         try:
             parent = carrier_of(request.headers.items())  # the caller's traceparent
             body = await run_in_threadpool(intake.accept, payload, "webhook", parent)
+        except RecordTooLarge as exc:
+            raise _too_large(exc) from None
         except TransientError as exc:
             raise _unavailable(exc) from None
         return JSONResponse(body)
@@ -154,6 +142,8 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
         event = alertmanager.build_chat_request(body.question, body.session_id, body.language)
         try:
             await run_in_threadpool(publish_chat, event, carrier_of(request.headers.items()))
+        except RecordTooLarge as exc:
+            raise _too_large(exc) from None
         except TransientError as exc:
             raise _unavailable(exc) from None
         log.info(

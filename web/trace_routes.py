@@ -18,8 +18,9 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Route
 
 from projections import run_list, trace
-from services.ingest.models import EARLIEST, LATEST, control_character, in_window
+from services.ingest.models import control_character
 from tracebound.events.base import RUN_ID
+from tracebound.rfc3339 import EARLIEST, LATEST, in_window
 from tracebound.settings import PostgresSettings
 from tracebound.tracing.link import TraceLinkSettings
 from web import trace_page

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -26,6 +26,9 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, core_schema
 
+from tracebound.bounds import LABEL_CHARS, TEXT_CHARS, cut_text
+from tracebound.rfc3339 import EARLIEST, LATEST, ZERO_TIME, in_window
+
 # RFC 3339 as Alertmanager writes it (nanosecond fractions included; Python's
 # datetime cannot hold those, so the text is kept and only its shape is checked).
 RFC3339 = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$"
@@ -33,14 +36,10 @@ _RFC3339 = re.compile(RFC3339, re.ASCII)
 _FRACTION = re.compile(r"(\.\d{1,6})\d*")
 MAX_ALERTS = 1000
 MAX_QUESTION_CHARS = 4000
-# Go's zero time: Alertmanager's endsAt of a firing alert, meaning "not set".
-ZERO_TIME = "0001-01-01T00:00:00Z"
-EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
-LATEST = datetime(2200, 1, 1, tzinfo=UTC)
 # Per-field sizes in characters: a longer value is cut to its size and marked, so a
 # large alert is still accepted and every event that carries it stays small.
-MAX_ANNOTATION_CHARS = 8192
-MAX_LABEL_CHARS = 1024
+MAX_ANNOTATION_CHARS = TEXT_CHARS
+MAX_LABEL_CHARS = LABEL_CHARS
 MAX_NAME_CHARS = 1024
 MAX_URL_CHARS = 4096
 MAX_GROUP_KEY_CHARS = 4096
@@ -56,11 +55,6 @@ def control_character(text: str) -> str | None:
         if ord(char) in _CONTROL_CODES:
             return f"U+{ord(char):04X}"
     return None
-
-
-def cut_marker(more: int) -> str:
-    """What ends a cut value: how many characters were left out."""
-    return f" … [cut: {more} more characters]"
 
 
 class Printable:
@@ -107,22 +101,7 @@ class Cut:
 
     def cut(self, text: str) -> str:
         """``text`` when it fits, else its start and the marker, ``size`` characters in all."""
-        if len(text) <= self.size:
-            return text
-        keep = max(self.size - len(cut_marker(len(text))), 0)
-        return text[:keep] + cut_marker(len(text) - keep)
-
-
-def in_window(moment: datetime) -> bool:
-    """Whether a time lies from :data:`EARLIEST` to :data:`LATEST` (naive reads as UTC).
-
-    The years are compared first: shifting year 1 or 9999 by its offset overflows.
-    """
-    naive = moment.replace(tzinfo=None)
-    if not EARLIEST.year <= naive.year < LATEST.year:
-        return False
-    utc = naive - (moment.utcoffset() or timedelta())
-    return EARLIEST.replace(tzinfo=None) <= utc < LATEST.replace(tzinfo=None)
+        return cut_text(text, self.size)
 
 
 def _timestamp(text: str) -> str:

@@ -35,6 +35,7 @@ from web.app import Ports, create_app
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "alertmanager"
 TOKEN = secrets.token_urlsafe(16)
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
+JSON = {"Content-Type": "application/json"}
 
 
 class Server:
@@ -190,10 +191,12 @@ def test_invalid_requests_publish_nothing(stack: StackHandle, ingest: httpx.Clie
     wrong = {**firing, "alerts": [{**firing["alerts"][0], "labels": {"alertname": 3}}]}
     watcher = RequestWatcher(stack)
     refusals = [
-        ingest.post("/api/v1/alerts", content=b"{not json", headers=AUTH),
+        ingest.post("/api/v1/alerts", content=b"{not json", headers={**AUTH, **JSON}),
         ingest.post("/api/v1/alerts", json=wrong, headers=AUTH),
         ingest.post("/api/v1/alerts", json=missing, headers=AUTH),
-        ingest.post("/api/v1/alerts", content=b"[" + b" " * (1024 * 1024) + b"]", headers=AUTH),
+        ingest.post(
+            "/api/v1/alerts", content=b"[" + b" " * (1024 * 1024) + b"]", headers={**AUTH, **JSON}
+        ),
         ingest.post("/api/v1/alerts", json=firing),
         ingest.post("/api/v1/alerts", json=firing, headers={"Authorization": "Bearer no"}),
         ingest.post("/api/v1/chat", json={"session_id": "s", "question": ""}, headers=AUTH),
