@@ -21,13 +21,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from projections import reducers
+from projections.run_state import RunState
 from projections.run_writes import note_versions
-from projections.runs import State
 from projections.store import Connection, RunStates
 from tracebound.codec.documents import EventDoc
 
 # The states a caller already holds of some runs (the others are read from their rows).
-Held = Callable[[list[str]], dict[str, State]]
+Held = Callable[[list[str]], dict[str, RunState]]
 # The row version each state started from (:mod:`projections.run_writes`).
 Versions = Mapping[str, str | None]
 
@@ -46,7 +46,7 @@ class RunFolder(Protocol):
     ) -> reducers.RunChanges: ...
 
     def write_states(
-        self, conn: Connection, table: str, states: Mapping[str, State], versions: Versions
+        self, conn: Connection, table: str, states: Mapping[str, RunState], versions: Versions
     ) -> dict[str, str]:
         """Write the rows of ``states`` against the row versions they started from
         (:func:`projections.run_writes.write_runs`); returns the versions written."""
@@ -113,11 +113,11 @@ class PendingRuns:
     def __init__(self, model: RunFolder, max_runs: int) -> None:
         self._model = model
         self._written = RunStates(max_runs)
-        self._changed: dict[str, State] = {}
+        self._changed: dict[str, RunState] = {}
         self._versions: dict[str, str | None] = {}  # of every run held, changed or written
         self._writing: dict[str, str] = {}  # the versions the commit under way gives
 
-    def _held(self, run_ids: list[str]) -> dict[str, State]:
+    def _held(self, run_ids: list[str]) -> dict[str, RunState]:
         states = self._written.held(run_ids)
         states.update((r, self._changed[r]) for r in run_ids if r in self._changed)
         return states
@@ -134,7 +134,7 @@ class PendingRuns:
             self._written.keep({r: s for r, s in changes.states.items() if r not in self._changed})
         )
 
-    def _forget(self, dropped: Mapping[str, State]) -> None:
+    def _forget(self, dropped: Mapping[str, RunState]) -> None:
         for run_id in dropped:
             if run_id not in self._changed:
                 self._versions.pop(run_id, None)

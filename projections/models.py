@@ -20,8 +20,8 @@ from psycopg import sql
 
 from projections import reducers, runs
 from projections.live import Held, LiveWriter, PendingFacts, PendingRuns, Versions
+from projections.run_state import RunState
 from projections.run_writes import note_versions, write_runs
-from projections.runs import State
 from projections.settings import ProjectionSettings
 from projections.store import Connection, RunStates, held_runs, upsert
 from tracebound.codec.documents import EventDoc
@@ -137,7 +137,7 @@ class RunModel(ReadModel):
         return len(self.write_states(conn, table, changed, changes.read))
 
     def write_states(
-        self, conn: Connection, table: str, states: Mapping[str, State], versions: Versions
+        self, conn: Connection, table: str, states: Mapping[str, RunState], versions: Versions
     ) -> dict[str, str]:
         return write_runs(conn, table, states, versions)
 
@@ -181,7 +181,7 @@ class _DeferredRuns:
         self._dirty.clear()
         return self._write(rows)
 
-    def _write(self, states: Mapping[str, State]) -> int:
+    def _write(self, states: Mapping[str, RunState]) -> int:
         written = self._model.write_states(self._conn, self._table, states, self._versions)
         self._versions.update(written)
         return len(written)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from projections import runs
+from projections.run_state import RunState
 from tracebound import topology
 from tracebound.codec.documents import EventDoc
 from tracebound.events import Event
@@ -134,13 +135,13 @@ DEAD_LETTER_ROWS = KeyedRows("DeadLetter", dead_letter_row, "event_id")
 class RunChanges:
     """The merge states of the runs a batch touched, and which of them changed."""
 
-    states: dict[str, runs.State] = field(default_factory=dict)
+    states: dict[str, RunState] = field(default_factory=dict)
     changed: set[str] = field(default_factory=set)
     # The row versions of the states read from the table (:mod:`projections.run_writes`).
     read: dict[str, str] = field(default_factory=dict)
 
 
-def reduce_runs(held: Mapping[str, runs.State], events: Iterable[Item]) -> RunChanges:
+def reduce_runs(held: Mapping[str, RunState], events: Iterable[Item]) -> RunChanges:
     """Fold a batch into the held states, in place; a run that did not change is not rewritten.
 
     The held states are taken over (merged into, not copied): pass states the caller

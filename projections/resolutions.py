@@ -15,10 +15,10 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from projections.run_state import RunState
 from tracebound.codec.documents import EventDoc
 from tracebound.rfc3339 import parse_time
 
-State = dict[str, Any]
 SLOT = "resolved"
 
 
@@ -37,7 +37,7 @@ def _entry(alert: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def merge(state: State, event: EventDoc) -> bool:
+def merge(state: RunState, event: EventDoc) -> bool:
     """Fold an ``AlertsResolved`` into ``state`` in place; returns whether it changed."""
     if event.name != "AlertsResolved":
         return False
@@ -45,12 +45,12 @@ def merge(state: State, event: EventDoc) -> bool:
     return _keep(state, entries)
 
 
-def join(state: State, other: dict[str, dict[str, Any]]) -> bool:
+def join(state: RunState, other: dict[str, dict[str, Any]]) -> bool:
     """Join another state's part (``other[SLOT]``) into ``state``; whether it changed."""
     return _keep(state, other.items())
 
 
-def _keep(state: State, entries: Iterable[tuple[str, dict[str, Any]]]) -> bool:
+def _keep(state: RunState, entries: Iterable[tuple[str, dict[str, Any]]]) -> bool:
     """Keep each entry that outranks the one held for its incident; whether any did."""
     held: dict[str, dict[str, Any]] = state.setdefault(SLOT, {})
     changed = False
@@ -67,7 +67,7 @@ def _rank(entry: dict[str, Any]) -> tuple[str, str]:
     return entry["endsAt"], json.dumps(entry, sort_keys=True)
 
 
-def columns(state: State) -> dict[str, Any]:
+def columns(state: RunState) -> dict[str, Any]:
     """``resolved_alerts`` (by ``endsAt``) and ``resolved_at`` (the latest ``endsAt``)."""
     held = state.get(SLOT) or {}
     alerts = sorted(held.values(), key=lambda a: (a["endsAt"], a["fingerprint"], a["startsAt"]))

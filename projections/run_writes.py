@@ -21,7 +21,7 @@ from collections.abc import Mapping
 
 from projections import resolutions
 from projections.reducers import RunChanges
-from projections.runs import State
+from projections.run_state import RunState
 from projections.runs import row as run_row
 from projections.store import Connection, held_runs, upsert
 
@@ -30,7 +30,7 @@ Version = str | None
 KEY = "run_id"
 
 
-def join(into: State, other: State) -> bool:
+def join(into: RunState, other: RunState) -> bool:
     """Join ``other`` into ``into`` (in place) as if its events had been merged there.
 
     Returns whether ``into`` changed. Each part follows :func:`projections.runs.merge`:
@@ -70,7 +70,7 @@ def join(into: State, other: State) -> bool:
 
 
 def write_runs(
-    conn: Connection, table: str, states: Mapping[str, State], versions: Mapping[str, Version]
+    conn: Connection, table: str, states: Mapping[str, RunState], versions: Mapping[str, Version]
 ) -> dict[str, str]:
     """Write the rows of ``states``; returns the version each row now has.
 

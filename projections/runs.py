@@ -32,10 +32,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from projections import resolutions, stored_state
+from projections.run_state import RunState
 from tracebound.codec.documents import EventDoc, document
 from tracebound.events import Event
 
-State = dict[str, Any]
 TRACEABILITY_VERSION = "v1"
 ANSWERED_ROUND = 1_000_000_000
 ORIGINAL, CARRIED = 2, 1
@@ -84,7 +84,7 @@ def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
 
 
-def _offer(state: State, slot: str, rank: list[Any], value: Callable[[], Any]) -> bool:
+def _offer(state: RunState, slot: str, rank: list[Any], value: Callable[[], Any]) -> bool:
     """Keep ``value()`` in ``slot`` if its rank beats the one held (the semilattice join).
 
     The value is built only when it wins; returns whether the slot changed.
@@ -109,7 +109,7 @@ def _round_of(event: EventDoc) -> int:
     return 0
 
 
-def _carried(state: State, event: EventDoc) -> bool:
+def _carried(state: RunState, event: EventDoc) -> bool:
     changed = False
     name, data = event
     request = data.get("request")
@@ -179,7 +179,7 @@ _SLOTS = {
 }
 
 
-def _payload(state: State, event: EventDoc, round_no: int) -> bool:
+def _payload(state: RunState, event: EventDoc, round_no: int) -> bool:
     name, data = event
     slot = _SLOTS.get(name)
     if slot is not None:
@@ -195,14 +195,14 @@ def _payload(state: State, event: EventDoc, round_no: int) -> bool:
     return False
 
 
-def apply(state: State | None, event: Event | EventDoc) -> State:
+def apply(state: RunState | None, event: Event | EventDoc) -> RunState:
     """The merge state after ``event``; ``state`` is not modified."""
-    new: State = copy.deepcopy(state) if state is not None else {}
+    new: RunState = copy.deepcopy(state) if state is not None else {}
     merge(new, event)
     return new
 
 
-def merge(new: State, item: Event | EventDoc) -> bool:
+def merge(new: RunState, item: Event | EventDoc) -> bool:
     """Fold an event into ``new`` in place; returns whether the state changed.
 
     Callers need no copy to tell a changed run from an unchanged one.
@@ -242,17 +242,17 @@ def merge(new: State, item: Event | EventDoc) -> bool:
     return changed
 
 
-def answered(state: State) -> bool:
+def answered(state: RunState) -> bool:
     """Whether the run's answer is in ``state``."""
     return "answer" in state
 
 
-def _value(state: State, slot: str) -> dict[str, Any] | None:
+def _value(state: RunState, slot: str) -> dict[str, Any] | None:
     held = state.get(slot)
     return None if held is None else dict(held["value"])
 
 
-def _token_sums(state: State) -> list[int | None]:
+def _token_sums(state: RunState) -> list[int | None]:
     sums: list[int | None] = [None, None, None]
     for counts in state.get("steps", {}).values():
         for i, count in enumerate(counts):
@@ -261,7 +261,7 @@ def _token_sums(state: State) -> list[int | None]:
     return sums
 
 
-def _verifier_evaluation(state: State) -> dict[str, Any] | None:
+def _verifier_evaluation(state: RunState) -> dict[str, Any] | None:
     verdict = _value(state, "verdict")
     gate = _value(state, "gatekeeper")
     evidence = _value(state, "evidence")
@@ -298,7 +298,7 @@ def _verifier_evaluation(state: State) -> dict[str, Any] | None:
     }
 
 
-def row(run_id: str, state: State) -> dict[str, Any]:
+def row(run_id: str, state: RunState) -> dict[str, Any]:
     """The ``diagnosis_run`` columns (except created/updated) derived from a merge state."""
     request = _value(state, "request") or {}
     plan = _value(state, "plan")

@@ -24,7 +24,8 @@ from psycopg import sql
 from psycopg.types.json import Jsonb, set_json_dumps, set_json_loads
 
 from projections import stored_state
-from projections.runs import State, answered
+from projections.run_state import RunState
+from projections.runs import answered
 from tracebound import fastjson
 from tracebound.settings import PostgresSettings
 
@@ -168,7 +169,7 @@ def upsert(
 
 def held_runs(
     conn: Connection, table: str, run_ids: list[str], *, lock: bool = False
-) -> tuple[dict[str, State], dict[str, str]]:
+) -> tuple[dict[str, RunState], dict[str, str]]:
     """The merge states of ``run_ids`` as stored, made whole again, and their row versions
     (``xmin``); runs without a row are absent. ``lock``: locked until the transaction ends."""
     columns = stored_state.COLUMNS
@@ -179,7 +180,7 @@ def held_runs(
         t=sql.Identifier(table),
         lock=sql.SQL("ORDER BY run_id FOR UPDATE" if lock else ""),
     )
-    states: dict[str, State] = {}
+    states: dict[str, RunState] = {}
     versions: dict[str, str] = {}
     for r in conn.execute(query, (run_ids,)).fetchall():
         run_id = str(r[0])
@@ -203,13 +204,13 @@ class RunStates:
 
     def __init__(self, max_runs: int = 1000) -> None:
         self._max_runs = max_runs
-        self._states: OrderedDict[str, State] = OrderedDict()
+        self._states: OrderedDict[str, RunState] = OrderedDict()
 
-    def held(self, run_ids: Iterable[str]) -> dict[str, State]:
+    def held(self, run_ids: Iterable[str]) -> dict[str, RunState]:
         """The states kept for ``run_ids`` (not copied: the caller merges into them)."""
         return {r: self._states[r] for r in run_ids if r in self._states}
 
-    def keep(self, states: Mapping[str, State]) -> dict[str, State]:
+    def keep(self, states: Mapping[str, RunState]) -> dict[str, RunState]:
         """Keep ``states`` as the most recent; returns the states dropped to make room."""
         for run_id, state in states.items():
             self._states[run_id] = state

@@ -17,7 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-State = dict[str, Any]
+from projections.run_state import RunState
+
 FROM_ROW = "from_row"
 _EVALUATION = ("self_evaluation", "verifier_evaluation")
 _AUDITED = ("answer", "verdict", "gatekeeper", "evidence")
@@ -70,7 +71,7 @@ def _at(row: Mapping[str, Any], path: tuple[str, ...]) -> Any:
     return value
 
 
-def compact(state: State, row: Mapping[str, Any]) -> State:
+def compact(state: RunState, row: Mapping[str, Any]) -> RunState:
     """``state`` without the slot entries ``row`` holds (``state`` itself is not changed)."""
     out = dict(state)
     for (slot, key), path in PLACES.items():
@@ -88,7 +89,7 @@ def compact(state: State, row: Mapping[str, Any]) -> State:
     return out
 
 
-def restore(state: State, row: Mapping[str, Any]) -> State:
+def restore(state: RunState, row: Mapping[str, Any]) -> RunState:
     """The whole merge state from a stored one and its row (in place; returns it)."""
     for slot, held in state.items():
         if not isinstance(held, dict) or FROM_ROW not in held:

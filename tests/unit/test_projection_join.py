@@ -15,6 +15,7 @@ import orjson
 
 from projections import runs, stored_state
 from projections.reducers import reduce_runs
+from projections.run_state import RunState
 from projections.run_writes import join
 from tests.support.run_events import mixed_runs
 from tests.unit.test_projection_resolutions import FIRST, SECOND, resolved
@@ -23,7 +24,7 @@ from tracebound.codec.documents import EventDoc, document
 from tracebound.events import Event
 
 
-def _stored(run_id: str, state: runs.State) -> runs.State:
+def _stored(run_id: str, state: RunState) -> RunState:
     """``state`` as a writer reads it back from its row (compacted, JSON, restored)."""
     row = runs.row(run_id, state)
     as_json = orjson.loads(orjson.dumps(row, default=str))

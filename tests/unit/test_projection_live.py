@@ -11,7 +11,7 @@ from typing import Any
 from projections.live import Held, PendingFacts, PendingRuns
 from projections.models import MODELS, RunModel
 from projections.reducers import INVOCATION_ROWS, RunChanges, reduce_runs
-from projections.runs import State
+from projections.run_state import RunState
 from projections.runs import row as run_row
 from projections.store import Connection
 from tests.support.run_events import mixed_runs
@@ -27,7 +27,7 @@ class Table:
 
     def __init__(self) -> None:
         self.rows: dict[str, dict[str, Any]] = {}
-        self.states: dict[str, State] = {}
+        self.states: dict[str, RunState] = {}
         self.writes = 0
         self.reads: list[str] = []
 
@@ -45,7 +45,7 @@ class Table:
         self,
         conn: Connection,
         table: str,
-        states: Mapping[str, State],
+        states: Mapping[str, RunState],
         versions: Mapping[str, str | None],
     ) -> dict[str, str]:
         self.writes += len(states)

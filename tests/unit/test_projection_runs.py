@@ -9,6 +9,7 @@ from typing import Any
 
 from projections import runs
 from projections.reducers import reduce_runs
+from projections.run_state import RunState
 from tests.support.samples import WHEN, sample
 from tracebound.events import (
     AgentStep,
@@ -100,8 +101,8 @@ def two_round_run(mode: str = "CHAT") -> list[Event]:
     return events
 
 
-def fold(events: list[Event]) -> runs.State:
-    state: runs.State | None = None
+def fold(events: list[Event]) -> RunState:
+    state: RunState | None = None
     for event in events:
         state = runs.apply(state, event)
     assert state is not None
@@ -221,7 +222,7 @@ def test_merge_reports_exactly_when_the_state_changed() -> None:
     for _ in range(50):
         noisy = [e for e in events for _ in range(rng.randint(1, 2))]
         rng.shuffle(noisy)
-        state: runs.State = {}
+        state: RunState = {}
         for event in noisy:
             before = copy.deepcopy(state)
             assert runs.merge(state, event) == (state != before)

@@ -7,11 +7,12 @@ import json
 from typing import Any
 
 from projections import runs, stored_state
+from projections.run_state import RunState
 from tests.unit.test_projection_runs import fold, two_round_run
 from tracebound import fastjson
 
 
-def _stored(run_id: str, state: runs.State) -> dict[str, Any]:
+def _stored(run_id: str, state: RunState) -> dict[str, Any]:
     """The row as PostgreSQL gives it back: every JSON column through JSON text."""
     row = runs.row(run_id, state)
     return {k: fastjson.loads(fastjson.dumps(v)) for k, v in row.items()}
