@@ -26,7 +26,7 @@ from projections.models import MODELS, ReadModel
 from projections.store import Connection, connect
 from projections.timemerge import TimeMerge
 from tracebound import kafka as edge
-from tracebound.codec import DocDecoder, EventDoc, make_doc_decoder
+from tracebound.codec import DocDecoder, EventDoc, make_codec
 from tracebound.collector import tune_collector
 from tracebound.errors import PoisonInput
 from tracebound.settings import KafkaSettings, PostgresSettings
@@ -86,7 +86,7 @@ def rebuild_group(
     progress: Progress | None = None,
 ) -> GroupTotals:
     """Read ``part`` into the ``<model>__rebuild`` tables of the models ``names``."""
-    sink = _Sink(conn, [MODELS[n] for n in names], make_doc_decoder(kafka))
+    sink = _Sink(conn, [MODELS[n] for n in names], make_codec(kafka))
     consumer = edge.consumer(kafka, "projections-tool", config=HISTORY_READ)
     merge = TimeMerge(max_bytes=MERGE_BYTES)
     merge.track(part.reading())

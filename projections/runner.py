@@ -37,7 +37,7 @@ from projections.store import Checkpoints, Connection, TopicPartitionKey, commit
 from projections.store import read_checkpoints as stored_checkpoints
 from projections.timemerge import TimeMerge
 from tracebound import kafka as edge
-from tracebound.codec import DocDecoder, EventDoc, make_doc_decoder
+from tracebound.codec import DocDecoder, EventDoc, make_codec
 from tracebound.errors import PoisonInput
 from tracebound.events import DeadLetter
 from tracebound.events import Producer as ProducerRef
@@ -105,7 +105,7 @@ class ModelWorker:
         self.settings = settings
         self.metrics = metrics
         self.stop = stop
-        self.codec = codec or make_doc_decoder(kafka)
+        self.codec = codec or make_codec(kafka)
         self.group = model.group(settings)
         self._conn: Connection | None = None
         self._positions: dict[TopicPartitionKey, int | None] = {}

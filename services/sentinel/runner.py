@@ -30,7 +30,7 @@ from services.sentinel.ownership import Ownership
 from services.sentinel.watch import SERVICE, Reader, RunState, Watch, deadline_verdict
 from tracebound import kafka as edge
 from tracebound import topics
-from tracebound.codec import HeadCodec, make_head_codec
+from tracebound.codec import EventCodec, make_codec
 from tracebound.errors import ConfigError, PoisonInput
 from tracebound.kafka import Severity, severity_of
 from tracebound.replica import ReplicaInUse, ReplicaLock
@@ -65,7 +65,7 @@ class Sentinel:
         self.settings = settings
         self.kafka = kafka
         self.process = process
-        self.codec: HeadCodec = make_head_codec(kafka)  # one codec: its schema caches shared
+        self.codec: EventCodec = make_codec(kafka)  # one codec: its schema caches shared
         self.deadline = timedelta(seconds=deadline_s)
         self._reader = Reader(self.codec.decode_head, self.codec.decode)
         self.watch = Watch(self.deadline, self._reader)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 from tracebound.codec.documents import EventDoc
 from tracebound.codec.heads import EventHead
 from tracebound.codec.single_object import SingleObjectCodec
+from tracebound.codec.views import DOCUMENT, EVENT, HEAD, EventReader, View, read
 from tracebound.events import Event
 from tracebound.settings import KafkaSettings
 
@@ -24,24 +25,16 @@ class DocDecoder(Protocol):
     def decode_doc(self, data: bytes | None, topic: str | None = None) -> EventDoc: ...
 
 
-class HeadCodec(Codec, Protocol):
-    """A codec that also reads an event's envelope alone (:mod:`tracebound.codec.heads`)."""
-
-    def decode_head(self, data: bytes | None, topic: str | None = None) -> EventHead: ...
+class EventCodec(Codec, EventReader, Protocol):
+    """A codec that reads every view of an event (:mod:`tracebound.codec.views`)."""
 
 
-def make_codec(settings: KafkaSettings) -> Codec:
-    """The codec the settings ask for: a registry URL switches to the Confluent format."""
-    return _codec(settings)
+def make_codec(settings: KafkaSettings) -> EventCodec:
+    """The codec the settings ask for: a registry URL switches to the Confluent format.
 
-
-def make_doc_decoder(settings: KafkaSettings) -> DocDecoder:
-    """What reads events as documents (:mod:`tracebound.codec.documents`) in that format."""
-    return _codec(settings)
-
-
-def make_head_codec(settings: KafkaSettings) -> HeadCodec:
-    """The codec of :func:`make_codec`, typed as also reading envelopes alone."""
+    It writes events and reads each view of them: the whole event, its JSON
+    document, its envelope alone.
+    """
     return _codec(settings)
 
 
@@ -57,13 +50,17 @@ def _codec(settings: KafkaSettings) -> SingleObjectCodec | ConfluentCodec:
 
 
 __all__ = [
+    "DOCUMENT",
+    "EVENT",
+    "HEAD",
     "Codec",
     "DocDecoder",
+    "EventCodec",
     "EventDoc",
     "EventHead",
-    "HeadCodec",
+    "EventReader",
     "SingleObjectCodec",
+    "View",
     "make_codec",
-    "make_doc_decoder",
-    "make_head_codec",
+    "read",
 ]
