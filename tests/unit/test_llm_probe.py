@@ -69,9 +69,11 @@ def test_a_healthy_server_passes_every_check(served: dict[str, FakeOpenAI]) -> N
         "json_mode",
         "json_schema",
         "context_window",
+        "tokenizer",
     ]
     assert all(c.status == "ok" for c in report.checks), report
     assert "32768 tokens" in checks["context_window"].detail
+    assert "counts no tokens" in checks["tokenizer"].detail
 
 
 def test_vllm_without_tool_parser_names_both_flags(served: dict[str, FakeOpenAI]) -> None:

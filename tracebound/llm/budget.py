@@ -40,6 +40,7 @@ from tracebound import resources
 from tracebound.errors import ConfigError
 from tracebound.llm.port import ChatModel, ModelError
 from tracebound.llm.settings import LLMSettings
+from tracebound.llm.tokens import CALIBRATION
 
 FAMILIES_PATH = resources.path("rules", "token-families.json")
 MESSAGE_OVERHEAD = 6  # role markers and separators of the chat template, per message
@@ -182,24 +183,38 @@ class Fitted:
     cuts: tuple[str, ...] = ()
 
 
+Counter = Callable[[Sequence[Mapping[str, Any]], Sequence[Mapping[str, Any]] | None], int | None]
+
+
 @dataclass(frozen=True, slots=True)
 class PromptBudget:
-    """The window a role's prompts must fit, and the caps on what tools may show the model."""
+    """The window a role's prompts must fit, and the caps on what tools may show the model.
+
+    ``counter`` is the server's own count (:class:`~tracebound.llm.tokens.ServerTokenizer`)
+    when it has one; otherwise the family estimate is scaled by what the server's
+    replies taught (:class:`~tracebound.llm.tokens.Calibration`).
+    """
 
     family: TokenFamily
     context_window: int
     reply_tokens: int
     tool_result_tokens: int
     tool_round_tokens: int
+    model: str = ""
+    counter: Counter | None = None
 
     @classmethod
-    def from_settings(cls, settings: LLMSettings, model_name: str | None = None) -> PromptBudget:
+    def from_settings(
+        cls, settings: LLMSettings, model_name: str | None = None, counter: Counter | None = None
+    ) -> PromptBudget:
         return cls(
             family=family_for(model_name or settings.model),
             context_window=settings.context_window,
             reply_tokens=settings.max_tokens,
             tool_result_tokens=settings.tool_result_tokens,
             tool_round_tokens=settings.tool_round_tokens,
+            model=model_name or settings.model,
+            counter=counter,
         )
 
     @property
@@ -208,12 +223,17 @@ class PromptBudget:
         return self.context_window - self.reply_tokens
 
     def tokens(self, text: str) -> int:
-        return estimate_text(text, self.family)
+        return CALIBRATION.scaled(self.model, estimate_text(text, self.family))
 
     def estimate(
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
     ) -> int:
-        return estimate_messages(messages, tools, self.family)
+        """The server's count where it gives one, else the calibrated estimate."""
+        if self.counter is not None:
+            counted = self.counter(messages, tools)
+            if counted is not None:
+                return counted
+        return CALIBRATION.scaled(self.model, estimate_messages(messages, tools, self.family))
 
     def fit(
         self,
@@ -277,11 +297,12 @@ def _clip_value(value: Any, limit: int) -> Any:
 
 
 def budget_for(model: ChatModel) -> PromptBudget:
-    """The budget of ``model``: from its settings when it has them, else the defaults."""
+    """The budget of ``model``: from its settings when it has them, else the defaults;
+    counted by its server when the model offers a count (``count_tokens``)."""
     settings = getattr(model, "settings", None)
     if not isinstance(settings, LLMSettings):
         settings = LLMSettings.model_construct()
-    return PromptBudget.from_settings(settings, model.name)
+    return PromptBudget.from_settings(settings, model.name, getattr(model, "count_tokens", None))
 
 
 __all__ = [

@@ -74,7 +74,11 @@ def from_llama_cpp(http: httpx.Client, root: str) -> ServerWindow | None:
     tokens = _positive_int(settings.get("n_ctx")) if isinstance(settings, Mapping) else None
     if tokens is None:
         return None
-    return ServerWindow(tokens, "n_ctx in /props (llama.cpp server)", "llama-server -c/--ctx-size")
+    slots = _positive_int(body.get("total_slots")) if body else None
+    note = f"per slot, {slots} slot(s): -c is shared between the -np slots" if slots else ""
+    return ServerWindow(
+        tokens, "n_ctx in /props (llama.cpp server)", "llama-server -c/--ctx-size", note
+    )
 
 
 def from_ollama(http: httpx.Client, root: str, model: str) -> ServerWindow | None:

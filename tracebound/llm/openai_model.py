@@ -23,9 +23,11 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessage
 from pydantic import BaseModel
 
 from tracebound.errors import ConfigError
+from tracebound.llm.budget import estimate_messages, family_for
 from tracebound.llm.port import ChatModel, ModelError, ModelReply, ToolCall
 from tracebound.llm.recovery import arguments_of, join_thoughts, recover_tool_calls, split_thought
 from tracebound.llm.settings import LLMSettings
+from tracebound.llm.tokens import CALIBRATION, ServerTokenizer
 
 
 def _function_tool(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -118,6 +120,18 @@ class OpenAIChatModel:
             timeout=settings.timeout_s,
             max_retries=settings.max_retries,
         )
+        self.tokenizer = (
+            ServerTokenizer(settings.base_url, settings.model)
+            if settings.server_tokenizer
+            else None
+        )
+        self._family = family_for(settings.model)
+
+    def count_tokens(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
+    ) -> int | None:
+        """The prompt tokens of a request by the server's tokenizer (None: it has none)."""
+        return self.tokenizer.count(messages, tools) if self.tokenizer is not None else None
 
     def __repr__(self) -> str:
         return f"OpenAIChatModel(model={self.name!r})"
@@ -155,9 +169,12 @@ class OpenAIChatModel:
             raise _malformed() from None
         duration_ms = int((time.monotonic() - started) * 1000)
         try:
-            return self._reply(completion, duration_ms, offered)
+            reply = self._reply(completion, duration_ms, offered)
         except (AttributeError, TypeError, IndexError, KeyError, ValueError):
             raise _malformed() from None
+        estimated = estimate_messages(messages, wire_tools, self._family)
+        CALIBRATION.observe(self.name, estimated, reply.prompt_tokens)
+        return reply
 
     def _response_format(self, json_mode: bool, schema: type[BaseModel] | None) -> Any:
         """What the configuration says to send for a JSON reply, if anything."""
@@ -203,6 +220,8 @@ class OpenAIChatModel:
 
     def close(self) -> None:
         self._client.close()
+        if self.tokenizer is not None:
+            self.tokenizer.close()
 
 
 def chat_model_from_settings(settings: LLMSettings | None = None) -> ChatModel | None:

@@ -22,17 +22,19 @@ import httpx
 import openai
 
 from tracebound.llm import context_window
+from tracebound.llm.budget import estimate_messages, family_for
 from tracebound.llm.chat_checks import ChatChecks
 from tracebound.llm.probe_report import Check, ProbeReport
 from tracebound.llm.server_hints import clean, error_message
 from tracebound.llm.settings import LLMSettings
+from tracebound.llm.tokens import ServerTokenizer
 
 MAX_LISTED = 10  # model names quoted back when the configured one is missing
 
 # Checks no role's start-up check runs: parameters the roles never send.
 # The start-up check leaves out only what the roles do not send by default: a JSON
 # schema (sent when TRACEBOUND_LLM_RESPONSE_FORMAT=json_schema; `doctor` checks it).
-STARTUP_SKIPS = frozenset({"json_schema"})
+STARTUP_SKIPS = frozenset({"json_schema", "tokenizer"})
 
 
 def safe_target(base_url: str) -> str:
@@ -87,6 +89,7 @@ class EndpointProbe:
             ("json_mode", chat.json_mode),
             ("json_schema", chat.json_schema),
             ("context_window", lambda: self._context_window(entry)),
+            ("tokenizer", self._tokenizer),
         ]
         for name, step in steps:
             if name in self.skip:
@@ -167,9 +170,43 @@ class EndpointProbe:
         )
         return Check("context_window", "warn" if window.assumed else "fail", detail, fix)
 
+    def _tokenizer(self) -> Check:
+        """Whether prompts are sized by the server's count, and how far the estimate is off."""
+        settings = self.settings
+        estimate = estimate_messages(SAMPLE, None, family_for(settings.model))
+        if not settings.server_tokenizer:
+            detail = "off (TRACEBOUND_LLM_SERVER_TOKENIZER=false): prompts are estimated"
+            return Check("tokenizer", "ok", detail)
+        counter = ServerTokenizer(settings.base_url or "", settings.model, self.http)
+        counted = counter.count(SAMPLE, None)
+        if counted is None:
+            detail = (
+                "the server counts no tokens (/tokenize): prompts are estimated, and the"
+                " estimate is calibrated by every reply's usage.prompt_tokens"
+            )
+            return Check("tokenizer", "ok", detail)
+        ratio = counted / estimate
+        detail = (
+            f"{counter.kind} counts prompts: {counted} tokens for a sample the estimate gives"
+            f" {estimate} (ratio {ratio:.2f})"
+        )
+        return Check("tokenizer", "ok", detail)
+
     def close(self) -> None:
         self.client.close()
         self.http.close()
+
+
+# A prompt like the roles send: instructions, ids, JSON, numbers and Chinese.
+SAMPLE = (
+    {"role": "system", "content": "You verify claims against evidence. Answer in JSON only."},
+    {
+        "role": "user",
+        "content": '{"run_id": "6f1c2a7e-94b3-4d2e-8a51-0c9e7f3b2d14", "claims": [{"text":'
+        ' "payment-service CPU 92% > 80% for 25m", "raw_path": "$.alerts[0]"}],'
+        ' "query": "payment-service 当前是否有 HighCPUUsage 告警？"}',
+    },
+)
 
 
 def _skipped(reason: str) -> list[Check]:

@@ -44,6 +44,11 @@ class LLMSettings(TraceboundSettings):
     max_retries: int = Field(default=2, ge=0, le=10)
     temperature: float | None = Field(default=None, ge=0, le=2, description="unset: not sent")
     startup_check: bool = Field(default=True, description="probe the endpoint at role start")
+    server_tokenizer: bool = Field(
+        default=True,
+        description="count prompt tokens with the server's tokenizer where it offers one"
+        " (llama.cpp /apply-template and /tokenize, vLLM /tokenize)",
+    )
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = Field(
         default="max_tokens", description="max_completion_tokens for o-series / gpt-5 endpoints"
     )
