@@ -31,7 +31,12 @@ define pytest
 	exit $$rc
 endef
 
-UNIT := -m "not integration and not faults"
+# The unit tests: everything but the tests against a real stack. Those are all in
+# tests/integration and tests/faults (their conftest marks every test there), so the
+# two folders are not even collected.
+UNIT_MARKS := not integration and not faults
+UNIT_FOLDERS := --ignore=tests/integration --ignore=tests/faults
+UNIT := -m "$(UNIT_MARKS)" $(UNIT_FOLDERS)
 
 # The test command: lint, the unit tests under coverage, then every test against a
 # real Kafka and PostgreSQL. The pytest session starts the local stack when none is
@@ -39,8 +44,10 @@ UNIT := -m "not integration and not faults"
 test: lint coverage
 	$(call pytest,-m "integration or faults")
 
+# Fast feedback: the unit tests without those marked slow (subprocesses, real
+# timeouts, large generated suites); `make coverage` and `make test` run them all.
 test-unit: setup
-	$(call pytest,$(UNIT))
+	$(call pytest,-m "$(UNIT_MARKS) and not slow" $(UNIT_FOLDERS))
 
 # The unit tests under coverage of tracebound/ and the pure role cores; fails below
 # the floor in pyproject.toml ([tool.coverage.report] fail_under), and below

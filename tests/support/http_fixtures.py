@@ -269,7 +269,8 @@ def serve() -> Iterator[FixtureServer]:
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     host, port = httpd.server_address[:2]
     state.base_url = f"http://{host!s}:{port}"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    # a short poll interval: shutdown() waits for the loop to notice, 0.5 s by default
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield state

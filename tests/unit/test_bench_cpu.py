@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from bench.figures import stack_cpu_figure
 from bench.processes import CpuMeter, settle, stack_processes, tree_cpu_seconds
 from tracebound.stack.services import ServiceState
@@ -15,12 +17,14 @@ from tracebound.stack.stack import ComponentStatus, StackStatus
 BURN = "import time\nend = time.process_time() + 0.3\nwhile time.process_time() < end: pass\n"
 
 
+@pytest.mark.slow
 def test_a_child_that_exited_still_counts_for_its_parent() -> None:
     meter = CpuMeter({"me": [os.getpid()]})
     subprocess.run([sys.executable, "-c", BURN], check=True)  # reaped: the parent's cutime
     assert meter.spent()["me"] >= 0.3
 
 
+@pytest.mark.slow
 def test_a_live_child_counts_for_its_parent() -> None:
     child = subprocess.Popen(
         [sys.executable, "-c", BURN + "import sys\nsys.stdin.read()\n"], stdin=subprocess.PIPE
@@ -40,6 +44,7 @@ def test_a_process_that_is_gone_reads_nan() -> None:
     assert math.isnan(tree_cpu_seconds(gone.pid))
 
 
+@pytest.mark.slow
 def test_settling_waits_while_the_processes_stay_busy_and_no_longer() -> None:
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:

@@ -103,6 +103,7 @@ class Message:
         return 7
 
 
+@pytest.mark.slow
 def test_a_transaction_wedged_past_the_call_bound_rebuilds_the_clients() -> None:
     from tracebound.events import DiagnosisRequested
     from tracebound.runtime import ServiceLoop, ServiceMetrics, ServiceSpec, bounded

@@ -182,7 +182,9 @@ def test_reject_never_calls_the_model(server: fake.FakeOpenAI) -> None:
     [
         pytest.param(fake.status(500), "server_error", id="5xx"),
         pytest.param(fake.garbage(), "empty_reply", id="garbage"),
-        pytest.param(fake.delay(3.0, fake.text("{}")), "timeout", id="timeout"),
+        pytest.param(
+            fake.delay(3.0, fake.text("{}")), "timeout", id="timeout", marks=pytest.mark.slow
+        ),
         pytest.param(
             fake.text("Here is my answer: payment-service is fine."), "invalid_output", id="prose"
         ),

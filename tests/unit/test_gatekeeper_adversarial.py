@@ -67,6 +67,7 @@ def catch_table(results: Results) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.slow
 def test_generator_is_reproducible_and_large_enough() -> None:
     first, second = generate("B", 60), generate("B", 60)
     assert first == second

@@ -14,6 +14,7 @@ from tests.support.messages import Message
 from tests.support.samples import sample
 from tracebound import kafka as edge
 from tracebound.events import Answer
+from tracebound.kafka import offsets
 from tracebound.kafka.clients import CONSUMER_DEFAULTS
 from tracebound.runtime.metrics import ServiceMetrics
 from tracebound.settings import KafkaSettings
@@ -143,7 +144,10 @@ class SettlingConsumer:
         return 0, 7
 
 
-def test_watermarks_are_asked_again_while_leadership_settles() -> None:
+def test_watermarks_are_asked_again_while_leadership_settles(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(offsets, "_SETTLE_PAUSE_S", 0.01)  # the pause is not what is tested
     consumer = SettlingConsumer(failures=2)
     assert edge.watermarks(consumer, [("t", 0)]) == {("t", 0): (0, 7)}
     assert consumer.calls == 3

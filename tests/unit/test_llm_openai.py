@@ -178,6 +178,7 @@ def test_malformed_json_text_is_invalid_not_a_crash(server: FakeOpenAI) -> None:
     assert outcome.value is None
 
 
+@pytest.mark.slow
 def test_timeout_raises_model_error(server: FakeOpenAI) -> None:
     server.script(delay(3))
     model = model_for(server, timeout_s=0.5, max_retries=0)

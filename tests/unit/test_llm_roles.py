@@ -182,7 +182,9 @@ def test_llm_executor_unparseable_final_answer_is_recorded_not_crashed(
     ("entry", "kind"),
     [
         pytest.param(fake.status(503), "server_error", id="5xx"),
-        pytest.param(fake.delay(3.0, fake.text("{}")), "timeout", id="timeout"),
+        pytest.param(
+            fake.delay(3.0, fake.text("{}")), "timeout", id="timeout", marks=pytest.mark.slow
+        ),
     ],
 )
 def test_llm_executor_falls_back_to_rules_when_the_model_fails(

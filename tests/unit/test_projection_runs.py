@@ -7,6 +7,8 @@ import random
 from datetime import timedelta
 from typing import Any
 
+import pytest
+
 from projections import runs
 from projections.reducers import reduce_runs
 from projections.run_state import RunState
@@ -143,6 +145,7 @@ def test_a_whole_run_in_order_is_answered_with_the_full_verifier_evaluation() ->
     assert row["last_event_id"] == answer_event.event_id
 
 
+@pytest.mark.slow
 def test_any_interleaving_across_topics_gives_the_same_state() -> None:
     events = two_round_run()
     expected = fold(events)

@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import threading
+from functools import partial
 from typing import Any
 
+import pytest
+
+from services.sentinel import ownership as ownership_module
 from services.sentinel.ownership import Ownership
+from tracebound.runtime.bounded import close_within
 from tracebound.settings import KafkaSettings
 
 
@@ -71,7 +76,11 @@ class Wedged:
         self.released.wait()
 
 
-def test_a_member_being_replaced_is_abandoned_without_waiting_on_a_wedged_close() -> None:
+def test_a_member_being_replaced_is_abandoned_without_waiting_on_a_wedged_close(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the same bound, shorter than the roles' 2 s per client, so the test need not wait
+    monkeypatch.setattr(ownership_module, "close_within", partial(close_within, seconds=0.05))
     ownership, _member, real = _ownership(rebuilt=False)
     reader = ownership.reader
     wedged = Wedged()

@@ -148,6 +148,7 @@ def _classes(which: str) -> dict[str, object]:
     return result
 
 
+@pytest.mark.slow
 def test_every_settings_class_derives_from_the_base_and_its_module_is_listed() -> None:
     everything = _classes("all")
     found = everything["found"]

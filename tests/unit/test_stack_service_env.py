@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from tracebound.stack.service_env import (
@@ -80,6 +81,7 @@ for module in sys.argv[1:]:
 """
 
 
+@pytest.mark.slow
 def test_the_prefix_table_matches_the_settings_classes_each_role_defines() -> None:
     modules = {role_module(role): role for role in ROLE_INPUTS}
     out = subprocess.run(

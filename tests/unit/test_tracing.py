@@ -83,6 +83,7 @@ def test_exporting_needs_an_endpoint(environ: dict[str, str], on: bool) -> None:
     assert tracing.endpoint_configured(environ) is on
 
 
+@pytest.mark.slow
 def test_off_the_runtime_never_imports_the_sdk() -> None:
     code = (
         "import sys, tracebound.runtime, tracebound.tracing, services.executor.gate, web.app\n"

@@ -205,7 +205,9 @@ def test_untrusted_text_cannot_close_the_data_fences(server: fake.FakeOpenAI) ->
     [
         pytest.param(fake.garbage(), "empty_reply", id="garbage"),
         pytest.param(fake.status(500), "server_error", id="5xx"),
-        pytest.param(fake.delay(3.0, fake.text("{}")), "timeout", id="timeout"),
+        pytest.param(
+            fake.delay(3.0, fake.text("{}")), "timeout", id="timeout", marks=pytest.mark.slow
+        ),
         pytest.param(fake.text("the claims look fine to me"), "invalid_output", id="prose"),
         pytest.param(
             fake.text(json.dumps({"verdict": "PASS"})), "invalid_output", id="no-claim-checks"

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import projections
 import services.ingest
 
@@ -46,6 +48,7 @@ def _top(names: set[str], package: str) -> set[str]:
     return {n for n in names if n == package or n.startswith(f"{package}.")}
 
 
+@pytest.mark.slow
 def test_the_ingest_core_imports_without_read_models_or_http() -> None:
     assert _top(_loaded_after_importing(["services.ingest"]), "projections") == set()
     modules = _submodules(services.ingest)
@@ -56,6 +59,7 @@ def test_the_ingest_core_imports_without_read_models_or_http() -> None:
     assert _top(loaded, "web") == set()
 
 
+@pytest.mark.slow
 def test_the_read_models_import_nothing_from_services_or_web() -> None:
     loaded = _loaded_after_importing(_submodules(projections))
     assert "projections.trace" in loaded
