@@ -14,6 +14,8 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import pytest
+
 from tests.support.mutations.adversarial.edits import BENIGN, FALSIFYING, NUMBER, identifier_digit
 from tests.support.mutations.adversarial.report import (
     ANSWER_FALSIFYING,
@@ -25,6 +27,9 @@ from tests.support.mutations.adversarial.report import (
     table,
 )
 from tests.support.mutations.adversarial.shapes import shapes
+
+# A large generated suite: make test-unit leaves it out, make test runs it.
+pytestmark = pytest.mark.slow
 
 FALSE_REJECT_BUDGET = 0.01
 MIN_CASES = 40  # per falsifying class

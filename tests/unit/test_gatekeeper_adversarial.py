@@ -16,6 +16,9 @@ from services.gatekeeper import default_ruleset
 from tests.support.gate import gate_json
 from tests.support.mutations import Case, generate, norm
 
+# A large generated suite: make test-unit leaves it out, make test runs it.
+pytestmark = pytest.mark.slow
+
 FAMILIES = {
     "A": "structural",
     "B": "excerpt edits",
@@ -67,7 +70,6 @@ def catch_table(results: Results) -> str:
     return "\n".join(lines)
 
 
-@pytest.mark.slow
 def test_generator_is_reproducible_and_large_enough() -> None:
     first, second = generate("B", 60), generate("B", 60)
     assert first == second

@@ -12,6 +12,7 @@ import random
 from datetime import UTC, datetime
 
 import orjson
+import pytest
 
 from projections import runs, stored_state
 from projections.reducers import reduce_runs
@@ -46,6 +47,7 @@ def _runs_with_resolutions() -> list[EventDoc]:
     return [document(e) for e in [*events, *extra]]
 
 
+@pytest.mark.slow
 def test_joined_parts_equal_the_whole_run_whatever_the_split() -> None:
     events = _runs_with_resolutions()
     whole = reduce_runs({}, events).states
@@ -61,6 +63,7 @@ def test_joined_parts_equal_the_whole_run_whatever_the_split() -> None:
             assert runs.row(run_id, joined) == runs.row(run_id, state), (seed, run_id)
 
 
+@pytest.mark.slow
 def test_a_join_reports_a_change_only_when_the_state_changes() -> None:
     events = _runs_with_resolutions()
     whole = reduce_runs({}, events).states
