@@ -1,0 +1,1 @@
+"""Evaluation data: demo cases (demo/) and the held-out groundedness corpus (groundedness/)."""

@@ -1,0 +1,1 @@
+"""The held-out groundedness corpus of the verifier: generator, data and manifest."""
