@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import argparse
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from bench import processes
 from bench.report import git_commit, log, machine, save, table
 from bench.runners import FIGURES, PROFILE_ENV, FigureRunners
-from tracebound.settings import StackSettings
+from tracebound.settings import KafkaSettings, StackSettings
 from tracebound.stack import stack
 from tracebound.stack.services import start_services, stop_services
 from tracebound.stack.topics import stack_kafka_settings
@@ -141,20 +141,7 @@ class Bench(FigureRunners):
             log(f"also running on the stack (load during the bench): {', '.join(others)}")
         self.report["stack"] = {"started_here": started, "paused": paused, "others": others}
         try:
-            if "runtime" in self.only:
-                self.runtime(kafka)
-            if "pipeline" in self.only:
-                self.pipeline(kafka, env)
-            if "llm" in self.only:
-                self.llm(kafka, env)
-            if "projections" in self.only:
-                self.projections(kafka, status.pg_dsn)
-            if "replay" in self.only:
-                self.replay(kafka)
-            if "dashboard" in self.only:
-                self.dashboard(status.pg_dsn)
-            if "restore" in self.only:
-                self.restore(kafka)
+            self._stack_benches(kafka, env, status.pg_dsn)
         finally:
             if paused:
                 for note in start_services(settings, env, paused):
@@ -162,6 +149,21 @@ class Bench(FigureRunners):
             if started:
                 log("stopping the stack the bench started")
                 stack.down(settings)
+
+    def _stack_benches(self, kafka: KafkaSettings, env: dict[str, str], pg_dsn: str) -> None:
+        """Run the benches asked for that need the stack, always in this order."""
+        benches: dict[str, Callable[[], object]] = {
+            "runtime": lambda: self.runtime(kafka),
+            "pipeline": lambda: self.pipeline(kafka, env),
+            "llm": lambda: self.llm(kafka, env),
+            "projections": lambda: self.projections(kafka, pg_dsn),
+            "replay": lambda: self.replay(kafka),
+            "dashboard": lambda: self.dashboard(pg_dsn),
+            "restore": lambda: self.restore(kafka),
+        }
+        for name, bench in benches.items():
+            if name in self.only:
+                bench()
 
     def _finish(self) -> int:
         info = machine()

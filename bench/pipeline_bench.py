@@ -220,6 +220,51 @@ def open_loop(
     return result
 
 
+def _send_at_rate(
+    publisher: KafkaPublisher,
+    rate: float,
+    total: int,
+    seconds: float,
+    lock: threading.Lock,
+    sent: dict[str, float],
+    requested: dict[str, float],
+) -> tuple[int, float, list[float]]:
+    """Publish ``total`` requests at ``rate`` a second, open loop: how many were sent, in
+    how long, and how late each batch was (ms).
+
+    Each request's scheduled send time goes into ``sent`` and its ``requested_at`` into
+    ``requested``; sending stops 60 s after the ``seconds`` of the schedule.
+    """
+    wall0, mono0 = time.time(), time.monotonic()
+    done = 0
+    late_ms: list[float] = []
+    while done < total and time.monotonic() - mono0 < seconds + 60:
+        due = min(total, math.floor((time.monotonic() - mono0) * rate) + 1)
+        if due > done:
+            batch = _requests(due - done, done)
+            with lock:
+                for j, e in enumerate(batch, start=done):
+                    sent[e.run_id] = wall0 + j / rate
+                    requested[e.run_id] = e.request.requested_at.timestamp()
+            publisher.publish(batch)
+            late_ms.append((time.time() - (wall0 + (due - 1) / rate)) * 1000)
+            done = due
+        time.sleep(max(0.0, done / rate - (time.monotonic() - mono0)))
+    return done, time.monotonic() - mono0, late_ms
+
+
+def _await_answers(
+    received: dict[str, tuple[float, float]], lock: threading.Lock, count: int, timeout_s: float
+) -> None:
+    """Wait until ``received`` holds ``count`` answers, or ``timeout_s`` has passed."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with lock:
+            if len(received) >= count:
+                return
+        time.sleep(0.2)
+
+
 def _open_loop(kafka: KafkaSettings, codec: Codec, rate: float, seconds: float) -> dict[str, Any]:
     total = max(1, int(rate * seconds))
     reader = AnswerReader(kafka)
@@ -247,29 +292,11 @@ def _open_loop(kafka: KafkaSettings, codec: Codec, rate: float, seconds: float) 
     # A new producer's first send waits for its connection, metadata and producer id
     # (100-500 ms): paid by an uncounted request, not by the first ones of the schedule.
     publisher.publish(_requests(1))
-    wall0, mono0 = time.time(), time.monotonic()
-    done = 0
-    late_ms: list[float] = []
     try:
-        while done < total and time.monotonic() - mono0 < seconds + 60:
-            due = min(total, math.floor((time.monotonic() - mono0) * rate) + 1)
-            if due > done:
-                batch = _requests(due - done, done)
-                with lock:
-                    for j, e in enumerate(batch, start=done):
-                        sent[e.run_id] = wall0 + j / rate
-                        requested[e.run_id] = e.request.requested_at.timestamp()
-                publisher.publish(batch)
-                late_ms.append((time.time() - (wall0 + (due - 1) / rate)) * 1000)
-                done = due
-            time.sleep(max(0.0, done / rate - (time.monotonic() - mono0)))
-        send_seconds = time.monotonic() - mono0
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            with lock:
-                if len(received) >= done:
-                    break
-            time.sleep(0.2)
+        done, send_seconds, late_ms = _send_at_rate(
+            publisher, rate, total, seconds, lock, sent, requested
+        )
+        _await_answers(received, lock, done, timeout_s=60)
     finally:
         publisher.close()
         stop.set()

@@ -13,7 +13,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -85,6 +85,36 @@ def _parse_time(param: str, raw: str) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
+def _one_of(params: Mapping[str, str], name: str, allowed: Sequence[str]) -> str | None:
+    """The value of ``name`` if set; one of ``allowed``, or a :class:`FilterError`."""
+    value = params.get(name) or None
+    if value is not None and value not in allowed:
+        raise FilterError(name, f"must be one of {', '.join(allowed)}")
+    return value
+
+
+def _matching(
+    params: Mapping[str, str], name: str, pattern: re.Pattern[str], what: str
+) -> str | None:
+    """The value of ``name`` if set; it must match ``pattern``, else ``must be <what>``."""
+    value = params.get(name) or None
+    if value is not None and not pattern.match(value):
+        raise FilterError(name, f"must be {what}")
+    return value
+
+
+def _limit(params: Mapping[str, str]) -> int:
+    if not params.get("limit"):
+        return DEFAULT_LIMIT
+    try:
+        limit = int(params["limit"])
+    except ValueError:
+        limit = 0
+    if not 1 <= limit <= MAX_LIMIT:
+        raise FilterError("limit", f"must be an integer from 1 to {MAX_LIMIT}")
+    return limit
+
+
 def parse_filter(params: Mapping[str, str]) -> RunFilter:
     """A :class:`RunFilter` from query parameters; any bad value is a :class:`FilterError`."""
     known = {"status", "verdict", "since", "until", "service", "limit", "cursor"}
@@ -92,36 +122,19 @@ def parse_filter(params: Mapping[str, str]) -> RunFilter:
     for name in params:
         if name not in known:
             raise FilterError(name, f"unknown parameter; use {', '.join(sorted(known))}")
-    status = params.get("status") or None
-    if status is not None and status not in STATUSES:
-        raise FilterError("status", f"must be one of {', '.join(STATUSES)}")
-    verdict = params.get("verdict") or None
-    if verdict is not None and verdict not in VERDICTS:
-        raise FilterError("verdict", f"must be one of {', '.join(VERDICTS)}")
+    status = _one_of(params, "status", STATUSES)
+    verdict = _one_of(params, "verdict", VERDICTS)
     since = _parse_time("since", params["since"]) if params.get("since") else None
     until = _parse_time("until", params["until"]) if params.get("until") else None
     if since is not None and until is not None and since > until:
         raise FilterError("until", "must not be before since")
-    service = params.get("service") or None
-    if service is not None and not SERVICE.match(service):
-        raise FilterError("service", "must be a service name (letters, digits, _ . -)")
-    limit = DEFAULT_LIMIT
-    if params.get("limit"):
-        try:
-            limit = int(params["limit"])
-        except ValueError:
-            limit = 0
-        if not 1 <= limit <= MAX_LIMIT:
-            raise FilterError("limit", f"must be an integer from 1 to {MAX_LIMIT}")
+    service = _matching(params, "service", SERVICE, "a service name (letters, digits, _ . -)")
+    limit = _limit(params)
     cursor = params.get("cursor") or None
     if cursor is not None:
         decode_cursor(cursor)
-    mode = params.get("mode") or None
-    if mode is not None and mode not in MODES:
-        raise FilterError("mode", f"must be one of {', '.join(MODES)}")
-    skill = params.get("skill") or None
-    if skill is not None and not SKILL.match(skill):
-        raise FilterError("skill", "must be a skill name (letters, digits, _ . : -)")
+    mode = _one_of(params, "mode", MODES)
+    skill = _matching(params, "skill", SKILL, "a skill name (letters, digits, _ . : -)")
     text = (params.get("q") or "").strip() or None
     if text is not None and len(text) > MAX_TEXT:
         raise FilterError("q", f"must be at most {MAX_TEXT} characters")

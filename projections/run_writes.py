@@ -18,6 +18,7 @@ common case costs nothing more than the comparison inside the upsert.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from projections import resolutions
 from projections.reducers import RunChanges
@@ -45,26 +46,38 @@ def join(into: RunState, other: RunState) -> bool:
                 into[key] = int(theirs)
                 changed = True
         elif key == "timings":
-            spans = into.setdefault(key, {})
-            for stage, span in theirs.items():
-                held = spans.get(stage)
-                if held is None:
-                    spans[stage] = dict(span)
-                    changed = True
-                elif span["first"] < held["first"] or span["last"] > held["last"]:
-                    held["first"] = min(held["first"], span["first"])
-                    held["last"] = max(held["last"], span["last"])
-                    changed = True
+            changed |= _join_timings(into.setdefault(key, {}), theirs)
         elif key == "steps":
-            steps = into.setdefault(key, {})
-            for event_id, counts in theirs.items():
-                if steps.get(event_id) != counts:
-                    steps[event_id] = counts
-                    changed = True
+            changed |= _join_steps(into.setdefault(key, {}), theirs)
         elif key == resolutions.SLOT:
             changed |= resolutions.join(into, theirs)
         elif mine is None or list(theirs["rank"]) > list(mine["rank"]):
             into[key] = theirs
+            changed = True
+    return changed
+
+
+def _join_timings(spans: dict[str, Any], theirs: Mapping[str, Any]) -> bool:
+    """Stage timings: the earliest first and the latest last of each stage."""
+    changed = False
+    for stage, span in theirs.items():
+        held = spans.get(stage)
+        if held is None:
+            spans[stage] = dict(span)
+            changed = True
+        elif span["first"] < held["first"] or span["last"] > held["last"]:
+            held["first"] = min(held["first"], span["first"])
+            held["last"] = max(held["last"], span["last"])
+            changed = True
+    return changed
+
+
+def _join_steps(steps: dict[str, Any], theirs: Mapping[str, Any]) -> bool:
+    """Agent steps: the union by event id."""
+    changed = False
+    for event_id, counts in theirs.items():
+        if steps.get(event_id) != counts:
+            steps[event_id] = counts
             changed = True
     return changed
 
