@@ -116,11 +116,9 @@ class ToolGate:
         tool = self.tools.get(tool_name)
         if tool is None:
             return self._refuse(tool_name, raw_params, f"unknown tool {tool_name!r}")
-        if len(self.invocations) >= self.settings.max_calls_per_round:
-            limit = self.settings.max_calls_per_round
-            return self._refuse(tool_name, raw_params, f"tool-call budget of {limit} is spent")
-        if self._failures.get(tool_name, 0) >= self.settings.max_failures_per_tool:
-            return self._refuse(tool_name, raw_params, f"{tool_name} failed too often this round")
+        spent = self._spent(tool_name)
+        if spent is not None:
+            return self._refuse(tool_name, raw_params, spent)
         try:
             params = tool.params_model.model_validate(dict(raw_params))
         except ValidationError as exc:
@@ -129,13 +127,9 @@ class ToolGate:
             return self._record(tool_name, dict(raw_params), failed, 0)
         canonical = params.model_dump(mode="json")
         key = tool_name + fastjson.dumps(canonical).casefold()
-        if key in self._seen:
-            return self._refuse(tool_name, canonical, "duplicate call (same tool and parameters)")
-        if self.narrow and any(
-            t == tool_name and _widens(tool_name, old, canonical) for t, old in self._no_evidence
-        ):
-            reason = "narrow-scope task: a query that found no evidence may not be widened"
-            return self._refuse(tool_name, canonical, reason)
+        repeated = self._repeated(tool_name, key, canonical)
+        if repeated is not None:
+            return self._refuse(tool_name, canonical, repeated)
         self._seen.add(key)
         started = time.perf_counter()
         with tracing.span("tool call", self._span_attributes(tool)) as span:
@@ -143,6 +137,24 @@ class ToolGate:
             span.set(_outcome_attributes(outcome))
         elapsed_ms = int((time.perf_counter() - started) * 1000)
         return self._record(tool_name, canonical, outcome, elapsed_ms)
+
+    def _spent(self, tool_name: str) -> str | None:
+        """Why no call may be made now: the round's budget or this tool's failures."""
+        if len(self.invocations) >= self.settings.max_calls_per_round:
+            return f"tool-call budget of {self.settings.max_calls_per_round} is spent"
+        if self._failures.get(tool_name, 0) >= self.settings.max_failures_per_tool:
+            return f"{tool_name} failed too often this round"
+        return None
+
+    def _repeated(self, tool_name: str, key: str, canonical: dict[str, Any]) -> str | None:
+        """Why these parameters may not run: asked before, or a widened empty query."""
+        if key in self._seen:
+            return "duplicate call (same tool and parameters)"
+        if self.narrow and any(
+            t == tool_name and _widens(tool_name, old, canonical) for t, old in self._no_evidence
+        ):
+            return "narrow-scope task: a query that found no evidence may not be widened"
+        return None
 
     def _span_attributes(self, tool: EvidenceTool) -> tracing.Attributes:
         return {

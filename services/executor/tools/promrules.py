@@ -202,20 +202,28 @@ def _literal(text: str) -> float | None:
     return float(int(number, 16)) if number.lower().lstrip("+-").startswith("0x") else float(number)
 
 
+def _one_comparison(text: str) -> tuple[int, str] | str:
+    """Where the expression's one comparison is and its operator, or why there is not one."""
+    masked = mask(text)
+    if not text:
+        return "the rule has no expression"
+    if _SET_OPERATORS.search(masked):
+        return "the expression combines conditions with and/or/unless"
+    ops = _operators(masked)
+    if not ops:
+        return "the expression has no comparison"
+    if len(ops) > 1:
+        return "the expression has more than one comparison"
+    return ops[0]
+
+
 def parse_condition(expr: str) -> Condition:
     """The rule's ``<lhs> <op> <threshold>``, normalised so the threshold is on the right."""
     text = _strip_parens(strip_comments(expr))
-    masked = mask(text)
-    if not text:
-        return _unknown("the rule has no expression")
-    if _SET_OPERATORS.search(masked):
-        return _unknown("the expression combines conditions with and/or/unless")
-    ops = _operators(masked)
-    if not ops:
-        return _unknown("the expression has no comparison")
-    if len(ops) > 1:
-        return _unknown("the expression has more than one comparison")
-    [(pos, op)] = ops
+    found = _one_comparison(text)
+    if isinstance(found, str):
+        return _unknown(found)
+    pos, op = found
     left, right = text[:pos].strip(), text[pos + len(op) :].strip()
     modifiers = _MODIFIER.match(right)
     assert modifiers is not None  # every group is optional: it always matches
