@@ -67,6 +67,7 @@ KINDS: tuple[Kind, ...] = (
     km.NONE_LOGS,
     km.NONE_METRICS,
     km.NONE_KNOWLEDGE,
+    km.SSL_EXPIRY,  # appended last: the cases drawn before it keep their names and values
 )
 
 
