@@ -45,5 +45,7 @@ setup(
     ],
     package_dir={f"{APP_PREFIX}.{top}": top for top in APP_FOLDERS},
     package_data={"": ["*"]},
-    exclude_package_data={"": ["*.pyc"]},
+    # The held-out groundedness corpus (megabytes of JSON Lines) is for developing the
+    # verifier in a checkout, not for a deployment.
+    exclude_package_data={"": ["*.pyc"], f"{APP_PREFIX}.evals.groundedness": ["*.jsonl"]},
 )
