@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from services.verifier.facts import extract
+from services.verifier.facts import Facts, extract
 from services.verifier.match import FactResult, compare
 from services.verifier.rules_file import OverclaimPhrases, VerifierRules
 from tracebound.events import CheckedBinding, ClaimCheck, FactCheck
@@ -126,43 +126,93 @@ def judge_claim(
     evidence_text = "\n".join(t for _, matched, excerpt in verified for t in (matched, excerpt))
     evidence = extract(evidence_text, rules)
     claim_facts = extract(text, rules)
-    no_evidence = [path == neg_rules.no_evidence_path for path in paths]
     if claim_type in neg_rules.claim_types:
-        results = compare(claim_facts, evidence, rules, negations=False)
-        phrased = _phrased_not_found(text, rules)
-        over = overclaim.search(unicodedata.normalize("NFKC", text))
-        detail = "phrased as 'not found'" if phrased else "not phrased as 'not found'"
-        ok = phrased and over is None
-        results.append(FactResult("negation", "not found", ok, not ok, detail))
-        if not all(no_evidence):
-            reason = f"a negative observation may cite only {neg_rules.no_evidence_path}"
-            return done(REFUTED, reason, results)
-        if over is not None:
-            reason = f"claims absence of the problem ({over.group()!r}), not a query without hits"
-            return done(REFUTED, reason, results)
-        if not phrased:
-            reason = "a negative observation must say the query found no matching evidence"
-            return done(REFUTED, reason, results)
+        results, refuted = _negative(
+            text,
+            paths,
+            claim_facts=claim_facts,
+            evidence=evidence,
+            rules=rules,
+            overclaim=overclaim,
+        )
+        if refuted is not None:
+            return done(REFUTED, refuted, results)
+    elif any(path == neg_rules.no_evidence_path for path in paths):
+        return done(REFUTED, f"{neg_rules.no_evidence_path} cannot support a positive claim")
     else:
-        if any(no_evidence):
-            return done(REFUTED, f"{neg_rules.no_evidence_path} cannot support a positive claim")
-        # the cited ref texts, and the excerpts, each in binding order: where unbound values sit
-        texts = ("\n".join(m for _, m, _ in verified), "\n".join(e for _, _, e in verified if e))
-        sequences = [extract(t, rules).numbers for t in texts]
-        results = compare(claim_facts, evidence, rules, sequences=sequences)
-        over = overclaim.search(unicodedata.normalize("NFKC", text))
-        if over is not None and not overclaim.search(evidence.search):
-            detail = "conclusion not stated in evidence"
-            results.append(FactResult("overclaim", over.group(), False, False, detail))
+        results = _positive(
+            text,
+            verified,
+            claim_facts=claim_facts,
+            evidence=evidence,
+            rules=rules,
+            overclaim=overclaim,
+        )
+    status, reason = _settled(results)
+    return done(status, reason, results)
+
+
+def _negative(
+    text: str,
+    paths: Sequence[str],
+    *,
+    claim_facts: Facts,
+    evidence: Facts,
+    rules: VerifierRules,
+    overclaim: OverclaimPhrases,
+) -> tuple[list[FactResult], str | None]:
+    """A negative observation's fact results, and why it is refuted (None: it is not)."""
+    neg_rules = rules.doc.negative_observation
+    results = compare(claim_facts, evidence, rules, negations=False)
+    phrased = _phrased_not_found(text, rules)
+    over = overclaim.search(unicodedata.normalize("NFKC", text))
+    detail = "phrased as 'not found'" if phrased else "not phrased as 'not found'"
+    ok = phrased and over is None
+    results.append(FactResult("negation", "not found", ok, not ok, detail))
+    if not all(path == neg_rules.no_evidence_path for path in paths):
+        return results, f"a negative observation may cite only {neg_rules.no_evidence_path}"
+    if over is not None:
+        return results, (
+            f"claims absence of the problem ({over.group()!r}), not a query without hits"
+        )
+    if not phrased:
+        return results, "a negative observation must say the query found no matching evidence"
+    return results, None
+
+
+def _positive(
+    text: str,
+    verified: list[tuple[str, str, str]],
+    *,
+    claim_facts: Facts,
+    evidence: Facts,
+    rules: VerifierRules,
+    overclaim: OverclaimPhrases,
+) -> list[FactResult]:
+    """A positive claim's fact results, an overclaim among them."""
+    # the cited ref texts, and the excerpts, each in binding order: where unbound values sit
+    texts = ("\n".join(m for _, m, _ in verified), "\n".join(e for _, _, e in verified if e))
+    sequences = [extract(t, rules).numbers for t in texts]
+    results = compare(claim_facts, evidence, rules, sequences=sequences)
+    over = overclaim.search(unicodedata.normalize("NFKC", text))
+    if over is not None and not overclaim.search(evidence.search):
+        detail = "conclusion not stated in evidence"
+        results.append(FactResult("overclaim", over.group(), False, False, detail))
+    return results
+
+
+def _settled(results: list[FactResult]) -> tuple[str, str]:
+    """The status a claim's fact results give it, and why."""
     if any(r.conflict for r in results):
         conflicts = _summary([r for r in results if r.conflict])
-        return done(REFUTED, f"contradicted by the cited evidence: {conflicts}", results)
+        return REFUTED, f"contradicted by the cited evidence: {conflicts}"
     if not all(r.found for r in results):
-        missing = _summary(results)
-        return done(NOT_ENOUGH_INFO, f"not established by the cited evidence: {missing}", results)
+        return NOT_ENOUGH_INFO, f"not established by the cited evidence: {_summary(results)}"
     if not results:
-        reason = "gatekeeper-verified evidence; no number, identifier or negation to compare"
-        return done(SUPPORTED, reason)
+        return (
+            SUPPORTED,
+            "gatekeeper-verified evidence; no number, identifier or negation to compare",
+        )
     bound = "; ".join(f"{r.fact} {r.detail}" for r in results if r.kind == "number")
     reason = f"all {len(results)} facts are stated in the cited evidence"
-    return done(SUPPORTED, f"{reason}: {bound}" if bound else reason, results)
+    return SUPPORTED, f"{reason}: {bound}" if bound else reason
