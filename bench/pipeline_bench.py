@@ -225,6 +225,7 @@ def _send_at_rate(
     rate: float,
     total: int,
     seconds: float,
+    *,
     lock: threading.Lock,
     sent: dict[str, float],
     requested: dict[str, float],
@@ -294,7 +295,7 @@ def _open_loop(kafka: KafkaSettings, codec: Codec, rate: float, seconds: float) 
     publisher.publish(_requests(1))
     try:
         done, send_seconds, late_ms = _send_at_rate(
-            publisher, rate, total, seconds, lock, sent, requested
+            publisher, rate, total, seconds, lock=lock, sent=sent, requested=requested
         )
         _await_answers(received, lock, done, timeout_s=60)
     finally:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from starlette.applications import Starlette
@@ -57,6 +57,8 @@ from web.openapi import build_document
 log = logging.getLogger(__name__)
 MAX_WAIT_S = 120.0
 M = TypeVar("M", bound=BaseModel)
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
 @dataclass
@@ -106,6 +108,44 @@ def _unavailable(exc: TransientError) -> ApiError:
     return ApiError(503, f"not accepted, retry later: {exc}", headers={"Retry-After": "5"})
 
 
+async def _accepted(call: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+    """Run a publishing ``call`` in the thread pool; a record too large is a 413, a broker
+    that does not take it now a 503."""
+    try:
+        return await run_in_threadpool(call, *args, **kwargs)
+    except RecordTooLarge as exc:
+        raise _too_large(exc) from None
+    except TransientError as exc:
+        raise _unavailable(exc) from None
+
+
+def _lifespan(
+    ports: Ports, intake: Intake
+) -> Callable[[Starlette], contextlib.AbstractAsyncContextManager[None]]:
+    """Start the readers with the app; stop them, then close the publisher, after it."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
+        try:
+            await run_in_threadpool(ports.dedup.ensure_schema)
+        except TransientError as exc:  # the first webhook tries again
+            log.warning("dedup tables not ready yet: %s", exc)
+        if ports.reader is not None:
+            ports.reader.start()
+        if ports.alert_topic is not None:
+            ports.alert_topic.start(intake)
+        try:
+            yield
+        finally:
+            if ports.alert_topic is not None:
+                await run_in_threadpool(ports.alert_topic.stop)
+            if ports.reader is not None:
+                await run_in_threadpool(ports.reader.stop)
+            await run_in_threadpool(ports.publisher.close)
+
+    return lifespan
+
+
 def create_app(settings: IngestSettings | None = None, ports: Ports | None = None) -> Starlette:
     settings = settings or IngestSettings()
     ports = ports or default_ports(settings)
@@ -128,24 +168,13 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
 
     async def alerts(request: Request) -> Response:
         payload = _validate(AlertmanagerWebhook, await read_json(request, settings.max_body_bytes))
-        try:
-            parent = carrier_of(request.headers.items())  # the caller's traceparent
-            body = await run_in_threadpool(intake.accept, payload, "webhook", parent)
-        except RecordTooLarge as exc:
-            raise _too_large(exc) from None
-        except TransientError as exc:
-            raise _unavailable(exc) from None
-        return JSONResponse(body)
+        parent = carrier_of(request.headers.items())  # the caller's traceparent
+        return JSONResponse(await _accepted(intake.accept, payload, "webhook", parent))
 
     async def chat(request: Request) -> Response:
         body = _validate(ChatRequest, await read_json(request, settings.max_body_bytes))
         event = alertmanager.build_chat_request(body.question, body.session_id, body.language)
-        try:
-            await run_in_threadpool(publish_chat, event, carrier_of(request.headers.items()))
-        except RecordTooLarge as exc:
-            raise _too_large(exc) from None
-        except TransientError as exc:
-            raise _unavailable(exc) from None
+        await _accepted(publish_chat, event, carrier_of(request.headers.items()))
         log.info(
             "chat session %s: run %s",
             body.session_id[:40],
@@ -179,25 +208,6 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
     async def openapi(_request: Request) -> Response:
         return JSONResponse(document)
 
-    @contextlib.asynccontextmanager
-    async def lifespan(_app: Starlette) -> AsyncIterator[None]:
-        try:
-            await run_in_threadpool(ports.dedup.ensure_schema)
-        except TransientError as exc:  # the first webhook tries again
-            log.warning("dedup tables not ready yet: %s", exc)
-        if ports.reader is not None:
-            ports.reader.start()
-        if ports.alert_topic is not None:
-            ports.alert_topic.start(intake)
-        try:
-            yield
-        finally:
-            if ports.alert_topic is not None:
-                await run_in_threadpool(ports.alert_topic.stop)
-            if ports.reader is not None:
-                await run_in_threadpool(ports.reader.stop)
-            await run_in_threadpool(ports.publisher.close)
-
     return Starlette(
         routes=[
             Route("/api/v1/alerts", alerts, methods=["POST"]),
@@ -218,5 +228,5 @@ def create_app(settings: IngestSettings | None = None, ports: Ports | None = Non
             Middleware(BearerAuth, token=settings.token),
         ],
         exception_handlers={ApiError: api_error_handler, HTTPException: http_error_handler},
-        lifespan=lifespan,
+        lifespan=_lifespan(ports, intake),
     )

@@ -57,6 +57,12 @@ async def _form_token(request: Request) -> bytes:
     return (fields.get("token") or [""])[0].strip().encode()
 
 
+async def runs_alias(request: Request) -> Response:
+    """``/runs`` is the dashboard at ``/``, with the same query."""
+    query = request.url.query
+    return RedirectResponse("/?" + query if query else "/", 308)
+
+
 def routes(token: SecretStr | None, connect: Connect | None = None) -> list[Route]:
     """``GET /``, ``GET /runs``, ``POST /login`` (and its form), ``POST /logout``."""
     opened = connect or trace_routes.default_connect()
@@ -83,10 +89,6 @@ def routes(token: SecretStr | None, connect: Connect | None = None) -> list[Rout
             render_dashboard(view),
             headers={**LIVE_PAGE_HEADERS, "Server-Timing": f"db;dur={spent_ms:.1f}"},
         )
-
-    async def runs_alias(request: Request) -> Response:
-        query = request.url.query
-        return RedirectResponse("/?" + query if query else "/", 308)
 
     async def login_form(_request: Request) -> Response:
         if secret is None:

@@ -95,7 +95,7 @@ def _judgements(
     return out
 
 
-def _verdict(inp: VerifierInput, usable: bool, statuses: list[str]) -> tuple[str, str]:
+def _verdict(inp: VerifierInput, usable: bool, statuses: list[str]) -> tuple[str, str]:  # noqa: PLR0911  # the verdict rules in order of precedence, one return each
     """The verdict and the one rule that decided it."""
     gate = inp.gatekeeper_result
     if gate.severity == "reject":

@@ -106,7 +106,7 @@ class Compiler:
 
     # -- decoding ----------------------------------------------------------------------
 
-    def convert(self, annotation: Any, avro: Any) -> Convert | None:
+    def convert(self, annotation: Any, avro: Any) -> Convert | None:  # noqa: C901, PLR0911, PLR0912  # a dispatch on the annotation's shape
         """What turns fastavro's value into the field's (None: it already is)."""
         avro = self.resolve(avro)
         origin, args = get_origin(annotation), get_args(annotation)

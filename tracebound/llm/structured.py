@@ -113,7 +113,7 @@ def _scan_objects(text: str) -> tuple[dict[str, Any] | None, str | None]:
     return None, first_error
 
 
-def parse_json_object(text: str | None) -> ParseOutcome:
+def parse_json_object(text: str | None) -> ParseOutcome:  # noqa: PLR0911  # one return per rung of the repair ladder
     """Extract one JSON object from ``text``, tolerating fences and surrounding prose."""
     if text is None or not text.strip():
         return ParseOutcome("missing", "model returned no text")
