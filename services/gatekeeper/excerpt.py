@@ -79,7 +79,7 @@ def _is_word_char(char: str) -> bool:
     return char.isalnum() and ord(char) < _UNSPACED_SCRIPTS_START
 
 
-def _bounded(text: str, index: int, end: int, part: str) -> bool:
+def _bounded(text: str, index: int, end: int, part: str) -> bool:  # noqa: PLR0911  # each token-boundary case, on both sides of the match, answers at once
     """The match ``text[index:end] == part`` neither starts nor ends inside a token.
 
     Numbers count as one token across a decimal or thousands separator, so

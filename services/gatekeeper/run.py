@@ -182,7 +182,7 @@ class CheckRun:
             if rec.status == "pass" and rec.matched_text is None:
                 rec.status = "skipped"
 
-    def binding(
+    def binding(  # noqa: C901, PLR0911, PLR0912  # the binding rules in order; each failure ends the check
         self,
         c_index: int,
         claim_id: str,
