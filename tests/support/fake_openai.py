@@ -231,8 +231,9 @@ class FakeOpenAI:
         server = _Server(("127.0.0.1", 0), _Handler)
         server.fake = self
         self._server = server
+        # stop() waits for the serving loop to notice: a short poll keeps teardown quick
         self._thread = threading.Thread(
-            target=server.serve_forever, args=(0.05,), name="fake-openai", daemon=True
+            target=server.serve_forever, args=(0.01,), name="fake-openai", daemon=True
         )
         self._thread.start()
         return self

@@ -270,7 +270,7 @@ def serve() -> Iterator[FixtureServer]:
     host, port = httpd.server_address[:2]
     state.base_url = f"http://{host!s}:{port}"
     # a short poll interval: shutdown() waits for the loop to notice, 0.5 s by default
-    thread = threading.Thread(target=httpd.serve_forever, args=(0.05,), daemon=True)
+    thread = threading.Thread(target=httpd.serve_forever, args=(0.01,), daemon=True)
     thread.start()
     try:
         yield state
