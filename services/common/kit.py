@@ -119,11 +119,12 @@ def build_spec(
     if context.role.model:
         from services.common.budget import single_call_budget  # noqa: PLC0415
         from tracebound.llm import readiness  # noqa: PLC0415
+        from tracebound.llm.tokens import CALIBRATION  # noqa: PLC0415
 
         if budget is None:
             budget = single_call_budget(context.model)
         if context.monitor is not None:
-            collectors = (context.monitor, readiness.COLLECTOR)
+            collectors = (context.monitor, readiness.COLLECTOR, CALIBRATION)
     return ServiceSpec(
         name=name,
         input_topics=input_topics,

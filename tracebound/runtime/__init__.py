@@ -7,7 +7,6 @@ import logging
 from tracebound import tracing
 from tracebound.errors import ConfigError
 from tracebound.kafka import NotCopartitioned
-from tracebound.llm.tokens import CALIBRATION
 from tracebound.replica import ReplicaInUse
 from tracebound.runtime.loop import ServiceLoop
 from tracebound.runtime.metrics import ServiceMetrics, serve_metrics
@@ -31,8 +30,6 @@ def run_service(spec: ServiceSpec, kafka: KafkaSettings | None = None) -> int:
     process = start_process(spec.name)
     for collector in spec.collectors:
         process.metrics.registry.register(collector)
-    if spec.model_budget is not None:  # the prompt-size calibration of its model
-        process.metrics.registry.register(CALIBRATION)
     try:
         loop = ServiceLoop(spec, kafka=kafka, runtime=process.runtime, metrics=process.metrics)
     except ConfigError as exc:
