@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup lint test test-unit coverage demo up down status bench clean
+.PHONY: setup lint test test-unit coverage llama-server demo up down status bench clean
 
 # The tested versions: constraints.txt pins every package the ranges in
 # pyproject.toml resolve to.
@@ -41,8 +41,14 @@ UNIT := -m "$(UNIT_MARKS)" $(UNIT_FOLDERS)
 # The test command: lint, the unit tests under coverage, then every test against a
 # real Kafka and PostgreSQL. The pytest session starts the local stack when none is
 # configured and stops it again if it started it.
-test: lint coverage
+test: lint coverage llama-server
 	$(call pytest,-m "integration or faults")
+
+# The real model server of the llm integration test, built once per machine (several
+# minutes on 2 cores) before the tests run, so no test waits on the build. A failed
+# build does not stop the suite: the test that needs it says why it could not run.
+llama-server: setup
+	@PYTHON=$(BIN)/python bash scripts/ensure-llama-server.sh || echo "make: llama-server is not available; the real-model test will say why" >&2
 
 # Fast feedback: the unit tests without those marked slow (subprocesses, real
 # timeouts, large generated suites); `make coverage` and `make test` run them all.
