@@ -249,7 +249,9 @@ def counting_responder(tokenizer_url: str | None, model_name: str) -> Any:
             counted = estimate_messages(messages, tools, family)
         payload = dict(entry.body or {})
         usage = dict(payload.get("usage") or {})
-        usage.update(prompt_tokens=counted, total_tokens=counted + usage.get("completion_tokens", 0))
+        usage.update(
+            prompt_tokens=counted, total_tokens=counted + usage.get("completion_tokens", 0)
+        )
         payload["usage"] = usage
         return dataclasses.replace(entry, body=payload)
 
@@ -274,7 +276,9 @@ def scripted_suite(
             startup_check=False,
             **dict(settings or {}),
         )
-        return run_cases(OpenAIChatModel(llm), cases or load_suite(EVALS_DIR / "demo"), memory_tools())
+        return run_cases(
+            OpenAIChatModel(llm), cases or load_suite(EVALS_DIR / "demo"), memory_tools()
+        )
 
 
 def real_suite(

@@ -133,7 +133,7 @@ class ExecutorHandler:
         decision = decide(
             SERVICE,
             recorder_for(self.model, prompt, event, SERVICE),
-            lambda rec: self._llm_round(rec, prompt, job, gate),
+            lambda rec: self._llm_round(rec, prompt, job, gate, execution),
             lambda: self._rules_round(gate, job, execution),
             self.monitor,
         )
@@ -196,10 +196,18 @@ class ExecutorHandler:
         return derived, (skill.ref(),) if skill else ()
 
     def _llm_round(
-        self, recorder: StepRecorder, prompt: Prompt, job: Job, gate: ToolGate
+        self,
+        recorder: StepRecorder,
+        prompt: Prompt,
+        job: Job,
+        gate: ToolGate,
+        execution: ExecutionPlan,
     ) -> RoundResult:
         """Raises ``ModelCallFailed`` on endpoint trouble, a failing repair call included;
-        an unusable reply is still a round (after its repair turn, when that is on)."""
+        an unusable reply is still a round (after its repair turn, when that is on).
+
+        The plan's calls run first, in code, as in the rules round; the model's own
+        calls only add evidence."""
         first = run_llm_round(
             prompt,
             recorder,
@@ -209,6 +217,7 @@ class ExecutorHandler:
             plan=job.plan,
             retry=job.retry,
             max_turns=self.settings.max_model_turns,
+            planned=execution.calls,
         )
         ruleset = self.ruleset if self.settings.repair_turn else None
         settled = settle(recorder, first, gate, ruleset)

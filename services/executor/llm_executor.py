@@ -1,6 +1,13 @@
-"""The model executor: a tool-calling loop through the gate, then executor_evidence_v2.
+"""The model executor: the planned calls first, a tool-calling loop, then executor_evidence_v2.
 
-The model chooses the calls, but every call passes the :class:`ToolGate` (budget,
+Evidence does not depend on the model calling tools: the calls the plan records
+run in code first, and the conversation opens with them as an assistant turn of
+tool calls followed by their results. A model that never calls a tool therefore
+still writes its claims over the planned evidence, in one model turn; its own
+calls only add evidence. The ``small`` profile offers no tool specs when the
+plan has calls, which saves their tokens in every turn.
+
+Every call, planned or the model's, passes the :class:`ToolGate` (budget,
 duplicates, failures, timeouts, parameter schemas, no widening), and the model
 only ever sees the evidence refs that code built from the tool output — the text
 it must copy verbatim into its excerpts, capped to the context budget
@@ -16,7 +23,8 @@ to call tools, and a server decoding to a schema would forbid that.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +32,7 @@ from services.executor.evidence_shape import ExecutorEvidenceShape
 from services.executor.gate import Refusal, ToolGate
 from services.executor.tool_view import ToolView, invalid_arguments
 from services.executor.tools.base import EvidenceTool
-from tracebound.events import PlanSnapshot, RetryContext, ToolInvocation
+from tracebound.events import PlannedCall, PlanSnapshot, RetryContext, ToolInvocation
 from tracebound.llm import (
     ParseOutcome,
     StepRecorder,
@@ -34,13 +42,38 @@ from tracebound.llm import (
 )
 from tracebound.prompts import Prompt
 
+_SCHEMA_NOISE = frozenset({"title", "additionalProperties", "maxLength", "minLength"})
+
+
+def compact_schema(value: Any) -> Any:
+    """A JSON schema without titles, length limits or null defaults; ``X | None`` read as ``X``.
+
+    The gate validates every call against the full parameter model, so what the
+    model is shown only has to name the fields, their types, defaults and ranges.
+    """
+    if isinstance(value, list):
+        return [compact_schema(v) for v in value]
+    if not isinstance(value, Mapping):
+        return value
+    options = value.get("anyOf")
+    if isinstance(options, list):
+        kept = [o for o in options if not (isinstance(o, Mapping) and o.get("type") == "null")]
+        if len(kept) == 1:
+            rest = {k: v for k, v in value.items() if k != "anyOf"}
+            return compact_schema({**kept[0], **rest})
+    return {
+        k: compact_schema(v)
+        for k, v in value.items()
+        if k not in _SCHEMA_NOISE and not (k == "default" and v is None)
+    }
+
 
 def tool_specs(tools: Mapping[str, EvidenceTool]) -> list[dict[str, Any]]:
     return [
         {
             "name": tool.name,
             "description": tool.description,
-            "parameters": tool.params_model.model_json_schema(),
+            "parameters": compact_schema(tool.params_model.model_json_schema()),
         }
         for tool in tools.values()
     ]
@@ -51,6 +84,56 @@ def _run(gate: ToolGate, call: ToolCall) -> ToolInvocation | Refusal:
     if call.arguments is None:
         return invalid_arguments(call)
     return gate.call(call.name, call.arguments)
+
+
+EXAMPLE = (
+    '{"answer_version": "executor_evidence_v2", "claims": [{"claim_id": "claim-1", '
+    '"claim_type": "observation", "claim_text": "<one micro-fact>", "support_level": "direct", '
+    '"evidence_bindings": [{"tool_name": "<tool>", "source_invocation_id": 1, '
+    '"raw_path": "<raw_path of the ref>", "evidence_excerpt": "<verbatim text of the ref>"}]}], '
+    '"hypotheses": [], "recommended_actions": [], "missing_info": []}'
+)
+# The small profile: the fields, without a worked example.
+SMALL_EXAMPLE = (
+    "answer_version executor_evidence_v2; claims[] of claim_id, claim_type, claim_text, "
+    "support_level, evidence_bindings[] of tool_name, source_invocation_id, raw_path, "
+    "evidence_excerpt; hypotheses[]; recommended_actions[]; missing_info[]."
+)
+
+
+def _retry_text(retry: RetryContext | None) -> str:
+    """Why the previous round was not accepted, without null fields; ``none`` on a first round."""
+    if retry is None:
+        return "none"
+    return json.dumps(retry.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
+
+
+def planned_turn(
+    gate: ToolGate, view: ToolView, planned: Sequence[PlannedCall]
+) -> list[dict[str, Any]]:
+    """The plan's calls, run now through the gate, as a tool-call turn and its results."""
+    if not planned:
+        return []
+    calls = []
+    for index, call in enumerate(planned, start=1):
+        params = dict(call.params) if isinstance(call.params, Mapping) else {}
+        raw = json.dumps(params, ensure_ascii=False)
+        calls.append(
+            ToolCall(id=f"plan-{index}", name=call.tool, arguments=params, raw_arguments=raw)
+        )
+    turn = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": c.raw_arguments},
+            }
+            for c in calls
+        ],
+    }
+    return [turn, *view.answer([(call, _run(gate, call)) for call in calls])]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,28 +161,33 @@ def run_llm_round(
     plan: PlanSnapshot,
     retry: RetryContext | None,
     max_turns: int,
+    planned: Sequence[PlannedCall] = (),
 ) -> ModelRound:
-    """Raises ``ModelCallFailed`` on endpoint trouble; returns the round's final reply."""
+    """Raises ``ModelCallFailed`` on endpoint trouble; returns the round's final reply.
+
+    ``planned`` are the plan's calls: they run before the first model turn.
+    """
     scope = "narrow" if plan.narrow_scope else "broad (full diagnosis of the question)"
     system = prompt.render(
-        query=query,
         language=language,
         plan="\n".join(plan.planner_plan.plan),
         scope=scope,
-        retry_context=retry.model_dump() if retry else None,
-        evidence="",
+        retry_context=_retry_text(retry),
+        example=SMALL_EXAMPLE if recorder.budget.small else EXAMPLE,
     )
     messages: list[dict[str, Any]] = [
         {"role": "system", "content": system},
         {"role": "user", "content": query},
     ]
-    specs = tool_specs(gate.tools)
-    recovered = 0
     view = ToolView(recorder.budget)
+    messages += planned_turn(gate, view, planned)
+    specs = None if recorder.budget.small and planned else tool_specs(gate.tools)
+    recovered = 0
     for _turn in range(max_turns):
         reply, _step = recorder.complete(messages, tools=specs, trims=view.trims(messages))
-        if not reply.tool_calls:
+        if not reply.tool_calls or specs is None:
             outcome, _shape = parse_model(reply.text, ExecutorEvidenceShape)
+            outcome = ParseOutcome(outcome.status, outcome.detail, view.real_ids(outcome.value))
             if recovered:
                 note = f"{recovered} tool call(s) recovered from the reply text"
                 outcome = outcome.noting(note)

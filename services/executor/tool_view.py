@@ -15,6 +15,12 @@ What was cut is stated in the tool message itself, ``"truncated": {"refs_shown",
 "refs_total", "texts_cut"}``, so the model knows the list goes on and must not
 read the shown part as all there is.
 
+Invocation ids are long (48-bit numbers cost many tokens), so the model sees each
+invocation by a short index, 1, 2, 3 in call order, and :meth:`ToolView.real_ids`
+maps the indexes of its answer back before the answer is checked. A null field is
+left out. The ``small`` profile (``TRACEBOUND_LLM_PROFILE``) shows at most
+:data:`SMALL_REFS` refs per call, each cut to :data:`SMALL_TEXT_CHARS` characters.
+
 When the whole conversation is still over the window, :meth:`ToolView.trims`
 offers smaller versions in this order: the oldest tool results first, each cut to
 its first refs (:data:`COMPACT_TOKENS`), then every ref text shortened to
@@ -36,6 +42,8 @@ from tracebound.llm import PromptBudget, ToolCall, Trim, tool_message
 REF_TEXT_CHARS = 600
 COMPACT_TOKENS = 150
 SHORT_TEXT_CHARS = 160
+SMALL_REFS = 3
+SMALL_TEXT_CHARS = 240
 
 Result = ToolInvocation | Refusal
 
@@ -46,6 +54,7 @@ class RefCap:
 
     tokens: int
     text_chars: int = REF_TEXT_CHARS
+    max_refs: int | None = None
 
 
 def shown_refs(
@@ -58,7 +67,7 @@ def shown_refs(
         text = ref.text[: cap.text_chars]
         item = {"raw_path": ref.raw_path, "text": text}
         cost = budget.tokens(json.dumps(item, ensure_ascii=False))
-        if shown and used + cost > cap.tokens:
+        if shown and (used + cost > cap.tokens or len(shown) == (cap.max_refs or len(refs))):
             break
         shown.append(item)
         used += cost
@@ -68,18 +77,23 @@ def shown_refs(
     return shown, {"refs_shown": len(shown), "refs_total": len(refs), "texts_cut": texts_cut}
 
 
-def tool_result(result: Result, cap: RefCap, budget: PromptBudget) -> str:
-    """What the model is shown of one call: ids and capped refs, never the raw output."""
+def tool_result(
+    result: Result, cap: RefCap, budget: PromptBudget, shown_id: int | None = None
+) -> str:
+    """What the model is shown of one call: ids and capped refs, never the raw output.
+
+    ``shown_id`` is the short index the model sees instead of the invocation id.
+    """
     if isinstance(result, Refusal):
         return json.dumps({"refused": True, "reason": result.reason}, ensure_ascii=False)
     details = result.retrieval_details
     view: dict[str, Any] = {
-        "source_invocation_id": result.source_invocation_id,
+        "source_invocation_id": shown_id if shown_id is not None else result.source_invocation_id,
         "tool_name": result.tool_name,
         "success": result.success,
-        "error_message": result.error_message,
-        "retrieval_details": None,
     }
+    if result.error_message:
+        view["error_message"] = result.error_message
     if details is not None:
         refs, truncated = shown_refs(details.evidence_refs, cap, budget)
         view["retrieval_details"] = {
@@ -102,10 +116,55 @@ class ToolView:
     def __init__(self, budget: PromptBudget) -> None:
         self.budget = budget
         self._results: dict[str, tuple[Result, RefCap]] = {}
+        self._shown: dict[int, int] = {}  # invocation id -> the index the model sees
+        self._real: dict[int, int] = {}  # and back
+
+    def shown_id(self, result: Result) -> int | None:
+        """The short index of ``result``'s invocation (None for a refusal)."""
+        if isinstance(result, Refusal):
+            return None
+        real = result.source_invocation_id
+        if real not in self._shown:
+            self._shown[real] = len(self._shown) + 1
+            self._real[self._shown[real]] = real
+        return self._shown[real]
+
+    @property
+    def short_ids(self) -> dict[int, int]:
+        """Invocation id by the index the model saw."""
+        return dict(self._real)
+
+    def real_ids(self, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The model's answer with every cited index replaced by its invocation id.
+
+        A number that is no index shown stays as written, for the gatekeeper to judge.
+        """
+        if value is None or not isinstance(value.get("claims"), list):
+            return value
+        claims = [self._claim_ids(claim) for claim in value["claims"]]
+        return {**value, "claims": claims}
+
+    def _claim_ids(self, claim: Any) -> Any:
+        bindings = claim.get("evidence_bindings") if isinstance(claim, Mapping) else None
+        if not isinstance(bindings, list):
+            return claim
+        return {**claim, "evidence_bindings": [self._binding_id(b) for b in bindings]}
+
+    def _binding_id(self, binding: Any) -> Any:
+        cited = binding.get("source_invocation_id") if isinstance(binding, Mapping) else None
+        if type(cited) is int and cited in self._real:
+            return {**binding, "source_invocation_id": self._real[cited]}
+        return binding
 
     def round_cap(self, calls: int) -> RefCap:
         """Each call's share when ``calls`` calls answer one model turn."""
         share = self.budget.tool_round_tokens // max(calls, 1)
+        if self.budget.small:
+            return RefCap(
+                tokens=min(self.budget.tool_result_tokens, share) // 2,
+                text_chars=SMALL_TEXT_CHARS,
+                max_refs=SMALL_REFS,
+            )
         return RefCap(tokens=min(self.budget.tool_result_tokens, share))
 
     def answer(self, results: Sequence[tuple[ToolCall, Result]]) -> list[dict[str, Any]]:
@@ -114,7 +173,8 @@ class ToolView:
         messages = []
         for call, result in results:
             self._results[call.id] = (result, cap)
-            messages.append(tool_message(call, tool_result(result, cap, self.budget)))
+            shown = self.shown_id(result)
+            messages.append(tool_message(call, tool_result(result, cap, self.budget, shown)))
         return messages
 
     def _render(
@@ -127,7 +187,8 @@ class ToolView:
             call_id = message.get("tool_call_id")
             if message.get("role") == "tool" and call_id in caps and call_id in self._results:
                 result, _cap = self._results[str(call_id)]
-                copy["content"] = tool_result(result, caps[call_id], self.budget)
+                shown = self.shown_id(result)
+                copy["content"] = tool_result(result, caps[call_id], self.budget, shown)
             out.append(copy)
         return out
 
@@ -153,6 +214,8 @@ __all__ = [
     "COMPACT_TOKENS",
     "REF_TEXT_CHARS",
     "SHORT_TEXT_CHARS",
+    "SMALL_REFS",
+    "SMALL_TEXT_CHARS",
     "RefCap",
     "ToolView",
     "invalid_arguments",

@@ -7,7 +7,9 @@ steps nobody reviewed. The model is told the deterministic routing choice
 generic investigation of an unknown alert) the model cannot overrule it, so
 both planners keep one routing precedence. The model writes the plan's text;
 the calls the plan records for the executor come from the chosen skill, as in
-the rules planner. An alert storm that does not fit the context budget is shown
+the rules planner. The prompt lists the catalogue as names and one-line
+descriptions, and the steps of the routed skill only; the question goes in the
+user turn alone, never twice. An alert storm that does not fit the context budget is shown
 with shorter annotations, then only its first alerts (the routing above already
 saw them all).
 """
@@ -24,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from services.planner.planning import execution_plan
 from services.planner.routing import Selection, deterministic_choice, select
 from services.planner.scope import read_focus
-from services.planner.skills import Skill, catalogue_text
+from services.planner.skills import Skill, brief_catalogue, steps_text
 from tracebound.events import DiagnosisRequest, PlannerPlan, PlanSnapshot
 from tracebound.llm import StepRecorder, Trim, parse_model
 from tracebound.llm.budget import clip_fields, staged_trims
@@ -34,6 +36,8 @@ from tracebound.prompts import Prompt, PromptSet
 # Prompt trimming (see _trims): what an over-budget prompt keeps of the input alerts.
 ANNOTATION_CHARS, SHORT_ANNOTATION_CHARS, ALERTS_KEPT = 300, 80, 20
 ALERT_TEXT_KEYS = frozenset({"annotations", "generatorURL"})
+HIDDEN_ALERT_KEYS = frozenset({"generatorURL", "fingerprint"})
+ZERO_TIME = "0001-01-01T00:00:00Z"  # Alertmanager's endsAt of a firing alert
 
 
 class PlannerReply(BaseModel):
@@ -57,13 +61,14 @@ def plan_llm(
     """Raises ``ModelCallFailed`` (endpoint trouble) or ``ReplyRejected`` (bad reply)."""
     focus = read_focus(request)
     routed = select(skills, request, focus.alert_names)
+    small = recorder.budget.small
     values: dict[str, object] = {
-        "query": request.query,
         "language": request.language,
-        "skills": catalogue_text(skills),
+        "skills": brief_catalogue(skills),
         "routing": deterministic_choice(routed),
+        "steps": "left out (small profile)" if small else steps_text(routed.skill),
     }
-    alerts = [a.model_dump() for a in request.alerts]
+    alerts = [_shown_alert(a.model_dump()) for a in request.alerts]
     render = partial(_messages, prompt, values, request)
     reply, _step = recorder.complete(
         render(alerts),
@@ -103,6 +108,15 @@ def _messages(
         {"role": "system", "content": prompt.render(**values)},
         {"role": "user", "content": request.query},
     ]
+
+
+def _shown_alert(alert: dict[str, Any]) -> dict[str, Any]:
+    """An alert as the planner sees it: no empty or zero fields, no link, no fingerprint."""
+    return {
+        key: value
+        for key, value in alert.items()
+        if value and key not in HIDDEN_ALERT_KEYS and value != ZERO_TIME
+    }
 
 
 def _alerts_kept(alerts: list[dict[str, Any]]) -> list[dict[str, Any]]:

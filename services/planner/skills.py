@@ -239,6 +239,31 @@ def catalogue_text(skills: Iterable[Skill]) -> str:
     return "\n".join(json.dumps(s.catalogue_entry(), ensure_ascii=False) for s in skills)
 
 
+def brief_catalogue(skills: Iterable[Skill]) -> str:
+    """The catalogue a planner prompt lists: one line per skill, its name and description.
+
+    Alert triggers are named too (they route alert runs); keywords and steps are not.
+    """
+    lines = []
+    for skill in skills:
+        line = f"- {skill.name}: {skill.description}"
+        if skill.triggers.alerts:
+            line += f" (alerts: {', '.join(skill.triggers.alerts)})"
+        if skill.fallback:
+            line += " (fallback for unknown alerts)"
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def steps_text(skill: Skill | None) -> str:
+    """The steps of one skill, a line each: tool, parameters, purpose."""
+    if skill is None:
+        return "none"
+    return "\n".join(
+        f"- {s.tool} {json.dumps(s.params, ensure_ascii=False)}: {s.purpose}" for s in skill.steps
+    )
+
+
 def clear_cache() -> None:
     _load.cache_clear()
 
@@ -247,9 +272,11 @@ __all__ = [
     "Skill",
     "SkillStep",
     "Triggers",
+    "brief_catalogue",
     "catalogue_text",
     "clear_cache",
     "load_skills",
     "parse_skill",
     "squash",
+    "steps_text",
 ]

@@ -38,6 +38,7 @@ from tracebound.events import (
     EvidenceProduced,
     GatekeeperResult,
     PlanProduced,
+    PlanSnapshot,
     Verdict,
 )
 from tracebound.llm import LLMSettings, OpenAIChatModel, PromptBudget
@@ -133,7 +134,7 @@ def claim(n: int, invocation: int, path: str, excerpt: str) -> dict[str, Any]:
 
 
 def shown_refs(request: fake.RecordedRequest) -> dict[tuple[int, str], str]:
-    """(invocation id, raw_path) → text of every ref the model was shown in one request."""
+    """(shown index, raw_path) → text of every ref the model was shown in one request."""
     shown = {}
     for message in request.messages:
         if message.get("role") != "tool":
@@ -144,11 +145,22 @@ def shown_refs(request: fake.RecordedRequest) -> dict[tuple[int, str], str]:
     return shown
 
 
+def planned_calls(plan: PlanSnapshot, tool: str | None = None) -> int:
+    """How many calls (of ``tool``) the plan records: they run first and are shown as 1..n."""
+    assert plan.execution is not None
+    return sum(1 for c in plan.execution.calls if tool in (None, c.tool))
+
+
 def run_executor(server: fake.FakeOpenAI) -> tuple[EvidenceProduced, list[AgentStep], Any]:
     [plan] = PlannerHandler(load_skills())(new_request(QUERY, language="zh"))
     assert isinstance(plan, PlanProduced)
-    ids = [invocation_id(plan.run_id, 1, i) for i in range(len(SEARCHES))]
-    texts = [log_text(r) for r in log_records("q1")[:3]] + [log_text(log_records("q5")[0])]
+    # The model sees each invocation by its index in call order; the planned calls go first.
+    first = planned_calls(plan.plan) + 1
+    ids = list(range(first, first + len(SEARCHES)))
+    # BigLogs tags each search's lines by its call number; the planned searches came first.
+    tag = planned_calls(plan.plan, "query_logs")
+    texts = [log_text(r) for r in log_records(f"q{tag + 1}")[:3]]
+    texts.append(log_text(log_records(f"q{tag + 5}")[0]))
     cited = [(ids[0], 0), (ids[0], 1), (ids[0], 2), (ids[4], 0)]
     claims = [
         claim(n, inv, f"$.logs[{i}]", text[:560])
@@ -163,7 +175,9 @@ def run_executor(server: fake.FakeOpenAI) -> tuple[EvidenceProduced, list[AgentS
     model = chat_model(server)
     tools = dict(build_tools(ToolSettings.demo()))
     tools["query_logs"] = QueryLogsTool(BigLogs())
-    handler = ExecutorHandler(tools, load_skills(), ExecutorSettings(mode="llm"), model)
+    # Room for the planned calls and the model's five searches in one round.
+    settings = ExecutorSettings(mode="llm", max_calls_per_round=10)
+    handler = ExecutorHandler(tools, load_skills(), settings, model)
     out = handler(plan)
     [evidence] = [e for e in out if isinstance(e, EvidenceProduced)]
     return evidence, [e for e in out if isinstance(e, AgentStep)], model
@@ -182,6 +196,7 @@ def test_executor_with_200_line_logs_stays_in_the_window_and_cites_shown_refs(
 ) -> None:
     evidence, steps, model = run_executor(server)
     assert_within_window(server, model)
+    # The planned calls ran first; the model's own two turns of calls add to them.
     assert len(steps) == 3 and all(s.success for s in steps)
     # Per call and per round: the model is told how much of the 200 refs it was shown,
     # and the three calls of the second turn share the round's cap.
@@ -192,21 +207,24 @@ def test_executor_with_200_line_logs_stays_in_the_window_and_cites_shown_refs(
         assert truncated["refs_total"] == LINES and 1 <= truncated["refs_shown"] < LINES
     assert second_turn[0]["truncated"]["refs_shown"] < first_turn[0]["truncated"]["refs_shown"]
     # The last prompt was over the window: the oldest results were cut first, the step says so.
-    [trimmed] = cuts(steps)
-    assert "cut: tool result call_" in trimmed
+    trimmed = cuts(steps)
+    assert trimmed and "cut: tool result " in trimmed[-1]
     last = shown_refs(server.requests[-1])
-    called = {t.source_invocation_id for t in evidence.tool_trace}
-    assert len(called) == len(SEARCHES)
-    assert {inv for inv, _path in last} == called, "every result still shows a ref to cite"
-    # Every ref the answer cites was shown to the model, and the gatekeeper accepts them.
+    planned = planned_calls(evidence.plan)
+    assert len(evidence.tool_trace) == planned + len(SEARCHES)
+    searches = set(range(planned + 1, planned + len(SEARCHES) + 1))
+    assert searches <= {inv for inv, _path in last}, "every search still shows a ref to cite"
+    # Every ref the answer cites was shown to the model, and the gatekeeper accepts them;
+    # the indexes the model cited are the invocation ids again.
     seen: dict[tuple[int, str], str] = {}
     for request in server.requests:
         seen.update(shown_refs(request))
+    shown_as = {invocation_id(evidence.run_id, 1, k): k + 1 for k in range(planned + 5)}
     output = evidence.executor_structured_output
     assert isinstance(output, dict)
     for item in output["claims"]:
         [binding] = item["evidence_bindings"]
-        key = (binding["source_invocation_id"], binding["raw_path"])
+        key = (shown_as[binding["source_invocation_id"]], binding["raw_path"])
         assert key in seen and binding["evidence_excerpt"] in seen[key]
     assert passed_gate(evidence).gatekeeper_result.status == "pass"
 

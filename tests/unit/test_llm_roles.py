@@ -132,7 +132,7 @@ def test_llm_executor_tool_loop_produces_evidence_the_gatekeeper_passes(
                 "evidence_bindings": [
                     {
                         "tool_name": "query_metrics",
-                        "source_invocation_id": invocation_id(plan.run_id, 1, 0),
+                        "source_invocation_id": 1,  # the short index the model is shown
                         "raw_path": ref.raw_path,
                         "evidence_excerpt": ref.text.split(", threshold")[0],
                     }
@@ -143,9 +143,8 @@ def test_llm_executor_tool_loop_produces_evidence_the_gatekeeper_passes(
         "recommended_actions": [],
         "missing_info": [],
     }
-    server.script(
-        fake.tool_call("query_metrics", params), fake.text(json.dumps(final, ensure_ascii=False))
-    )
+    # The planned call ran before the model was asked: one model turn writes the claims.
+    server.script(fake.text(json.dumps(final, ensure_ascii=False)))
     handler = ExecutorHandler(
         build_tools(ToolSettings.demo()),
         load_skills(),
@@ -156,13 +155,18 @@ def test_llm_executor_tool_loop_produces_evidence_the_gatekeeper_passes(
     evidence = [e for e in out if isinstance(e, EvidenceProduced)]
     invoked = [e for e in out if isinstance(e, ToolInvoked)]
     steps = [e for e in out if isinstance(e, AgentStep)]
-    assert len(evidence) == 1 and len(invoked) == 1 and len(steps) == 2
-    assert steps[0].has_tool_call and not steps[1].has_tool_call
+    assert len(evidence) == 1 and len(invoked) == 1 and len(steps) == 1
+    assert not steps[0].has_tool_call
     ev = evidence[0]
     assert ev.executor_output_parse_status.status == "valid"
-    assert ev.executor_structured_output["claims"][0]["claim_type"] == "observation"
-    tool_msg = server.requests[1].messages[-1]
+    [claim] = ev.executor_structured_output["claims"]
+    assert claim["claim_type"] == "observation"
+    # The short index the model cited is the real invocation id again.
+    assert claim["evidence_bindings"][0]["source_invocation_id"] == invocation_id(plan.run_id, 1, 0)
+    call_turn, tool_msg = server.requests[0].messages[-2:]
+    assert call_turn["tool_calls"][0]["function"]["name"] == "query_metrics"
     assert tool_msg["role"] == "tool" and ref.text in tool_msg["content"]
+    assert '"source_invocation_id": 1' in tool_msg["content"]
     [result] = GatekeeperHandler(default_ruleset())(ev)
     assert isinstance(result, GatekeeperResult)
     assert result.gatekeeper_result.status == "pass", result.gatekeeper_result.errors

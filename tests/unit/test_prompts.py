@@ -13,11 +13,11 @@ from tracebound.errors import ConfigError
 from tracebound.prompts import load_prompt, load_prompts, prompt_audit
 
 EXPECTED = {
-    "chat_planner": "chat-planner-v2",
-    "chat_executor": "chat-executor-v2",
+    "chat_planner": "chat-planner-v3",
+    "chat_executor": "chat-executor-v3",
     "chat_verifier": "chat-verifier-v2",
     "chat_composer": "chat-composer-v1",
-    "aiops_planner": "aiops-planner-v2",
+    "aiops_planner": "aiops-planner-v3",
 }
 
 
@@ -53,9 +53,7 @@ def test_structured_values_render_as_json() -> None:
     assert '"verdict": "PASS"' in rendered
     assert (
         load_prompt("chat-executor")
-        .render(
-            query="q", language="en", plan=["step"], scope="narrow", retry_context=None, evidence=[]
-        )
+        .render(language="en", plan=["step"], scope="narrow", retry_context=None, example="{}")
         .count("null")
         >= 1
     )
@@ -100,7 +98,7 @@ def test_audit_names_versions_and_resources_only() -> None:
     audit = prompt_audit([executor], [skill])
     assert audit.version == "chat-prompts-v1"
     names = [(ref.name, ref.version, ref.resource) for ref in audit.prompts]
-    assert names[0] == ("chat_executor", "chat-executor-v2", "prompts/chat-executor.md")
+    assert names[0] == ("chat_executor", "chat-executor-v3", "prompts/chat-executor.md")
     assert names[1][0] == skill.name and names[1][2].startswith("prompts/skills/")
     assert "VERBATIM" not in audit.model_dump_json()
 

@@ -202,6 +202,7 @@ class PromptBudget:
     tool_round_tokens: int
     model: str = ""
     counter: Counter | None = None
+    profile: str = "default"
 
     @classmethod
     def from_settings(
@@ -215,7 +216,13 @@ class PromptBudget:
             tool_round_tokens=settings.tool_round_tokens,
             model=model_name or settings.model,
             counter=counter,
+            profile=settings.profile,
         )
+
+    @property
+    def small(self) -> bool:
+        """The ``small`` profile: show the model less (``TRACEBOUND_LLM_PROFILE``)."""
+        return self.profile == "small"
 
     @property
     def limit(self) -> int:

@@ -85,6 +85,11 @@ class LLMSettings(TraceboundSettings):
     tool_round_tokens: int = Field(
         default=2400, ge=64, description="what the tool calls of one model turn may show"
     )
+    profile: Literal["default", "small"] = Field(
+        default="default",
+        description="small: leaner prompts for models with 4k-8k windows (fewer refs, "
+        "shorter excerpts, no examples, no tool specs when the plan has calls)",
+    )
 
     @model_validator(mode="after")
     def _reply_fits(self) -> Self:
