@@ -48,6 +48,7 @@ STATED_VERDICTS = ("PASS", "LOW_CONFID")
 # Prompt trimming (see _trims): what an over-budget prompt keeps.
 TEXT_CHARS, SHORT_TEXT_CHARS, CLAIMS_KEPT = 300, 100, 8
 TEXT_KEYS = frozenset({"evidence_excerpts", "rationale", "missing_info", "allowed_hypotheses"})
+HIDDEN_KEYS = frozenset({"original_query", "rationale"})  # the question is shown once, above
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
@@ -96,19 +97,44 @@ def compose_rules(
 
 
 def _fenced(value: object) -> str:
-    """JSON (or text) that cannot close the prompt's ``<<<``/``>>>`` data fences."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
+    """Compact JSON (or text) that cannot close the prompt's ``<<<``/``>>>`` data fences."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return text.replace("<<<", "< < <").replace(">>>", "> > >")
 
 
+def shown_material(data: dict[str, Any], small: bool = False) -> dict[str, Any]:
+    """The material as the model sees it: the question is shown once, above it, and the
+    verifier's rationale (its own notes) not at all. The ``small`` profile also leaves out
+    raw paths and every excerpt that only repeats its claim's text."""
+    shown = {k: v for k, v in data.items() if k not in HIDDEN_KEYS}
+    if small and isinstance(shown.get("allowed_claims"), list):
+        shown["allowed_claims"] = [_small_claim(c) for c in shown["allowed_claims"]]
+    return shown
+
+
+def _small_claim(claim: Any) -> Any:
+    if not isinstance(claim, dict):
+        return claim
+    text = str(claim.get("claim_text", ""))
+    excerpts = [e for e in claim.get("evidence_excerpts") or [] if str(e) not in text]
+    kept = {k: v for k, v in claim.items() if k not in ("raw_paths", "evidence_excerpts")}
+    return {**kept, "evidence_excerpts": excerpts} if excerpts else kept
+
+
 def _messages(
-    material: ComposerInput, language: str, prompt: Prompt, data: dict[str, Any] | None = None
+    material: ComposerInput,
+    language: str,
+    prompt: Prompt,
+    data: dict[str, Any] | None = None,
+    *,
+    small: bool = False,
 ) -> list[dict[str, Any]]:
     lang = language_of(language)
+    data = data if data is not None else material.model_dump(mode="json")
     system = prompt.render(
         query=_fenced(material.original_query),
         language=lang,
-        composer_input=_fenced(data if data is not None else material.model_dump(mode="json")),
+        composer_input=_fenced(shown_material(data, small)),
     )
     ask = (
         f"Write the {lang} answer for verdict {material.verdict} from the "
@@ -128,7 +154,9 @@ def _claims_kept(data: dict[str, Any]) -> dict[str, Any]:
     return {**data, "allowed_claims": claims[:CLAIMS_KEPT]}
 
 
-def _trims(material: ComposerInput, language: str, prompt: Prompt) -> Iterator[Trim]:
+def _trims(
+    material: ComposerInput, language: str, prompt: Prompt, small: bool = False
+) -> Iterator[Trim]:
     """Smaller prompts, in order: raw paths, excerpts and notes, then later claims."""
     stages: list[tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = [
         ("raw paths dropped", _paths_dropped),
@@ -143,7 +171,9 @@ def _trims(material: ComposerInput, language: str, prompt: Prompt) -> Iterator[T
         (f"allowed claims after the first {CLAIMS_KEPT} left out", _claims_kept),
     ]
     return staged_trims(
-        material.model_dump(mode="json"), stages, partial(_messages, material, language, prompt)
+        material.model_dump(mode="json"),
+        stages,
+        partial(_messages, material, language, prompt, small=small),
     )
 
 
@@ -217,11 +247,12 @@ def compose_llm(
         return rules_only(template)
 
     def written(rec: StepRecorder) -> Composition:
+        small = rec.budget.small
         reply, _step = rec.complete(
-            _messages(material, language, prompt),
+            _messages(material, language, prompt, small=small),
             json_mode=True,
             schema=ComposerReply,
-            trims=_trims(material, language, prompt),
+            trims=_trims(material, language, prompt, small),
         )
         outcome, parsed = parse_model(reply.text, ComposerReply)
         if parsed is None:

@@ -28,6 +28,7 @@ from typing import Any
 from services.executor.evidence_shape import ExecutorEvidenceShape
 from services.executor.gate import ToolGate
 from services.executor.llm_executor import ModelRound, tool_specs
+from services.executor.tool_view import ToolView
 from services.gatekeeper import Ruleset, check
 from tracebound.events import GateNote, ParseStatus, ToolInvocation
 from tracebound.events.step_kinds import REPAIR_PREFIX
@@ -123,16 +124,22 @@ def _written_binding(
     return None
 
 
-def citable_refs(invocations: Sequence[ToolInvocation]) -> list[dict[str, Any]]:
-    """The refs code built from this round's tool output: the only things a claim may cite."""
+def citable_refs(
+    invocations: Sequence[ToolInvocation], view: ToolView | None = None
+) -> list[dict[str, Any]]:
+    """The refs code built from this round's tool output: the only things a claim may cite.
+
+    With the round's ``view``, each invocation goes by the short index the model was shown.
+    """
     refs: list[dict[str, Any]] = []
     for inv in invocations:
         details = inv.retrieval_details
         for ref in details.evidence_refs if details is not None else ():
             if len(refs) >= MAX_REFS:
                 return refs
+            shown = view.shown_id(inv) if view is not None else None
             entry: dict[str, Any] = {
-                "source_invocation_id": inv.source_invocation_id,
+                "source_invocation_id": shown if shown is not None else inv.source_invocation_id,
                 "tool_name": inv.tool_name,
                 "raw_path": ref.raw_path,
                 "text": ref.text[:REF_TEXT_LIMIT],
@@ -144,11 +151,13 @@ def citable_refs(invocations: Sequence[ToolInvocation]) -> list[dict[str, Any]]:
 
 
 def repair_message(
-    problems: Sequence[Mapping[str, Any]], invocations: Sequence[ToolInvocation]
+    problems: Sequence[Mapping[str, Any]],
+    invocations: Sequence[ToolInvocation],
+    view: ToolView | None = None,
 ) -> dict[str, Any]:
     """The repair turn: a short instruction, then the errors and citable refs as JSON data."""
     data = json.dumps(
-        {"errors": list(problems), "citable_refs": citable_refs(invocations)},
+        {"errors": list(problems), "citable_refs": citable_refs(invocations, view)},
         ensure_ascii=False,
     )
     content = f"{_INSTRUCTION}\n<<<GATEKEEPER_ERRORS\n{data}\nGATEKEEPER_ERRORS>>>"
@@ -177,13 +186,15 @@ def settle(
     messages = list(first.messages)
     if first.raw:
         messages.append({"role": "assistant", "content": first.raw})
-    messages.append(repair_message(problems, invocations))
+    messages.append(repair_message(problems, invocations, first.view))
     trims = first.view.trims(messages) if first.view is not None else ()
     reply, _step = recorder.complete(messages, tools=tool_specs(gate.tools), trims=trims)
     rules = _rules_of(problems)
     if reply.tool_calls:
         return _with_note(kept, f"a repair turn for {rules} called tools instead of answering")
     second, _shape = parse_model(reply.text, ExecutorEvidenceShape)
+    if first.view is not None:  # the indexes the model was shown, back to invocation ids
+        second = ParseOutcome(second.status, second.detail, first.view.real_ids(second.value))
     if second.value is None:
         return _with_note(kept, f"a repair turn for {rules} gave {second.status} output")
     remaining = objections(second, invocations, ruleset)

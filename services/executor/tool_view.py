@@ -57,6 +57,25 @@ class RefCap:
     max_refs: int | None = None
 
 
+_BREAKS = (", ", "; ", " ")
+
+
+def cut_text(text: str, limit: int) -> str:
+    """At most ``limit`` characters of ``text``, cut before a separator, never inside a value.
+
+    A prefix that ends mid-value ("above the 80% th") would not be a fact the excerpt
+    check can match; one that ends at a field or word boundary still is.
+    """
+    if len(text) <= limit:
+        return text
+    head = text[:limit]
+    for mark in _BREAKS:
+        at = head.rfind(mark)
+        if at > limit // 2:
+            return head[:at]
+    return head
+
+
 def shown_refs(
     refs: Sequence[EvidenceRef], cap: RefCap, budget: PromptBudget
 ) -> tuple[list[dict[str, str]], dict[str, int] | None]:
@@ -64,7 +83,7 @@ def shown_refs(
     shown: list[dict[str, str]] = []
     used = texts_cut = 0
     for ref in refs:
-        text = ref.text[: cap.text_chars]
+        text = cut_text(ref.text, cap.text_chars)
         item = {"raw_path": ref.raw_path, "text": text}
         cost = budget.tokens(json.dumps(item, ensure_ascii=False))
         if shown and (used + cost > cap.tokens or len(shown) == (cap.max_refs or len(refs))):
@@ -218,6 +237,7 @@ __all__ = [
     "SMALL_TEXT_CHARS",
     "RefCap",
     "ToolView",
+    "cut_text",
     "invalid_arguments",
     "shown_refs",
     "tool_result",

@@ -163,7 +163,7 @@ def test_a_quoted_invocation_id_is_repaired_into_a_pass(
     assert error["binding"]["source_invocation_id"] == f'"{sid}"'
     assert data["citable_refs"] == [
         {
-            "source_invocation_id": sid,
+            "source_invocation_id": 1,  # the short index the model is shown
             "tool_name": "query_metrics",
             "raw_path": "$.alerts[0]",
             "text": ref_text,

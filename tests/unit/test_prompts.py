@@ -16,7 +16,7 @@ EXPECTED = {
     "chat_planner": "chat-planner-v3",
     "chat_executor": "chat-executor-v3",
     "chat_verifier": "chat-verifier-v2",
-    "chat_composer": "chat-composer-v1",
+    "chat_composer": "chat-composer-v2",
     "aiops_planner": "aiops-planner-v3",
 }
 
