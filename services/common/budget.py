@@ -6,9 +6,10 @@ leaves a stage the time its batches may take (:mod:`services.sentinel.deadline`)
 Both compute it here (the executor adds its turns and tools in
 :mod:`services.executor.budget`), so they cannot disagree.
 
-One model call costs at most every attempt's timeout plus the client's waits
-between attempts. The budget is a worst case: a healthy endpoint answers in a
-fraction of it.
+One model call costs at most every attempt's deadline plus the client's waits
+between attempts; a slow server's deadline may grow up to ``timeout_ceiling_s``
+(:mod:`tracebound.llm.deadline`), so that is what an attempt may cost. The
+budget is a worst case: a healthy endpoint answers in a fraction of it.
 """
 
 from __future__ import annotations
@@ -18,12 +19,17 @@ from tracebound.runtime.pacing import ModelBudget
 
 # The openai client's longest wait between two attempts of one call.
 RETRY_WAIT_MAX_S = 8.0
-LLM_SETTINGS = ("TRACEBOUND_LLM_TIMEOUT_S", "TRACEBOUND_LLM_MAX_RETRIES")
+LLM_SETTINGS = (
+    "TRACEBOUND_LLM_TIMEOUT_S",
+    "TRACEBOUND_LLM_TIMEOUT_CEILING_S",
+    "TRACEBOUND_LLM_MAX_RETRIES",
+)
 
 
 def call_budget_s(llm: LLMSettings) -> float:
     """The longest one model call may take, retries included."""
-    return llm.timeout_s * (llm.max_retries + 1) + RETRY_WAIT_MAX_S * llm.max_retries
+    attempt_s = max(llm.timeout_s, llm.timeout_ceiling_s)
+    return attempt_s * (llm.max_retries + 1) + RETRY_WAIT_MAX_S * llm.max_retries
 
 
 def model_budget(

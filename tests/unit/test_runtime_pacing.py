@@ -73,8 +73,12 @@ def test_a_poll_interval_shorter_than_a_batch_is_refused_naming_the_settings() -
 
 
 def test_the_model_budget_counts_attempts_waits_turns_and_tools() -> None:
-    llm = LLMSettings(base_url="http://127.0.0.1:1/v1", timeout_s=2, max_retries=1)
+    llm = LLMSettings(
+        base_url="http://127.0.0.1:1/v1", timeout_s=2, timeout_ceiling_s=2, max_retries=1
+    )
     assert call_budget_s(llm) == 2 * 2 + 8
+    # A slow server's deadline may grow to the ceiling: each attempt may take that long.
+    assert call_budget_s(llm.model_copy(update={"timeout_ceiling_s": 5})) == 2 * 5 + 8
     assert model_budget(llm).seconds == 12
     executor = executor_budget(llm, ExecutorSettings())
     assert executor.seconds == (6 + 1) * 12 + 6 * 10.0  # the turns, the repair turn, tools

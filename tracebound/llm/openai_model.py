@@ -14,6 +14,8 @@ call, because whatever JSON it holds is a fragment.
 
 from __future__ import annotations
 
+import dataclasses
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -24,10 +26,13 @@ from pydantic import BaseModel
 
 from tracebound.errors import ConfigError
 from tracebound.llm.budget import estimate_messages, family_for
+from tracebound.llm.deadline import Pace, measured_speed
 from tracebound.llm.port import ChatModel, ModelError, ModelReply, ToolCall
 from tracebound.llm.recovery import arguments_of, join_thoughts, recover_tool_calls, split_thought
 from tracebound.llm.settings import LLMSettings
 from tracebound.llm.tokens import CALIBRATION, ServerTokenizer
+
+log = logging.getLogger("tracebound.llm")
 
 
 def _function_tool(spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -126,6 +131,7 @@ class OpenAIChatModel:
             else None
         )
         self._family = family_for(settings.model)
+        self.pace = Pace(settings.timeout_s, settings.timeout_ceiling_s)
 
     def count_tokens(
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]] | None
@@ -149,6 +155,9 @@ class OpenAIChatModel:
         offered = frozenset(str(t["function"].get("name", "")) for t in wire_tools)
         settings = self.settings
         limit_field = settings.max_tokens_field
+        estimated = estimate_messages(messages, wire_tools, self._family)
+        deadline = self.pace.deadline(CALIBRATION.scaled(self.name, estimated), settings.max_tokens)
+        log.debug("model call deadline %.1fs", deadline, extra={"deadline_s": deadline})
         started = time.monotonic()
         try:
             completion = self._client.chat.completions.create(
@@ -162,9 +171,12 @@ class OpenAIChatModel:
                 if limit_field == "max_completion_tokens"
                 else openai.omit,
                 extra_body=dict(settings.extra_body) or None,
+                timeout=deadline,
             )
         except openai.OpenAIError as exc:
-            raise to_model_error(exc, self.settings.timeout_s) from None
+            if isinstance(exc, openai.APITimeoutError):
+                self.pace.timed_out(deadline)
+            raise to_model_error(exc, deadline) from None
         except ValueError:  # a 200 declared as JSON whose body does not decode
             raise _malformed() from None
         duration_ms = int((time.monotonic() - started) * 1000)
@@ -172,9 +184,17 @@ class OpenAIChatModel:
             reply = self._reply(completion, duration_ms, offered)
         except (AttributeError, TypeError, IndexError, KeyError, ValueError):
             raise _malformed() from None
-        estimated = estimate_messages(messages, wire_tools, self._family)
         CALIBRATION.observe(self.name, estimated, reply.prompt_tokens)
-        return reply
+        timings = getattr(completion, "timings", None)  # llama.cpp's own measurement
+        self.pace.observe(
+            measured_speed(
+                timings if isinstance(timings, Mapping) else None,
+                reply.prompt_tokens,
+                reply.completion_tokens,
+                duration_ms,
+            )
+        )
+        return dataclasses.replace(reply, deadline_s=deadline)
 
     def _response_format(self, json_mode: bool, schema: type[BaseModel] | None) -> Any:
         """What the configuration says to send for a JSON reply, if anything."""

@@ -80,6 +80,7 @@ class ModelReply:
     duration_ms: int
     finish_reason: str | None
     reasoning: str | None = field(default=None)
+    deadline_s: float | None = field(default=None)  # the time the call was given
 
     @property
     def has_tool_call(self) -> bool:

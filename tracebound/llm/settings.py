@@ -40,7 +40,17 @@ class LLMSettings(TraceboundSettings):
     base_url: str | None = None
     api_key: SecretStr = SecretStr("not-needed")
     model: str = "gpt-4o-mini"
-    timeout_s: float = Field(default=30, gt=0, description="per attempt, not per call")
+    timeout_s: float = Field(
+        default=30,
+        gt=0,
+        description="per attempt, not per call; the least a call gets once the server's "
+        "speed is measured (tracebound.llm.deadline)",
+    )
+    timeout_ceiling_s: float = Field(
+        default=120,
+        gt=0,
+        description="the most one call may get when the measured speed says it needs longer",
+    )
     max_retries: int = Field(default=2, ge=0, le=10)
     temperature: float | None = Field(default=None, ge=0, le=2, description="unset: not sent")
     startup_check: bool = Field(default=True, description="probe the endpoint at role start")

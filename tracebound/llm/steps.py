@@ -238,6 +238,8 @@ def _reply_attributes(reply: ModelReply) -> tracing.Attributes:
         attributes["gen_ai.usage.input_tokens"] = reply.prompt_tokens
     if reply.completion_tokens is not None:
         attributes["gen_ai.usage.output_tokens"] = reply.completion_tokens
+    if reply.deadline_s is not None:
+        attributes["tracebound.deadline_s"] = str(reply.deadline_s)
     return attributes
 
 
