@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpx
+import openai
 import pytest
 
 from tests.support import fake_servers
@@ -16,7 +18,7 @@ from tests.support.fake_openai import FakeOpenAI
 from tests.support.fake_servers import server_like
 from tests.support.prometheus import free_port
 from tracebound.llm import OpenAIChatModel
-from tracebound.llm.probe import STARTUP_SKIPS, probe_endpoint, safe_target
+from tracebound.llm.probe import STARTUP_SKIPS, EndpointProbe, probe_endpoint, safe_target
 from tracebound.llm.probe_report import Check, ProbeReport
 from tracebound.llm.settings import LLMSettings
 
@@ -203,3 +205,51 @@ def test_temperature_none_is_never_sent(monkeypatch: pytest.MonkeyPatch) -> None
         assert settings.temperature is None
         OpenAIChatModel(settings).complete([{"role": "user", "content": "hi"}])
     assert "temperature" not in server.requests[0].body
+
+
+def _llama_like(models_status: int, health: tuple[int, str], busy: bool) -> httpx.MockTransport:
+    """llama-server as the probe sees it: /v1/models, /health and /slots (chat times out)."""
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path == "/v1/models":
+            listing = {"object": "list", "data": [{"id": MODEL, "object": "model"}]}
+            body = listing if models_status == 200 else {"error": {"message": "Loading model"}}
+            return httpx.Response(models_status, json=body)
+        if path == "/health":
+            return httpx.Response(health[0], text=health[1])
+        if path == "/slots":
+            return httpx.Response(200, json=[{"id": 0, "is_processing": busy}])
+        raise httpx.ReadTimeout("the only slot is working", request=request)
+
+    return httpx.MockTransport(handle)
+
+
+def _probe_llama(transport: httpx.MockTransport) -> ProbeReport:
+    settings = settings_for("http://127.0.0.1:8080/v1")
+    client = openai.OpenAI(
+        base_url=settings.base_url,
+        api_key="x",
+        max_retries=0,
+        http_client=httpx.Client(transport=transport),
+    )
+    probe = EndpointProbe(
+        settings, client=client, http=httpx.Client(transport=transport), skip=STARTUP_SKIPS
+    )
+    return probe.run()
+
+
+def test_a_busy_single_slot_server_is_alive_not_down() -> None:
+    report = _probe_llama(_llama_like(200, (200, '{"status":"ok"}'), busy=True))
+    checks = by_name(report)
+    assert report.ok and not report.down
+    assert checks["tool_calling"].status == "warn" and "busy" in checks["tool_calling"].detail
+    # The same timeouts with an idle slot are a server that does not answer.
+    idle = _probe_llama(_llama_like(200, (200, '{"status":"ok"}'), busy=False))
+    assert not idle.ok and idle.down
+
+
+def test_a_loading_server_is_alive_not_down() -> None:
+    report = _probe_llama(_llama_like(503, (503, '{"error":{"message":"Loading model"}}'), False))
+    assert report.ok and not report.down
+    assert "loading" in by_name(report)["reachable"].detail

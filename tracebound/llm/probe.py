@@ -30,6 +30,7 @@ from tracebound.llm.settings import LLMSettings
 from tracebound.llm.tokens import ServerTokenizer
 
 MAX_LISTED = 10  # model names quoted back when the configured one is missing
+SERVER_STATE_TIMEOUT_S = 3.0  # llama-server answers /health and /slots even while busy
 
 # Checks no role's start-up check runs: parameters the roles never send.
 # The start-up check leaves out only what the roles do not send by default: a JSON
@@ -74,6 +75,10 @@ class EndpointProbe:
 
     def _checks(self) -> list[Check]:
         reachable, entries = self._list_models()
+        if reachable.status == "fail" and reachable.down:
+            state = self._busy_or_loading()
+            if state is not None:  # alive: a busy or loading server is not a down one
+                return [_alive("reachable", reachable, state), *_skipped(f"the server is {state}")]
         checks = [reachable]
         if reachable.status == "fail":
             return checks + _skipped("GET /models failed")
@@ -94,8 +99,33 @@ class EndpointProbe:
         for name, step in steps:
             if name in self.skip:
                 continue
-            checks.append(step())
+            check = step()
+            if check.status == "fail" and check.down:
+                state = self._busy_or_loading()
+                check = _alive(name, check, state) if state is not None else check
+            checks.append(check)
         return checks
+
+    def _busy_or_loading(self) -> str | None:
+        """``loading`` or ``busy`` when llama-server says so (``/health``, ``/slots``), else None.
+
+        A single-slot server working on a long prompt answers nothing else until it is
+        done, and one loading its model answers 503: both are alive, not down.
+        """
+        root = context_window.server_root(self.settings.base_url or "")
+        try:
+            health = self.http.get(f"{root}/health", timeout=SERVER_STATE_TIMEOUT_S)
+            if health.status_code == 503 and "loading" in health.text.lower():
+                return "loading"
+            reply = self.http.get(f"{root}/slots", timeout=SERVER_STATE_TIMEOUT_S)
+            slots = reply.json() if reply.status_code == 200 else None
+        except (httpx.HTTPError, ValueError):
+            return None
+        if isinstance(slots, list) and slots:
+            working = [s for s in slots if isinstance(s, Mapping) and s.get("is_processing")]
+            if len(working) == len(slots):
+                return "busy"
+        return None
 
     def _list_models(self) -> tuple[Check, list[Mapping[str, Any]]]:
         where = f"GET {self.target}/models"
@@ -207,6 +237,16 @@ SAMPLE = (
         ' "query": "payment-service 当前是否有 HighCPUUsage 告警？"}',
     },
 )
+
+
+def _alive(name: str, failed: Check, state: str) -> Check:
+    """A check that timed out on a busy or loading server: a warning, not a failure."""
+    detail = f"{failed.detail}; the server is {state} (every slot working, or the model loading)"
+    fix = (
+        "nothing is wrong: calls wait for a free slot; add slots (llama-server -np) "
+        "or raise TRACEBOUND_LLM_TIMEOUT_CEILING_S if calls time out"
+    )
+    return Check(name, "warn", detail, fix)
 
 
 def _skipped(reason: str) -> list[Check]:
