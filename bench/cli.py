@@ -10,7 +10,9 @@ Quix Streams), the gatekeeper, the projections (catch-up
 and rebuild into private schemas), the gatekeeper replay and the runs dashboard's
 page reads over 100,000 runs (:mod:`bench.dashboard_bench`), and the composer's
 restore of its answered runs over a million answers older than its window
-(:mod:`bench.answered_bench`). Each figure is the
+(:mod:`bench.answered_bench`). The model figure needs no stack: the demo eval
+suite in process, prompt tokens per diagnosis against the scripted server, and the
+real SmolLM2-135M on llama-server (:mod:`bench.llm_tokens`). Each figure is the
 median of repeated runs; the table goes to stdout, progress to stderr, and the
 whole report (every run, the machine, the git commit) to ``bench-results/``.
 
@@ -73,6 +75,12 @@ def add_options(parser: argparse.ArgumentParser) -> None:
         "--llm-delay", type=float, default=1.0, help="seconds per model call (default 1)"
     )
     parser.add_argument(
+        "--model-profile",
+        choices=("default", "small"),
+        default="small",
+        help="model: the prompt profile of the real-model run (default small)",
+    )
+    parser.add_argument(
         "--projection-events",
         type=int,
         default=150_000,
@@ -114,7 +122,9 @@ class Bench(FigureRunners):
         self.report["machine_at_start"] = info
         if "gatekeeper" in self.only:
             self.gatekeeper()
-        if self.only - {"gatekeeper"}:
+        if "model" in self.only:  # in process: the real model needs no stack
+            self.model()
+        if self.only - {"gatekeeper", "model"}:
             self._on_stack()
         return self._finish()
 

@@ -25,6 +25,8 @@ TARGETS = {
     "replay_eps": 8_000.0,  # gatekeeper-stage replay, evidence events/s over the command
     "rss_mb": 150.0,
     "llm_rps": 10.0,
+    "prompt_tokens": 6000,
+    "prompt_tokens_small": 3000,
     "dashboard_ms": 300.0,
 }
 
@@ -206,6 +208,43 @@ def llm_figures(runs: dict[str, Any]) -> list[Figure]:
             note="(1 run)",
         ),
     ]
+
+
+def model_figures(
+    scripted: dict[str, dict[str, Any]], real: dict[str, Any] | str, profile: str
+) -> list[Figure]:
+    """Prompt tokens per diagnosis (scripted server, both profiles) beside the real model."""
+    default, small = scripted["default"], scripted["small"]
+    tokens = default["total_per_diagnosis"]["prompt_tokens"]
+    small_tokens = small["total_per_diagnosis"]["prompt_tokens"]
+    same = default["verdicts"] == small["verdicts"]
+    figures = [
+        Figure(
+            "llm prompt tokens",
+            f"{fmt(tokens, 0)} per diagnosis ({fmt(small_tokens, 0)} with the small profile;"
+            f" scripted server, {default['runs']} demo cases,"
+            f" verdicts {'the same' if same else 'differ'} in both profiles)",
+            f"< {TARGETS['prompt_tokens']:.0f} (small < {TARGETS['prompt_tokens_small']:.0f})",
+            tokens < TARGETS["prompt_tokens"] and small_tokens < TARGETS["prompt_tokens_small"],
+            "(1 run)",
+        )
+    ]
+    if isinstance(real, str):
+        figures.append(Figure("llm real model", f"skipped: {real}"))
+        return figures
+    total = real["total_per_diagnosis"]
+    used = real["model_output_used"]
+    figures.append(
+        Figure(
+            "llm real model",
+            f"{fmt(real['runs_per_s'] or 0, 3)} runs/s, {fmt(total['prompt_tokens'], 0)}"
+            f" prompt tokens and {fmt(total['model_s'], 1)} model s per diagnosis; model output"
+            f" used in {fmt(100 * (used or 0), 0)}% of role calls ({real['runs']} demo cases,"
+            f" SmolLM2-135M on llama-server, {profile} profile)",
+            note="(1 run)",
+        )
+    )
+    return figures
 
 
 def runtime_figures(runs: Sequence[dict[str, Any]]) -> list[Figure]:

@@ -19,13 +19,18 @@ else the calibrated estimate. A real server reports its own count.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import re
+import tempfile
+import threading
 import time
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from replay.chain import Chain
@@ -214,23 +219,31 @@ def add_steps(figures: SuiteFigures, events: Sequence[Any]) -> None:
 
 
 def run_cases(
-    model: OpenAIChatModel, cases: Sequence[EvalCase], tools: Mapping[str, EvidenceTool]
+    model: OpenAIChatModel,
+    cases: Sequence[EvalCase],
+    tools: Mapping[str, EvidenceTool],
+    concurrency: int = 1,
 ) -> SuiteFigures:
-    """Every case through the in-process chain in llm mode; figures per role."""
-    chain = Chain.build(tools, model=model)
+    """Every case through the in-process chain in llm mode, ``concurrency`` at a time."""
     figures = SuiteFigures()
+    lock = threading.Lock()
+
+    def one(case: EvalCase) -> None:
+        chain = Chain.build(with_faults(tools, case.faults.failing_tools), model=model)
+        result = chain.run(case.request_event())
+        with lock:
+            figures.runs += 1
+            add_steps(figures, result.events)
+            figures.verdicts[case.id] = result.answer.verdict if result.answer else "none"
+            figures.passed[case.id] = all(r["passed"] for r in score(case.expect, result))
+            for (_role, mode), count in chain.planner.monitor.decisions().items():
+                figures.decisions[mode] = figures.decisions.get(mode, 0) + count
+
     started = time.monotonic()
-    for case in cases:
-        result = chain.with_tools(with_faults(tools, case.faults.failing_tools)).run(
-            case.request_event()
-        )
-        figures.runs += 1
-        add_steps(figures, result.events)
-        figures.verdicts[case.id] = result.answer.verdict if result.answer else "none"
-        figures.passed[case.id] = all(r["passed"] for r in score(case.expect, result))
+    with ThreadPoolExecutor(max_workers=max(concurrency, 1)) as pool:
+        list(pool.map(one, cases))
     figures.seconds = time.monotonic() - started
-    for (_role, mode), count in chain.planner.monitor.decisions().items():
-        figures.decisions[mode] = figures.decisions.get(mode, 0) + count
+    figures.verdicts = dict(sorted(figures.verdicts.items()))
     return figures
 
 
@@ -285,10 +298,42 @@ def real_suite(
     base_url: str,
     cases: Sequence[EvalCase] | None = None,
     settings: Mapping[str, Any] | None = None,
+    concurrency: int = 1,
 ) -> SuiteFigures:
     """The demo suite against a real server (``base_url`` ends in ``/v1``)."""
     llm = LLMSettings(base_url=base_url, max_retries=0, **dict(settings or {}))
-    return run_cases(OpenAIChatModel(llm), cases or load_suite(EVALS_DIR / "demo"), memory_tools())
+    suite = cases or load_suite(EVALS_DIR / "demo")
+    return run_cases(OpenAIChatModel(llm), suite, memory_tools(), concurrency)
+
+
+@contextlib.contextmanager
+def llama() -> Iterator[Any]:
+    """llama-server serving SmolLM2-135M (``tests.support.llama_server.Running``), or why not."""
+    from tests.support import llama_server  # noqa: PLC0415 - test support
+
+    built = llama_server.ensure_built()
+    if isinstance(built, str):
+        yield f"no llama-server: {built}"
+        return
+    log = Path(tempfile.mkdtemp(prefix="tracebound-bench-")) / "llama-server.log"
+    try:
+        with llama_server.llama_server(built, log) as running:
+            yield running
+    except AssertionError as exc:  # the server did not start
+        yield f"llama-server did not start: {str(exc)[:300]}"
+
+
+def llama_suite(
+    running: Any, cases: Sequence[EvalCase] | None = None, profile: str = "default"
+) -> SuiteFigures:
+    """The demo suite against a running llama-server, its slots as concurrency."""
+    settings = {
+        "model": "SmolLM2-135M-Instruct",
+        "context_window": running.context // running.slots,
+        "max_tokens": 512,
+        "profile": profile,
+    }
+    return real_suite(running.base_url, cases, settings, running.slots)
 
 
 def table(figures: SuiteFigures, title: str) -> str:

@@ -28,6 +28,7 @@ from bench.figures import (
     TARGETS,
     llm_figures,
     med,
+    model_figures,
     pipeline_figures,
     projections_figures,
     runs_note,
@@ -41,6 +42,7 @@ FIGURES = (
     "gatekeeper",
     "pipeline",
     "llm",
+    "model",
     "projections",
     "replay",
     "dashboard",
@@ -102,6 +104,32 @@ class FigureRunners:
         )
 
     # -- figures ------------------------------------------------------------------------
+
+    def model(self) -> None:
+        """Prompt tokens per diagnosis against the scripted server, then the real model.
+
+        Both run the demo eval suite in process (no stack): the scripted server with
+        each profile, and llama-server serving SmolLM2-135M with its slots as concurrency.
+        """
+        if str(REPO) not in sys.path:
+            sys.path.insert(0, str(REPO))
+        llm_tokens: Any = importlib.import_module("bench.llm_tokens")
+        with llm_tokens.llama() as running:
+            # The scripted replies' prompts are counted by the real server's tokenizer.
+            counter = None if isinstance(running, str) else running.root
+            scripted = {
+                profile: llm_tokens.scripted_suite(
+                    tokenizer_url=counter, settings={"profile": profile}
+                ).as_dict()
+                for profile in ("default", "small")
+            }
+            real_figures: dict[str, Any] | str = running
+            if not isinstance(running, str):
+                log("model: the demo eval suite against llama-server (SmolLM2-135M)")
+                real = llm_tokens.llama_suite(running, profile=self.args.model_profile)
+                real_figures = real.as_dict()
+        self.figures += model_figures(scripted, real_figures, self.args.model_profile)
+        self.report["model"] = {"scripted": scripted, "real": real_figures}
 
     def gatekeeper(self) -> None:
         # Its workload comes from the test support package, importable from the checkout.
