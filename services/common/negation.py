@@ -122,7 +122,8 @@ class Negations:
 
     def same_negation(self, zh_head: str, en_scope: Sequence[str]) -> bool:
         """An English negation of ``en_scope`` (word stems) negates the Chinese ``zh_head``."""
-        stems = self.equivalents.get(zh_head, ())
+        # the head is the two characters after the cue: 不符已 negates 符 (match)
+        stems = self.equivalents.get(zh_head) or self.equivalents.get(zh_head[:1], ())
         return any(word.startswith(s) for s in stems for word in en_scope)
 
 

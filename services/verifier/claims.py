@@ -22,6 +22,7 @@ from typing import Any
 from services.verifier.facts import Facts, extract
 from services.verifier.match import FactResult, compare
 from services.verifier.rules_file import OverclaimPhrases, VerifierRules
+from services.verifier.structure import check_claim, check_negative
 from tracebound.events import CheckedBinding, ClaimCheck, FactCheck
 
 SUPPORTED = "SUPPORTED"
@@ -72,6 +73,13 @@ def _verified(
         path = record.raw_path or binding.get("raw_path") or ""
         out.append((str(path), record.matched_text, excerpt if isinstance(excerpt, str) else ""))
     return out
+
+
+def _aliases(rules: VerifierRules) -> dict[str, tuple[str, ...]]:
+    return {
+        k.casefold(): tuple(a.casefold() for a in v)
+        for k, v in rules.doc.identifier_aliases.items()
+    }
 
 
 def _summary(results: list[FactResult]) -> str:
@@ -130,6 +138,7 @@ def judge_claim(
         results, refuted = _negative(
             text,
             paths,
+            [t for _, matched, excerpt in verified for t in (matched, excerpt) if t],
             claim_facts=claim_facts,
             evidence=evidence,
             rules=rules,
@@ -155,6 +164,7 @@ def judge_claim(
 def _negative(
     text: str,
     paths: Sequence[str],
+    texts: Sequence[str],
     *,
     claim_facts: Facts,
     evidence: Facts,
@@ -164,6 +174,10 @@ def _negative(
     """A negative observation's fact results, and why it is refuted (None: it is not)."""
     neg_rules = rules.doc.negative_observation
     results = compare(claim_facts, evidence, rules, negations=False)
+    results += [
+        FactResult(r.kind, r.fact, r.found, r.conflict, r.detail)
+        for r in check_negative(text, texts, aliases=_aliases(rules))
+    ]
     phrased = _phrased_not_found(text, rules)
     over = overclaim.search(unicodedata.normalize("NFKC", text))
     detail = "phrased as 'not found'" if phrased else "not phrased as 'not found'"
@@ -189,11 +203,14 @@ def _positive(
     rules: VerifierRules,
     overclaim: OverclaimPhrases,
 ) -> list[FactResult]:
-    """A positive claim's fact results, an overclaim among them."""
-    # the cited ref texts, and the excerpts, each in binding order: where unbound values sit
-    texts = ("\n".join(m for _, m, _ in verified), "\n".join(e for _, _, e in verified if e))
-    sequences = [extract(t, rules).numbers for t in texts]
-    results = compare(claim_facts, evidence, rules, sequences=sequences)
+    """A positive claim's fact results: its structure against the cited items
+    (:mod:`services.verifier.structure`), its negations, an overclaim among them."""
+    texts = [t for _, matched, excerpt in verified for t in (matched, excerpt) if t]
+    results = [
+        FactResult(r.kind, r.fact, r.found, r.conflict, r.detail)
+        for r in check_claim(text, texts, aliases=_aliases(rules))
+    ]
+    results += compare(claim_facts, evidence, rules, values=False)
     over = overclaim.search(unicodedata.normalize("NFKC", text))
     if over is not None and not overclaim.search(evidence.search):
         detail = "conclusion not stated in evidence"

@@ -192,6 +192,7 @@ def compare(
     *,
     negations: bool = True,
     sequences: Sequence[Sequence[Number]] = (),
+    values: bool = True,
 ) -> list[FactResult]:
     """One result per claim fact, plus one per evidence negation the claim drops.
 
@@ -201,7 +202,21 @@ def compare(
     """
     lexicon = rules.negations
     results: list[FactResult] = []
-    results.extend(number_result(number, evidence.numbers) for number in claim.numbers)
+    if values:
+        results += _value_results(claim, evidence, rules, sequences)
+    if not negations:
+        return results
+    return results + _negation_results(claim, evidence, lexicon)
+
+
+def _value_results(
+    claim: Facts,
+    evidence: Facts,
+    rules: VerifierRules,
+    sequences: Sequence[Sequence[Number]],
+) -> list[FactResult]:
+    """The claim's numbers (with their order) and identifiers against the evidence."""
+    results = [number_result(number, evidence.numbers) for number in claim.numbers]
     ordered = order_result(claim.numbers, sequences)
     if ordered is not None:
         results.append(ordered)
@@ -210,8 +225,11 @@ def compare(
         conflict = not found and any(i.kind == ident.kind for i in evidence.identifiers)
         detail = "stated" if found else "another value" if conflict else "not stated"
         results.append(FactResult(ident.kind, ident.text, found, conflict, f"{detail} in evidence"))
-    if not negations:
-        return results
+    return results
+
+
+def _negation_results(claim: Facts, evidence: Facts, lexicon: Negations) -> list[FactResult]:
+    results: list[FactResult] = []
     for neg in claim.negations:
         text = f"{neg.cue} {neg.head}".strip()
         if _negation_found(neg, evidence, lexicon):

@@ -44,7 +44,7 @@ def test_seed_sample_highcpu_narrow_confirmation() -> None:
     )
     assert {(f.kind, f.fact) for f in outcome.facts_checked} == {
         ("number", "92% [current]"),
-        ("service", "payment-service"),
+        ("name", "payment-service"),
         ("name", "HighCPUUsage"),
     }
     assert outcome.critical_fact_count == 3
@@ -196,7 +196,10 @@ def test_refuted_and_unproven_claims_decide_the_verdict() -> None:
         demo.REDIS_RETRY_LOG,
     )
     refuted = demo.claim(
-        "claim-3", "observation", "payment-service CPU is at 29%.", demo.CPU_RUNBOOK
+        "claim-3",
+        "observation",
+        "Capture hot threads with jstack, and do not check recent deploys.",
+        demo.CPU_RUNBOOK,
     )
     base = scenario("narrow-highcpu").structured_output
     low = verify(
@@ -210,7 +213,9 @@ def test_refuted_and_unproven_claims_decide_the_verdict() -> None:
         make_input({**base, "claims": [*base["claims"], refuted]}), rules=RULES, phrases=PHRASES
     )
     assert rejected.verdict == "REJECT"
-    assert rejected.rejected_claims == ("payment-service CPU is at 29%.",)
+    assert rejected.rejected_claims == (
+        "Capture hot threads with jstack, and do not check recent deploys.",
+    )
 
 
 def test_composer_material_filters_hypotheses_and_actions() -> None:

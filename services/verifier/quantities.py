@@ -1,0 +1,270 @@
+"""Quantities and identifiers of a text, in every form the tools and models write them.
+
+Why one reader for claims and evidence: a claim is checked by value against the
+typed quantities of its evidence, so ``10m36s``, ``636 s``, ``10 分 36 秒`` and
+``10 minutes 36 seconds`` must all read as 636 seconds, ``0.0512`` as a ratio
+that is 5.12 %, ``2.6 万`` as 26,000, ``3072Mi`` as bytes. Identifiers are read
+first and masked, so the digits of an IP address, a port, a clock time, a pod
+hash or a version are never numbers. A number keeps where it stands (its span),
+the words around it decide its role (:mod:`services.verifier.structure`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from tracebound import resources
+from tracebound.errors import ConfigError
+
+STRUCTURE_PATH = resources.path("rules", "claim-structure.json")
+PLAIN = "plain"
+
+
+class Lexicon(BaseModel):
+    """``rules/claim-structure.json``: units and the closed word classes of the check."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: str
+    description: str = ""
+    units: dict[str, tuple[str, float]]
+    multipliers: dict[str, float]
+    binary_multipliers: tuple[str, ...]
+    key_units: dict[str, tuple[str, float]]
+    seconds_keys: tuple[str, ...]
+    bound_cues: dict[str, tuple[str, ...]]
+    total_cues: dict[str, tuple[str, ...]]
+    greater_cues: dict[str, tuple[str, ...]]
+    less_cues: dict[str, tuple[str, ...]]
+    approximate_cues: dict[str, tuple[str, ...]]
+    inference_cues: dict[str, tuple[str, ...]]
+    window_cues: dict[str, tuple[str, ...]]
+    entity_nouns: dict[str, tuple[str, ...]]
+    stop_words: tuple[str, ...]
+    known_terms: tuple[str, ...] = ()
+    antonym_pairs: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
+
+    def words(self, field: str) -> tuple[str, ...]:
+        table: dict[str, tuple[str, ...]] = getattr(self, field)
+        return tuple(w for words in table.values() for w in words)
+
+
+@cache
+def lexicon(path: Path = STRUCTURE_PATH) -> Lexicon:
+    try:
+        return Lexicon.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the claim structure: {exc.strerror}") from None
+    except (ValueError, ValidationError) as exc:
+        raise ConfigError(f"{path}: invalid claim structure: {exc}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Quantity:
+    """A number as written, and every (dimension, value in base unit) it can mean."""
+
+    text: str
+    start: int
+    end: int
+    raw: float
+    decimals: int
+    unit: str
+    readings: tuple[tuple[str, float], ...]
+
+    @property
+    def dimension(self) -> str:
+        return self.readings[0][0]
+
+
+@dataclass(frozen=True, slots=True)
+class Token:
+    """An identifier: a name with digits or separators, a clock time, a path, an address."""
+
+    kind: str
+    text: str
+    norm: str
+    start: int
+    end: int
+
+
+def normalize(text: str) -> str:
+    """NFKC (full-width forms to ASCII), curly quotes straightened, ISO ``T`` spaced."""
+    text = unicodedata.normalize("NFKC", text).replace("’", "'")
+    return re.sub(r"(\d{4}-\d{2}-\d{2})T(\d{2}:)", r"\1 \2", text)
+
+
+_NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
+_IDENTIFIERS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("url", re.compile(r"[a-z][a-z0-9+.-]*://[^\s\"'<>()\[\]{}，。；]+", re.I)),
+    ("time", re.compile(r"\d{4}-\d{2}-\d{2}(?: \d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z?)?")),
+    ("time", re.compile(r"\d{1,2}/[A-Za-z]{3}/\d{4}(?::\d{2}:\d{2}:\d{2})?")),
+    ("time", re.compile(r"\d{4}/\d{2}/\d{2}")),
+    ("time", re.compile(r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?![\d:])")),
+    ("address", re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?(?!\w|\.\d)")),
+    ("path", re.compile(r"(?<![\w/])/[\w.-]+(?:/[\w.:-]*)*")),
+    ("quoted", re.compile(r"\"([^\"]{1,200})\"|“([^”]{1,200})”|「([^」]{1,200})」")),
+    (
+        "name",
+        re.compile(
+            r"(?<![\w,.])(?=[A-Za-z0-9_]*[A-Za-z_])[A-Za-z0-9_]+(?:[-._:/@#][A-Za-z0-9_]+)+"
+        ),
+    ),
+    ("name", re.compile(r"\b(?=[A-Za-z0-9_]*\d)(?=[A-Za-z0-9_]*[A-Za-z])[A-Za-z0-9_]{2,}\b")),
+    # CamelCase and mixed-case names: HikariCP, OOMKilled, ShareLock, PostgreSQL
+    ("name", re.compile(r"\b(?=\w*[a-z])(?=\w*[A-Z]\w*[A-Z]|\w*[a-z][A-Z])[A-Za-z][A-Za-z0-9]+\b")),
+)
+
+
+_PATTERNS: dict[int, tuple[re.Pattern[str], re.Pattern[str]]] = {}
+
+
+def _patterns(lex: Lexicon) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The unit and compound-duration patterns of ``lex``, compiled once per lexicon."""
+    key = id(lex)
+    if key not in _PATTERNS:
+        _PATTERNS[key] = (_make_unit_pattern(lex), _make_compound_pattern(lex))
+    return _PATTERNS[key]
+
+
+def _unit_pattern(lex: Lexicon) -> re.Pattern[str]:
+    return _patterns(lex)[0]
+
+
+def _compound_pattern(lex: Lexicon) -> re.Pattern[str]:
+    return _patterns(lex)[1]
+
+
+def _make_unit_pattern(lex: Lexicon) -> re.Pattern[str]:
+    names = sorted(lex.units, key=len, reverse=True)
+    multipliers = "".join(re.escape(m) for m in lex.multipliers)
+    units = "|".join(re.escape(u) for u in names)
+    # a number, an optional multiplier (k, M, 万), an optional unit; a Latin unit must end a word
+    return re.compile(
+        rf"(?<![\w.,])(?P<n>{_NUMBER})(?:\s?(?P<x>[{multipliers}])(?![A-Za-z]))?"
+        rf"(?:(?:\s?|-)(?P<u>{units})(?![A-Za-z]))?"
+    )
+
+
+def _make_compound_pattern(lex: Lexicon) -> re.Pattern[str]:
+    durations = sorted(
+        (u for u, (dim, _) in lex.units.items() if dim == "duration"), key=len, reverse=True
+    )
+    part = rf"(?:{_NUMBER})\s?(?:{'|'.join(re.escape(u) for u in durations)})(?![A-Za-z])"
+    return re.compile(rf"(?<![\w.]){part}(?:(?:\s|\s?and\s|,\s)?{part})+")
+
+
+def _quantity_token(text: str, lex: Lexicon) -> bool:
+    """Whether a name-like token (``4.24s``, ``2h05m``, ``3072Mi``, ``1.2k``) is a quantity."""
+    if _compound_pattern(lex).fullmatch(text):
+        return True
+    match = _unit_pattern(lex).fullmatch(text)
+    return bool(match and (match["u"] or match["x"]))
+
+
+def read_tokens(text: str, lex: Lexicon | None = None) -> list[Token]:
+    """Identifiers in ``text`` (normalized), earlier kinds first; spans never overlap."""
+    lex = lex or lexicon()
+    found: list[Token] = []
+    taken: list[tuple[int, int]] = []
+    for kind, pattern in _IDENTIFIERS:
+        for match in pattern.finditer(text):
+            start, end = match.span()
+            if any(s < end and start < e for s, e in taken):
+                continue
+            value = (
+                next((g for g in match.groups() if g), match.group())
+                if kind == "quoted"
+                else (match.group())
+            )
+            if kind == "name" and (value in lex.units or _quantity_token(value, lex)):
+                continue
+            value = value.rstrip(".,:;")
+            if kind != "quoted":  # a quote's own names and numbers are read as well
+                taken.append((start, end))
+            found.append(Token(kind, value, " ".join(value.casefold().split()), start, end))
+    return sorted(found, key=lambda t: t.start)
+
+
+def _decimals(number: str) -> int:
+    return len(number.split(".", 1)[1]) if "." in number else 0
+
+
+def _compound(text: str, lex: Lexicon) -> float:
+    """The seconds of a compound duration (``2h05m``, ``1m 7.2s``, ``3 天 6 小时``)."""
+    durations = sorted(
+        (u for u, (dim, _) in lex.units.items() if dim == "duration"), key=len, reverse=True
+    )
+    part = re.compile(rf"({_NUMBER})\s?({'|'.join(re.escape(u) for u in durations)})")
+    return sum(float(m[1].replace(",", "")) * lex.units[m[2]][1] for m in part.finditer(text))
+
+
+def _readings(
+    raw: float, multiplier: str | None, unit: str | None, lex: Lexicon
+) -> list[tuple[str, float]]:
+    factor = lex.multipliers.get(multiplier, 1.0) if multiplier else 1.0
+    readings: list[tuple[str, float]] = []
+    if unit:
+        dimension, scale = lex.units[unit]
+        readings.append((dimension, raw * factor * scale))
+        if dimension == "bytes" and multiplier is None and unit in ("KB", "MB", "GB", "TB"):
+            power = ("KB", "MB", "GB", "TB").index(unit) + 1
+            readings.append(("bytes", raw * 1024**power))  # GB is often written for GiB
+        return readings
+    readings.append((PLAIN, raw * factor))
+    if multiplier in lex.binary_multipliers:  # 2048M of memory: Mi as often as M
+        power = ("K", "M", "G").index(multiplier) + 1
+        readings.append(("bytes", raw * factor))
+        readings.append(("bytes", raw * 1024**power))
+    return readings
+
+
+def read_quantities(
+    text: str, tokens: list[Token] | None = None, lex: Lexicon | None = None
+) -> list[Quantity]:
+    """Quantities of ``text`` (normalized) outside its identifiers, in text order."""
+    lex = lex or lexicon()
+    tokens = read_tokens(text, lex) if tokens is None else tokens
+    masked = list(text)
+    for token in tokens:
+        if token.kind != "quoted":
+            masked[token.start : token.end] = " " * (token.end - token.start)
+    plain = "".join(masked)
+    found: list[Quantity] = []
+    taken: list[tuple[int, int]] = []
+    for match in _compound_pattern(lex).finditer(plain):
+        seconds = _compound(match.group(), lex)
+        start, end = match.span()
+        taken.append((start, end))
+        written = match.group()
+        found.append(
+            Quantity(
+                written, start, end, seconds, _decimals(written), "s", (("duration", seconds),)
+            )
+        )
+    for match in _unit_pattern(lex).finditer(plain):
+        start, end = match.span()
+        if any(s < end and start < e for s, e in taken):
+            continue
+        number = match["n"]
+        raw = float(number.replace(",", ""))
+        readings = _readings(raw, match["x"], match["u"], lex)
+        written = match.group().strip()
+        found.append(
+            Quantity(
+                written,
+                start,
+                end,
+                raw,
+                _decimals(number),
+                match["u"] or match["x"] or "",
+                tuple(readings),
+            )
+        )
+    return sorted(found, key=lambda q: q.start)
