@@ -147,13 +147,13 @@ def test_an_alert_and_two_questions_through_a_real_model(
     # are not asked when their deterministic part decides: a round the checks reject
     # gets no model verdict, and a REJECT gets the template answer.
     for run_id in ours:
-        by_role, verdict = outcomes[run_id], answers[run_id].verdict
+        by_role, final = outcomes[run_id], answers[run_id].verdict
         for role in ("planner", "executor"):
             assert by_role[role] != "not asked", (run_id, by_role)
         if by_role["composer"] == "not asked":
-            assert verdict == "REJECT", (run_id, by_role, verdict)
+            assert final == "REJECT", (run_id, by_role, final)
         if by_role["verifier"] == "not asked":
-            assert verdict != "PASS", (run_id, by_role, verdict)
+            assert final != "PASS", (run_id, by_role, final)
         for role, outcome in by_role.items():
             if role in asked_roles[run_id]:
                 assert outcome != "not asked", (run_id, role, outcome)
