@@ -103,21 +103,22 @@ def _fenced(value: object) -> str:
 
 
 def shown_material(data: dict[str, Any], small: bool = False) -> dict[str, Any]:
-    """The material as the model sees it: the question is shown once, above it, and the
-    verifier's rationale (its own notes) not at all. The ``small`` profile also leaves out
-    raw paths and every excerpt that only repeats its claim's text."""
+    """The material as the model sees it, nothing twice: the question is shown once, above
+    it, the verifier's rationale (its own notes) not at all, and an excerpt that only repeats
+    its claim's text is left out. The ``small`` profile also leaves out raw paths."""
     shown = {k: v for k, v in data.items() if k not in HIDDEN_KEYS}
-    if small and isinstance(shown.get("allowed_claims"), list):
-        shown["allowed_claims"] = [_small_claim(c) for c in shown["allowed_claims"]]
+    if isinstance(shown.get("allowed_claims"), list):
+        shown["allowed_claims"] = [_shown_claim(c, small) for c in shown["allowed_claims"]]
     return shown
 
 
-def _small_claim(claim: Any) -> Any:
+def _shown_claim(claim: Any, small: bool) -> Any:
     if not isinstance(claim, dict):
         return claim
     text = str(claim.get("claim_text", ""))
     excerpts = [e for e in claim.get("evidence_excerpts") or [] if str(e) not in text]
-    kept = {k: v for k, v in claim.items() if k not in ("raw_paths", "evidence_excerpts")}
+    hidden = ("raw_paths", "evidence_excerpts") if small else ("evidence_excerpts",)
+    kept = {k: v for k, v in claim.items() if k not in hidden}
     return {**kept, "evidence_excerpts": excerpts} if excerpts else kept
 
 

@@ -42,11 +42,13 @@ from tracebound.llm import (
 )
 from tracebound.prompts import Prompt
 
-_SCHEMA_NOISE = frozenset({"title", "additionalProperties", "maxLength", "minLength"})
+_SCHEMA_NOISE = frozenset(
+    {"title", "additionalProperties", "maxLength", "minLength", "maximum", "minimum"}
+)
 
 
 def compact_schema(value: Any) -> Any:
-    """A JSON schema without titles, length limits or null defaults; ``X | None`` read as ``X``.
+    """A JSON schema without titles, limits or null defaults; ``X | None`` read as ``X``.
 
     The gate validates every call against the full parameter model, so what the
     model is shown only has to name the fields, their types, defaults and ranges.
