@@ -3,9 +3,9 @@
 A round asks the model up to ``max_model_turns`` times, plus one repair turn when
 that is on, and runs up to ``max_calls_per_round`` tools, each bounded by
 ``tool_timeout_s``; the runtime paces the executor by that sum (see
-:mod:`services.common.budget`). A round usually asks the model twice (the tool
-calls, then the answer), which doubles its default concurrency
-(:mod:`tracebound.runtime.pacing`).
+:mod:`services.common.budget`). A round runs the plan's calls in code, then usually
+asks the model once. It still counts two calls per input, which doubles its default
+concurrency (:mod:`tracebound.runtime.pacing`): each run's thread also waits on tools.
 """
 
 from __future__ import annotations
