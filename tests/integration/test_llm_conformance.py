@@ -25,7 +25,10 @@ from tracebound.events import AgentStep, Event, EvidenceProduced, ToolInvoked
 
 QUESTION = "payment-service 当前是否有 HighCPUUsage 告警？ case-{}"
 CASES = ("tags", "json", "refusals", "length", "think")
-PARAMS = {"alert_name": "HighCPUUsage", "service": "payment-service"}
+# The plan's own query_metrics call (state firing) runs before the model is asked, so the
+# model's calls ask for every state: a call of its own, not a duplicate the gate refuses.
+PARAMS = {"alert_name": "HighCPUUsage", "service": "payment-service", "state": "all"}
+OWN_CALLS = ("tags", "json", "refusals")
 ROLES = ("planner", "executor", "verifier", "composer")
 
 
@@ -68,8 +71,16 @@ def _evidence(request: fake.RecordedRequest) -> str:
     return json.dumps({"answer_version": "executor_evidence_v2", "claims": []})
 
 
+def _own_results(request: fake.RecordedRequest) -> bool:
+    """Results of the model's own calls (the planned calls' ids start with ``plan-``)."""
+    return any(
+        m.get("role") == "tool" and not str(m.get("tool_call_id", "")).startswith("plan-")
+        for m in request.messages
+    )
+
+
 def _executor(case: str, request: fake.RecordedRequest) -> fake.Entry:
-    if any(m.get("role") == "tool" for m in request.messages):
+    if _own_results(request) or case not in OWN_CALLS:
         final = _evidence(request)
         return fake.truncated(final[: len(final) // 2]) if case == "length" else fake.text(final)
     if case == "tags":  # the repeat of an identical call is refused by the gate
@@ -78,11 +89,9 @@ def _executor(case: str, request: fake.RecordedRequest) -> fake.Entry:
         )
     if case == "json":
         return fake.tool_calls_in_content(("query_metrics", PARAMS))
-    if case == "refusals":
-        return fake.tool_calls(
-            ("query_metrics", PARAMS), ("drop_database", {}), ("query_logs", '{"query": ')
-        )
-    return fake.tool_calls_as_objects(("query_metrics", PARAMS))
+    return fake.tool_calls(  # refusals
+        ("query_metrics", PARAMS), ("drop_database", {}), ("query_logs", '{"query": ')
+    )
 
 
 def _verifier(case: str) -> fake.Entry:
@@ -162,14 +171,14 @@ def test_each_server_behaviour_ends_in_the_models_intent_or_a_visible_fallback(
         ev, run_steps, calls = of_case(case)
         status = ev.executor_output_parse_status
         assert status.status == "repaired" and "recovered" in status.detail, (case, status)
-        assert calls == 1, (case, calls)
+        assert calls == 2, (case, calls)  # the planned call, then the model's own
         assert any(
             "recovered" in s.model_output for s in run_steps if s.agent_name == "chat_executor"
         )
         assert answers[asked[case].run_id].verdict == "PASS", case
 
     ev, _steps, calls = of_case("refusals")  # unknown tool and bad arguments refused, visibly
-    assert ev.executor_output_parse_status.status == "valid" and calls == 1
+    assert ev.executor_output_parse_status.status == "valid" and calls == 2
     refused = [
         json.loads(str(m["content"]))
         for r in server.requests
