@@ -22,7 +22,7 @@ from typing import Any
 from services.verifier.facts import Facts, extract
 from services.verifier.match import FactResult, compare
 from services.verifier.rules_file import OverclaimPhrases, VerifierRules
-from services.verifier.structure import check_claim, check_negative
+from services.verifier.structure import check_claim, check_negative, negated_words, word_stem
 from tracebound.events import CheckedBinding, ClaimCheck, FactCheck
 
 SUPPORTED = "SUPPORTED"
@@ -210,7 +210,12 @@ def _positive(
         FactResult(r.kind, r.fact, r.found, r.conflict, r.detail)
         for r in check_claim(text, texts, aliases=_aliases(rules))
     ]
-    results += compare(claim_facts, evidence, rules, values=False)
+    negated = negated_words(text)
+    results += [
+        r
+        for r in compare(claim_facts, evidence, rules, values=False)
+        if not (r.conflict and r.kind == "negation" and word_stem(r.fact.split()[-1]) in negated)
+    ]
     over = overclaim.search(unicodedata.normalize("NFKC", text))
     if over is not None and not overclaim.search(evidence.search):
         detail = "conclusion not stated in evidence"

@@ -41,6 +41,8 @@ class Lexicon(BaseModel):
     seconds_keys: tuple[str, ...]
     bound_cues: dict[str, tuple[str, ...]]
     total_cues: dict[str, tuple[str, ...]]
+    bound_verbs: dict[str, tuple[str, ...]]
+    negating_phrases: dict[str, tuple[str, ...]]
     greater_cues: dict[str, tuple[str, ...]]
     less_cues: dict[str, tuple[str, ...]]
     approximate_cues: dict[str, tuple[str, ...]]

@@ -180,8 +180,10 @@ def _cues(text: str, q: Quantity, lex: Lexicon, neighbours: tuple[int, int] = (0
     of_total = previous_in_clause and re.search(
         r"\bof(?:\s+(?:its|the|a|an))?\s*$", before.casefold()
     )
-    bound = _has(bound_words, near_before, prefix=True) or _has(
-        bound_words, near_after, prefix=True
+    bound = (
+        _has(bound_words, near_before, prefix=True)
+        or _has(bound_words, near_after, prefix=True)
+        or _has(lex.words("bound_verbs"), before.casefold())  # "caps the backlog at 31k"
     )
     total_words = lex.words("total_cues")
     total = (
@@ -221,10 +223,10 @@ def _context(
     skip = set(lex.stop_words) | set(_cue_words(lex)) | set(lex.units)
     left = _CONTEXT_WORD.findall(before.casefold())[-1:]
     if re.search(r"[=:]\s*[\"']?$", before):  # "Query_time: 8.7s": the key is the name
-        return frozenset(_stem(w) for w in left if w not in skip)
+        return frozenset(word_stem(w) for w in left if w not in skip)
     following = re.match(r"\W*([a-z][a-z0-9_'-]*)(\s*[=:])?", after.casefold())
     right = [following[1]] if following and not following[2] else []  # not the next key
-    return frozenset(_stem(w) for w in (*left, *right) if w not in skip)
+    return frozenset(word_stem(w) for w in (*left, *right) if w not in skip)
 
 
 def _neighbours(quantities: Sequence[Quantity], index: int) -> tuple[int, int]:
@@ -271,7 +273,7 @@ def type_evidence(texts: Sequence[str], lex: Lexicon | None = None) -> Evidence:
             readings = tuple(_key_readings(key, q, lex))
             # a compared figure ("less than 10% space left") is named by its key alone
             context = (
-                frozenset({_stem(key)})
+                frozenset({word_stem(key)})
                 if key and (bound or cues.relation)
                 else frozenset()
                 if bound or cues.relation
@@ -580,9 +582,9 @@ def check_tokens(
         norm = token.norm
         if token.kind == "quoted":  # its words written in the item; its numbers read apart
             words = [w for w in _LATIN.findall(norm) if w not in units]
-            stems = {_stem(w) for w in evidence.words}
+            stems = {word_stem(w) for w in evidence.words}
             found = norm in evidence.search or (
-                bool(words) and all(w in evidence.words or _stem(w) in stems for w in words)
+                bool(words) and all(w in evidence.words or word_stem(w) in stems for w in words)
             )
         elif token.kind in ("url", "path", "address", "time") or ":" in norm:
             found = norm in evidence.search
@@ -624,13 +626,13 @@ def check_entities(
     for word in dict.fromkeys(named):
         if word in known or _is_english_word(word, evidence, lex):
             continue
-        found = word in evidence.words or _stem(word) in {_stem(w) for w in evidence.words}
+        found = word in evidence.words or word_stem(word) in {word_stem(w) for w in evidence.words}
         detail = "written in the cited item" if found else "not written in the cited item"
         results.append(Result("entity", word, found, False, detail))
     return results
 
 
-def _stem(word: str) -> str:
+def word_stem(word: str) -> str:
     for suffix in ("ing", "es", "ed", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]
@@ -694,6 +696,19 @@ def check_antonyms(normal: str, evidence: Evidence, lex: Lexicon) -> list[Result
                 Result("state", claim.group(), False, True, "the item states the opposite")
             )
     return results
+
+
+def negated_words(text: str, lex: Lexicon | None = None) -> frozenset[str]:
+    """Stems of the words a negating phrase governs ("warns against restarting" → restart):
+    the claim keeps the item's "do not restart" in other words."""
+    lex = lex or lexicon()
+    folded = normalize(text).casefold()
+    heads: set[str] = set()
+    for match in _cue_pattern(lex.words("negating_phrases")).finditer(folded):
+        following = _CONTEXT_WORD.findall(folded[match.end() : match.end() + 40])[:3]
+        heads.update(word_stem(w) for w in following if w not in lex.stop_words)
+        heads.update(w for w in re.findall(r"[\u4e00-\u9fff]{2}", folded[match.end() :])[:1])
+    return frozenset(heads)
 
 
 def check_negative(
