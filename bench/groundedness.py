@@ -17,23 +17,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from evals.groundedness.core import EDIT_CLASSES
 from services.verifier.input import parse_inputs
 from services.verifier.judge import verify
 from services.verifier.rules_file import load_overclaim_phrases, load_verifier_rules
 
 CORPUS = Path(__file__).resolve().parents[1] / "evals" / "groundedness"
 FILES = {"dev": "dev.jsonl", "test": "test.jsonl"}
-EDIT_CLASSES = (
-    "number_changed",
-    "number_swapped_within_item",
-    "unit",
-    "entity",
-    "comparison",
-    "negation",
-    "time_window",
-    "unsupported_cause",
-    "unsupported_conclusion",
-)
 TEST_WARNING = (
     "WARNING: the test split is for the final measurement only; "
     "do not look at its cases or tune the verifier to it."

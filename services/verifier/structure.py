@@ -718,15 +718,7 @@ def check_negative(
     aliases: dict[str, tuple[str, ...]] | None = None,
 ) -> list[Result]:
     """What a negative observation names (its query's terms, quoted or not) and links."""
-    lex = lex or lexicon()
-    evidence = type_evidence(evidence_texts, lex)
-    normal = normalize(text)
-    tokens = read_tokens(normal, lex)
-    return [
-        *check_tokens(tokens, evidence, lex, aliases),
-        *check_entities(normal, tokens, evidence, lex),
-        *check_inference(normal, evidence, lex),
-    ]
+    return _checked(text, evidence_texts, lex, aliases, positive=False)
 
 
 def check_claim(
@@ -736,14 +728,27 @@ def check_claim(
     aliases: dict[str, tuple[str, ...]] | None = None,
 ) -> list[Result]:
     """Every fact of a positive claim against the typed facts of its cited texts."""
+    return _checked(text, evidence_texts, lex, aliases, positive=True)
+
+
+def _checked(
+    text: str,
+    evidence_texts: Sequence[str],
+    lex: Lexicon | None,
+    aliases: dict[str, tuple[str, ...]] | None,
+    *,
+    positive: bool,
+) -> list[Result]:
     lex = lex or lexicon()
     evidence = type_evidence(evidence_texts, lex)
     normal = normalize(text)
     tokens = read_tokens(normal, lex)
+    values = check_quantities(normal, evidence, lex, tokens) if positive else []
+    states = check_antonyms(normal, evidence, lex) if positive else []
     return [
-        *check_quantities(normal, evidence, lex, tokens),
+        *values,
         *check_tokens(tokens, evidence, lex, aliases),
         *check_entities(normal, tokens, evidence, lex),
         *check_inference(normal, evidence, lex),
-        *check_antonyms(normal, evidence, lex),
+        *states,
     ]

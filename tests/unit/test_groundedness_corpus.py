@@ -15,20 +15,12 @@ from typing import Any
 
 import pytest
 
+from evals.groundedness.core import EDIT_CLASSES as CLASSES
+
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "evals" / "groundedness"
 SPLITS = {"dev": "dev.jsonl", "test": "test.jsonl"}
-EDIT_CLASSES = {
-    "number_changed",
-    "number_swapped_within_item",
-    "unit",
-    "entity",
-    "comparison",
-    "negation",
-    "time_window",
-    "unsupported_cause",
-    "unsupported_conclusion",
-}
+EDIT_CLASSES = set(CLASSES)
 
 
 @cache

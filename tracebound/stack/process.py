@@ -239,30 +239,30 @@ def tail(path: Path, lines: int = 5) -> str:
 @contextlib.contextmanager
 def try_state_lock(lock_file: Path) -> Iterator[bool]:
     """The state folder's lock if nobody holds it (``True``), else ``False`` at once."""
-    lock_file.parent.mkdir(parents=True, exist_ok=True)
-    with lock_file.open("a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    with _state_lock(lock_file, wait=False) as held:
+        yield held
 
 
 @contextlib.contextmanager
 def state_lock(lock_file: Path) -> Iterator[None]:
     """Serialise ``up``/``down`` runs on one state folder (two brokers must never race)."""
+    with _state_lock(lock_file, wait=True):
+        yield
+
+
+@contextlib.contextmanager
+def _state_lock(lock_file: Path, *, wait: bool) -> Iterator[bool]:
     lock_file.parent.mkdir(parents=True, exist_ok=True)
     with lock_file.open("a+") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            if not wait:
+                yield False
+                return
             progress(f"waiting for another tracebound up/down on {lock_file.parent}…")
             fcntl.flock(fh, fcntl.LOCK_EX)
         try:
-            yield
+            yield True
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
