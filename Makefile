@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup lint test test-unit coverage llama-server demo up down status bench clean
+.PHONY: setup lint test test-unit coverage llama-server victoria-logs demo up down status bench clean
 
 # The tested versions: constraints.txt pins every package the ranges in
 # pyproject.toml resolve to.
@@ -41,7 +41,7 @@ UNIT := -m "$(UNIT_MARKS)" $(UNIT_FOLDERS)
 # The test command: lint, the unit tests under coverage, then every test against a
 # real Kafka and PostgreSQL. The pytest session starts the local stack when none is
 # configured and stops it again if it started it.
-test: lint coverage llama-server
+test: lint coverage llama-server victoria-logs
 	$(call pytest,-m "integration or faults")
 
 # The real model server of the llm integration test, built once per machine (several
@@ -49,6 +49,11 @@ test: lint coverage llama-server
 # build does not stop the suite: the test that needs it says why it could not run.
 llama-server: setup
 	@PYTHON=$(BIN)/python bash scripts/ensure-llama-server.sh || echo "make: llama-server is not available; the real-model test will say why" >&2
+
+# The VictoriaLogs server of the log-store integration test, built once per machine
+# from the Go module proxy. A failed build does not stop the suite: the test says why.
+victoria-logs:
+	@bash scripts/ensure-victoria-logs.sh || echo "make: victoria-logs is not available; its test will say why" >&2
 
 # Fast feedback: the unit tests without those marked slow (subprocesses, real
 # timeouts, large generated suites); `make coverage` and `make test` run them all.

@@ -4,7 +4,7 @@ Each tool validates its parameters with its own model, runs against one backend
 and returns a :class:`ToolOutcome` whose ``evidence_refs`` are built by code —
 the only text a claim may cite. :func:`build_tools` wires them from settings:
 metrics from the request's own alerts unless Prometheus (or the demo) is
-configured, logs from Loki (or the demo) and otherwise from no backend at all,
+configured, logs from Loki or VictoriaLogs (or the demo) and otherwise from no backend at all,
 and every tool names its backend so each invocation records where it came from.
 """
 
@@ -39,6 +39,7 @@ from services.executor.tools.metrics import (
 from services.executor.tools.prometheus import PrometheusAlertSource
 from services.executor.tools.request_alerts import RequestAlertSource
 from services.executor.tools.settings import DEMO_ENV, NO_LOGS_BACKEND, ToolSettings
+from services.executor.tools.victoria_logs import VictoriaLogsSearch
 from tracebound.events import ToolBackend
 
 # Each tool's parameter model by tool name: the one parameter contract, which skill
@@ -73,6 +74,9 @@ def build_tools(settings: ToolSettings | None = None) -> dict[str, EvidenceTool]
     if s.logs_backend == "loki":
         logs_url = s.require_url("loki")
         logs = LokiLogSearch(logs_url, s.http_timeout_s)
+    elif s.logs_backend == "victorialogs":
+        logs_url = s.require_url("victorialogs")
+        logs = VictoriaLogsSearch(logs_url, s.http_timeout_s)
     elif s.logs_backend == "demo":
         logs = PostgresLogStore(s.dsn, lambda: demo_now, s.demo_data_dir)
     else:

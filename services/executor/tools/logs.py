@@ -10,6 +10,7 @@ equal the record's service; when none does, the answer is ``$.no_evidence``.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -25,11 +26,13 @@ from services.executor.tools.base import (
     failed_outcome,
     preview,
 )
-from tracebound.events import ToolBackend
+from tracebound.events import Alert, ToolBackend
 
 TOOL_NAME = "query_logs"
 _SERVICE_TOKEN = re.compile(r"(?<![\w.-])[A-Za-z0-9][\w-]*-service(?![\w-])")
 _LEVEL_ALIASES = {"WARNING": "WARN", "ERR": "ERROR", "FATAL": "CRITICAL"}
+# Alert labels a backend may scope a search to (VictoriaLogs does), in this order.
+SCOPE_LABELS = ("service", "namespace", "pod")
 
 
 class QueryLogsParams(ToolParams):
@@ -51,6 +54,8 @@ class LogQuery:
     level: str | None
     window_minutes: int
     limit: int
+    # Labels every alert of the queried service agrees on: see :func:`alert_scope`.
+    scope: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +67,7 @@ class LogPage:
 
 
 class LogSearch(Protocol):
-    """A log backend: Loki, the demo environment's PostgreSQL store, or none."""
+    """A log backend: VictoriaLogs, Loki, the demo's PostgreSQL store, or none."""
 
     layer: str
 
@@ -96,14 +101,31 @@ def normalise_level(level: str | None) -> str | None:
     return _LEVEL_ALIASES.get(upper, upper)
 
 
-def to_log_query(params: QueryLogsParams) -> LogQuery:
+def alert_scope(alerts: Sequence[Alert], services: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """The :data:`SCOPE_LABELS` values shared by the run's alerts of the queried services.
+
+    A query that names no service takes every alert of the run. A label the
+    alerts disagree on, or one they lack, is left out rather than guessed.
+    """
+    relevant = [a.labels for a in alerts if not services or a.labels.get("service") in services]
+    scope: list[tuple[str, str]] = []
+    for key in SCOPE_LABELS if relevant else ():
+        values = {labels.get(key) or "" for labels in relevant}
+        if len(values) == 1 and (value := values.pop()):
+            scope.append((key, value))
+    return tuple(scope)
+
+
+def to_log_query(params: QueryLogsParams, alerts: Sequence[Alert] = ()) -> LogQuery:
+    services = service_names(params.query, params.service)
     return LogQuery(
         topic=params.log_topic,
         text=params.query.strip(),
-        services=service_names(params.query, params.service),
+        services=services,
         level=normalise_level(params.level),
         window_minutes=params.window_minutes,
         limit=params.limit,
+        scope=alert_scope(alerts, services),
     )
 
 
@@ -138,7 +160,7 @@ class QueryLogsTool:
             "message": "",
         }
         try:
-            page = self._backend.search(to_log_query(p))
+            page = self._backend.search(to_log_query(p, ctx.alerts))
         except ToolBackendError as exc:
             return failed_outcome(envelope, str(exc), self._backend.layer)
         layer = self._backend.layer

@@ -2,13 +2,13 @@
 
 Why the defaults: nothing answers from data the run did not see. Metrics come
 from the alerts the request carries (``request``) until Prometheus is
-configured; logs have no backend until Loki is configured, so a log query fails
-visibly (``evidence_status=failed``) instead of searching shipped records. The
-demo environment (in-memory alerts and the PostgreSQL log store's shipped
-records) answers only where it is asked for: ``tracebound demo``, the
-evaluations and the tests set :data:`DEMO_ENV`. The PostgreSQL log store has no
-other source of records, so it is offered only as the ``demo`` backend. The
-knowledge base over the project's runbooks is not demo data and always runs.
+configured; logs have no backend until Loki or VictoriaLogs is configured, so a
+log query fails visibly (``evidence_status=failed``) instead of searching
+shipped records. The demo environment (in-memory alerts and the PostgreSQL log
+store's shipped records) answers only where it is asked for: ``tracebound
+demo``, the evaluations and the tests set :data:`DEMO_ENV`. The PostgreSQL log
+store has no other source of records, so it is offered only as the ``demo``
+backend. The knowledge base over the project's runbooks is not demo data and always runs.
 ``demo_now`` is the fixed clock of the demo data, so every demo timestamp — and
 therefore every evidence text — is the same on every machine and in every replay.
 """
@@ -46,8 +46,9 @@ class ToolSettings(TraceboundSettings):
 
     metrics_backend: Literal["request", "demo", "prometheus"] = "request"
     prometheus_url: str | None = None
-    logs_backend: Literal["none", "demo", "loki"] = "none"
+    logs_backend: Literal["none", "demo", "loki", "victorialogs"] = "none"
     loki_url: str | None = None
+    victorialogs_url: str | None = None
     logs_region: str = Field(default="local", description="region label of the log envelope")
     http_timeout_s: float = Field(default=5.0, gt=0, le=120)
     demo_now: datetime = DEMO_NOW
@@ -73,9 +74,14 @@ class ToolSettings(TraceboundSettings):
     def dsn(self) -> str:
         return self.postgres.dsn.get_secret_value()
 
-    def require_url(self, which: Literal["prometheus", "loki"]) -> str:
+    def require_url(self, which: Literal["prometheus", "loki", "victorialogs"]) -> str:
         """The backend URL without a trailing slash; a missing one is a config error."""
-        url = self.prometheus_url if which == "prometheus" else self.loki_url
+        urls = {
+            "prometheus": self.prometheus_url,
+            "loki": self.loki_url,
+            "victorialogs": self.victorialogs_url,
+        }
+        url = urls[which]
         if not url:
             env = f"TRACEBOUND_TOOLS_{which.upper()}_URL"
             raise ConfigError(f"{which} backend selected but {env} is not set")
