@@ -108,20 +108,30 @@ def new_recorder(model: ChatModel, prompt: Prompt, *, service: str, run_id: str)
 
 def _fenced(value: object) -> str:
     """JSON (or text) that cannot close the prompt's ``<<<``/``>>>`` data fences."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=1)
+    text = (
+        value
+        if isinstance(value, str)
+        else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    )
     return text.replace("<<<", "< < <").replace(">>>", "> > >")
 
 
 def _model_input(inp: VerifierInput) -> dict[str, Any]:
     """The contract's verifier input without the final answer or the rule catalogue."""
-    gate = inp.gatekeeper_result.model_dump(mode="json")
+    gate = inp.gatekeeper_result.model_dump(mode="json", exclude_none=True)
     gate.pop("rules", None)  # rule metadata: long, and no help in judging a claim
+    for binding in gate.get("checked_bindings", ()):
+        binding.pop("matched_text", None)  # the claim's own excerpts carry the verified text
+    trace = [
+        t.model_dump(mode="json", exclude_none=True, exclude={"backend", "input_summary"})
+        for t in inp.tool_trace_summary
+    ]
     return {
         "original_query": inp.original_query,
         "executor_final_answer": WITHHELD,
         "executor_structured_output": inp.executor_structured_output,
         "executor_output_parse_status": inp.executor_output_parse_status.model_dump(mode="json"),
-        "tool_trace_summary": [t.model_dump(mode="json") for t in inp.tool_trace_summary],
+        "tool_trace_summary": trace,
         "gatekeeper_result": gate,
         "retry_context": inp.retry_context.model_dump(mode="json") if inp.retry_context else None,
     }
@@ -132,7 +142,7 @@ def _checks(outcome: VerifierOutcome) -> list[dict[str, Any]]:
     allowed = {c.claim_id: c.evidence_excerpts for c in outcome.composer_input.allowed_claims}
     return [
         {
-            **check.model_dump(mode="json"),
+            **check.model_dump(mode="json", exclude={"claim_text", "claim_type", "raw_paths"}),
             "verified_excerpts": list(allowed.get(check.claim_id, ())),
             "facts": [
                 {"kind": f.kind, "fact": f.fact, "found": f.found}
