@@ -64,7 +64,8 @@ def _env(base_url: str) -> dict[str, str]:
         TRACEBOUND_LLM_BASE_URL=base_url,
         TRACEBOUND_LLM_MODEL=MODEL_NAME,
         TRACEBOUND_LLM_CONTEXT_WINDOW=str(PER_SLOT),
-        TRACEBOUND_LLM_MAX_TOKENS="512",
+        TRACEBOUND_LLM_MAX_TOKENS="384",
+        TRACEBOUND_LLM_PROFILE="small",  # a 4k-per-slot server on a loaded 2-core machine
         TRACEBOUND_LLM_MAX_RETRIES="0",
         TRACEBOUND_LLM_TIMEOUT_S="240",
     )
