@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from bench.llm_tokens import memory_tools
 from services.composer.handler import ComposerHandler
 from services.executor.handler import ExecutorHandler
 from services.executor.ids import invocation_id
@@ -175,6 +176,8 @@ def run_executor(server: fake.FakeOpenAI) -> tuple[EvidenceProduced, list[AgentS
     model = chat_model(server)
     tools = dict(build_tools(ToolSettings.demo()))
     tools["query_logs"] = QueryLogsTool(BigLogs())
+    # the plan's other calls run first too: the runbooks from memory, not PostgreSQL
+    tools["lookup_knowledge"] = memory_tools()["lookup_knowledge"]
     # Room for the planned calls and the model's five searches in one round.
     settings = ExecutorSettings(mode="llm", max_calls_per_round=10)
     handler = ExecutorHandler(tools, load_skills(), settings, model)
