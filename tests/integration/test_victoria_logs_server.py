@@ -27,7 +27,7 @@ OUT_OF_POOL = "HikariPool-1 - Connection is not available, request timed out aft
 
 
 def _line(minutes_ago: int, service: str, message: str, **fields: str) -> dict[str, Any]:
-    moment = NOW - timedelta(minutes=minutes_ago)
+    moment = NOW - timedelta(minutes=minutes_ago)  # NOW is set again when the server starts
     return {
         "_time": moment.strftime("%Y-%m-%dT%H:%M:%S.000000123Z"),
         "_msg": message,
@@ -38,28 +38,44 @@ def _line(minutes_ago: int, service: str, message: str, **fields: str) -> dict[s
     }
 
 
-# 6 hits: order-service in namespace shop, within the last hour, about the pool.
-HITS = [
-    _line(
-        m, "order-service", OUT_OF_POOL, level="error", pod=f"order-{m % 2}", component="HikariCP"
-    )
-    for m in (50, 40, 30, 20, 10, 5)
-]
-LINES = [
-    *HITS,
-    # the same text outside the 60-minute window
-    _line(120, "order-service", OUT_OF_POOL, level="error", pod="order-0"),
-    _line(150, "order-service", OUT_OF_POOL, level="error", pod="order-1"),
-    # the same service and text in another namespace than the alert's
-    _line(10, "order-service", OUT_OF_POOL, level="error", pod="order-9", namespace="staging"),
-    # the same service, other words
-    *(_line(m, "order-service", "order placed", level="info", pod="order-0") for m in (45, 25, 15)),
-    # the other service, same words
-    *(
-        _line(m, "inventory-service", "Connection is not available in pool", level="warn")
-        for m in (55, 45, 35, 25, 15, 12, 8, 3)
-    ),
-]
+def _hits() -> list[dict[str, Any]]:
+    """6 hits: order-service in namespace shop, within the last hour, about the pool."""
+    return [
+        _line(
+            m,
+            "order-service",
+            OUT_OF_POOL,
+            level="error",
+            pod=f"order-{m % 2}",
+            component="HikariCP",
+        )
+        for m in (50, 40, 30, 20, 10, 5)
+    ]
+
+
+def _lines() -> list[dict[str, Any]]:
+    return [
+        *_hits(),
+        # the same text outside the 60-minute window
+        _line(120, "order-service", OUT_OF_POOL, level="error", pod="order-0"),
+        _line(150, "order-service", OUT_OF_POOL, level="error", pod="order-1"),
+        # the same service and text in another namespace than the alert's
+        _line(10, "order-service", OUT_OF_POOL, level="error", pod="order-9", namespace="staging"),
+        # the same service, other words
+        *(
+            _line(m, "order-service", "order placed", level="info", pod="order-0")
+            for m in (45, 25, 15)
+        ),
+        # the other service, same words
+        *(
+            _line(m, "inventory-service", "Connection is not available in pool", level="warn")
+            for m in (55, 45, 35, 25, 15, 12, 8, 3)
+        ),
+    ]
+
+
+HITS = _hits()
+LINES = _lines()
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +84,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningVictoria
     if isinstance(built, str):
         pytest.skip(f"victoria-logs could not be built: {built}")
     folder: Path = tmp_path_factory.mktemp("victoria-logs")
+    global NOW, HITS, LINES  # the lines are dated from when they are sent
+    NOW = datetime.now(UTC).replace(microsecond=0)
+    HITS, LINES = _hits(), _lines()
     with victoria_logs(built, folder) as running:
         running.ingest(LINES)
         yield running
