@@ -54,8 +54,15 @@ class Lexicon(BaseModel):
     antonym_pairs: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
 
     def words(self, field: str) -> tuple[str, ...]:
-        table: dict[str, tuple[str, ...]] = getattr(self, field)
-        return tuple(w for words in table.values() for w in words)
+        """Every word of a word class, both languages (computed once per class)."""
+        key = (id(self), field)
+        if key not in _WORDS:
+            table: dict[str, tuple[str, ...]] = getattr(self, field)
+            _WORDS[key] = tuple(w for words in table.values() for w in words)
+        return _WORDS[key]
+
+
+_WORDS: dict[tuple[int, str], tuple[str, ...]] = {}
 
 
 @cache

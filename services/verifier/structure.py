@@ -32,7 +32,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 
 from services.verifier.quantities import (
     PLAIN,
@@ -207,6 +207,14 @@ def _cues(text: str, q: Quantity, lex: Lexicon, neighbours: tuple[int, int] = (0
 
 
 _CONTEXT_WORD = re.compile(r"[a-z][a-z0-9_'-]*")
+_SKIPS: dict[int, frozenset[str]] = {}
+
+
+def _context_skip(lex: Lexicon) -> frozenset[str]:
+    """Words that name nothing: stop words, cue words and units (once per lexicon)."""
+    if id(lex) not in _SKIPS:
+        _SKIPS[id(lex)] = frozenset(lex.stop_words) | _cue_words(lex) | frozenset(lex.units)
+    return _SKIPS[id(lex)]
 
 
 def _context(
@@ -220,7 +228,7 @@ def _context(
         before = text[low : q.start]
     if high >= 0 and high < q.end + len(after):
         after = text[q.end : high]
-    skip = set(lex.stop_words) | set(_cue_words(lex)) | set(lex.units)
+    skip = _context_skip(lex)
     left = _CONTEXT_WORD.findall(before.casefold())[-1:]
     if re.search(r"[=:]\s*[\"']?$", before):  # "Query_time: 8.7s": the key is the name
         return frozenset(word_stem(w) for w in left if w not in skip)
@@ -256,8 +264,19 @@ def _key_readings(key: str, q: Quantity, lex: Lexicon) -> list[tuple[str, float]
 
 
 def type_evidence(texts: Sequence[str], lex: Lexicon | None = None) -> Evidence:
-    """The typed facts of the cited ref texts and excerpts."""
-    lex = lex or lexicon()
+    """The typed facts of the cited ref texts and excerpts (the claims of one round cite
+    the same items: typed once)."""
+    if lex is None:
+        return _typed(tuple(texts))
+    return _type_evidence(texts, lex)
+
+
+@lru_cache(maxsize=512)
+def _typed(texts: tuple[str, ...]) -> Evidence:
+    return _type_evidence(texts, lexicon())
+
+
+def _type_evidence(texts: Sequence[str], lex: Lexicon) -> Evidence:
     normals = [normalize(t) for t in texts if t]
     evidence = Evidence(search="\n".join(n.casefold() for n in normals))
     bound_keys = ("threshold", "limit", "max", "maximum", "desired", "expected", "capacity")
@@ -644,15 +663,16 @@ def _is_english_word(word: str, evidence: Evidence, lex: Lexicon) -> bool:
     return word in lex.stop_words or word in _cue_words(lex)
 
 
-@cache
-def _cue_words_for(version: str, words: tuple[str, ...]) -> frozenset[str]:
-    del version
-    return frozenset(w for phrase in words for w in phrase.split())
+_CUE_WORDS: dict[int, frozenset[str]] = {}
 
 
 def _cue_words(lex: Lexicon) -> frozenset[str]:
-    fields = ("bound_cues", "greater_cues", "less_cues", "approximate_cues", "inference_cues")
-    return _cue_words_for(lex.version, tuple(w for f in fields for w in lex.words(f)))
+    """Every word of the cue classes (once per lexicon)."""
+    if id(lex) not in _CUE_WORDS:
+        fields = ("bound_cues", "greater_cues", "less_cues", "approximate_cues", "inference_cues")
+        phrases = (w for f in fields for w in lex.words(f))
+        _CUE_WORDS[id(lex)] = frozenset(w for phrase in phrases for w in phrase.split())
+    return _CUE_WORDS[id(lex)]
 
 
 def check_inference(normal: str, evidence: Evidence, lex: Lexicon) -> list[Result]:
