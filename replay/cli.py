@@ -132,6 +132,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _output_options(run)
     run.set_defaults(handler=run_eval)
 
+    from bench import incidents  # noqa: PLC0415 - its harness is imported when the suite runs
+
+    suite = commands.add_parser(
+        "incidents",
+        help="run the incident suite on real Prometheus, Alertmanager and VictoriaLogs",
+        description=incidents.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    incidents.add_options(suite)
+    suite.set_defaults(handler=incidents.run_suite)
+
 
 def _prompts(folder: str | None) -> PromptSet:
     """The candidate prompt folder, or the active one."""

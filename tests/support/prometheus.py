@@ -16,7 +16,7 @@ import contextlib
 import socket
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -41,6 +41,16 @@ alerting:
         - targets: ["127.0.0.1:{am_port}"]
 """
 
+# An exporter's series as it labels them itself (its own job and instance labels).
+SCRAPE_YML = """\
+scrape_configs:
+  - job_name: {job}
+    honor_labels: true
+    scrape_interval: {interval}
+    static_configs:
+      - targets: [{targets}]
+"""
+
 # group_by service (and the test's tag): all alerts of one service are one
 # notification, one run. Alertmanager sends a new group at once, without its group_wait,
 # when its first alert arrives more than group_wait after it started firing; the alerts
@@ -52,7 +62,7 @@ global:
   resolve_timeout: 5s
 route:
   receiver: tracebound
-  group_by: [service, tb_test]
+  group_by: [{group_by}]
   group_wait: 6s
   group_interval: 1s
   repeat_interval: 1h
@@ -155,9 +165,21 @@ def stop_process(proc: subprocess.Popen[bytes], timeout_s: float = 15) -> None:
 
 @contextlib.contextmanager
 def running_monitoring(
-    folder: Path, webhook: str, rules: str = "groups: []\n"
+    folder: Path,
+    webhook: str,
+    rules: str = "groups: []\n",
+    *,
+    data_dir: Path | None = None,
+    scrape: Sequence[str] = (),
+    scrape_interval: str = "5s",
+    group_by: Sequence[str] = ("service", "tb_test"),
 ) -> Iterator[Monitoring]:
-    """Prometheus and Alertmanager in ``folder``, Alertmanager posting to ``webhook``."""
+    """Prometheus and Alertmanager in ``folder``, Alertmanager posting to ``webhook``.
+
+    ``data_dir``: Prometheus' TSDB folder (one with backfilled blocks, say);
+    ``scrape``: ``host:port`` targets scraped every ``scrape_interval`` with their own
+    labels (``honor_labels``); ``group_by``: the labels of one Alertmanager group (one run).
+    """
     folder.mkdir(parents=True, exist_ok=True)
     prometheus = ensure_binary("prometheus", "prometheus", folder / "apt.log")
     alertmanager = ensure_binary(
@@ -166,11 +188,13 @@ def running_monitoring(
     prom_port, am_port = free_port(), free_port()
     rules_path = folder / "rules.yml"
     rules_path.write_text(rules, encoding="utf-8")
-    (folder / "prometheus.yml").write_text(
-        PROMETHEUS_YML.format(rules=rules_path, am_port=am_port), encoding="utf-8"
-    )
+    config = PROMETHEUS_YML.format(rules=rules_path, am_port=am_port)
+    if scrape:
+        targets = ", ".join(f'"{t}"' for t in scrape)
+        config += SCRAPE_YML.format(job="exporter", interval=scrape_interval, targets=targets)
+    (folder / "prometheus.yml").write_text(config, encoding="utf-8")
     (folder / "alertmanager.yml").write_text(
-        ALERTMANAGER_YML.format(webhook=webhook), encoding="utf-8"
+        ALERTMANAGER_YML.format(webhook=webhook, group_by=", ".join(group_by)), encoding="utf-8"
     )
     monitoring = Monitoring(
         folder=folder,
@@ -196,7 +220,7 @@ def running_monitoring(
                 [
                     prometheus,
                     f"--config.file={folder / 'prometheus.yml'}",
-                    f"--storage.tsdb.path={folder / 'prometheus-data'}",
+                    f"--storage.tsdb.path={data_dir or folder / 'prometheus-data'}",
                     f"--web.listen-address=127.0.0.1:{prom_port}",
                     "--web.enable-lifecycle",
                     # A reload drops the alerts of the evaluation it interrupts: resend
