@@ -326,15 +326,19 @@ class Suite:
             except HarnessError as exc:
                 logs = [ingest_log, *sorted((pipeline_dir / "services").glob("*.log"))]
                 tails = "\n".join(_tail(p) for p in logs)
+                self.rows = self._scored(events)  # what was answered, for the table
                 raise HarnessError(f"{exc}\n{environment.log_tails()}\n{tails}") from None
-            finally:
-                self.rows = [score_row(i, r) for i, r in self._partial(events)]
+            self.rows = self._scored(events)
         self.wall_s = time.monotonic() - started
         return self.rows
 
-    def _partial(self, events: Events) -> list[tuple[Incident, Run | None]]:
+    def _scored(self, events: Events) -> list[Row]:
+        """A row per incident, scored when its run was answered."""
         runs = events.runs(self.incidents)
-        return [(i, runs.get(i.id)) for i in self.incidents]
+        try:
+            return [score_row(i, runs.get(i.id)) for i in self.incidents]
+        except Exception as exc:
+            raise HarnessError(f"scoring failed: {type(exc).__name__}: {exc}") from exc
 
     def _model_env(self, stop: contextlib.ExitStack) -> dict[str, str]:
         roles = {f"TRACEBOUND_{r.upper()}_MODE": self.mode for r in MODEL_ROLES}
@@ -375,25 +379,30 @@ class Suite:
     def _stalled(self, environment: IncidentEnvironment, runs: Mapping[str, Run]) -> str:
         """What did not happen, incident by incident."""
         try:
-            firing = environment.firing()
+            active = environment.alerts()
             scrape = "; ".join(environment.scrape_health())
         except Exception as exc:  # Prometheus itself gone: say so
-            firing, scrape = [], f"Prometheus unreachable: {exc}"
+            active, scrape = [], f"Prometheus unreachable: {exc}"
         lines = [f"not every incident was answered within {self.timeout_s:.0f}s"]
         for incident in self.incidents:
             run = runs.get(incident.id)
             if run is not None and run.answer is not None:
                 continue
             scope = incident.scope
+            states = {
+                state
+                for state, labels in active
+                if labels.get("service") == scope.service
+                and labels.get("namespace") == scope.namespace
+            }
             if run is not None:
                 why = f"run {run.run_id} not answered; its events: {run.reached}"
-            elif any(
-                a.get("service") == scope.service and a.get("namespace") == scope.namespace
-                for a in firing
-            ):
+            elif "firing" in states:
                 why = "its alert fires in Prometheus but no run came (Alertmanager → ingest)"
+            elif states:
+                why = f"its alert is still {'/'.join(sorted(states))} (for: {incident.alert.for_})"
             else:
-                why = f"its alert {incident.alert.alert} never fired in Prometheus"
+                why = f"its alert {incident.alert.alert} is not active in Prometheus"
             lines.append(f"  {incident.id}: {why}")
         lines.append(f"  exporter scrape: {scrape}")
         return "\n".join(lines)

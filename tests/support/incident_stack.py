@@ -130,10 +130,14 @@ class IncidentEnvironment:
             + f"\n--- victoria-logs.log ({self.logs.log}) ---\n{text[-LOG_TAIL_CHARS:]}"
         )
 
+    def alerts(self) -> list[tuple[str, dict[str, str]]]:
+        """The state (pending, firing) and labels of every active alert in Prometheus now."""
+        alerts = self.monitoring.prometheus("/api/v1/alerts")["alerts"]
+        return [(a.get("state", ""), a["labels"]) for a in alerts]
+
     def firing(self) -> list[dict[str, str]]:
         """The labels of every alert firing in Prometheus now."""
-        alerts = self.monitoring.prometheus("/api/v1/alerts")["alerts"]
-        return [a["labels"] for a in alerts if a.get("state") == "firing"]
+        return [labels for state, labels in self.alerts() if state == "firing"]
 
     def scrape_health(self) -> list[str]:
         """The exporter target's health and last error as Prometheus reports it."""
