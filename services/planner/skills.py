@@ -27,7 +27,7 @@ from tracebound.errors import ConfigError
 from tracebound.events import PromptRef
 from tracebound.prompts import prompts_dir, read_front_matter, resource_name
 
-ToolName = Literal["query_metrics", "query_logs", "lookup_knowledge"]
+ToolName = Literal["query_metrics", "query_logs", "lookup_knowledge", "query_prometheus"]
 SERVICE_PLACEHOLDER = "{service}"
 ALERT_PLACEHOLDER = "{alert_name}"
 WINDOW_PLACEHOLDER = "{alert_window}"

@@ -138,7 +138,7 @@ def test_a_legacy_model_plan_is_derived_from_todays_skills() -> None:
     "line",
     [
         "check the memory alert",
-        'query_prometheus {"q": "up"}: not a tool',
+        'query_traces {"q": "up"}: not a tool',
         'query_logs {"query": "x"} without purpose',
         'query_logs ["x"]: not an object',
     ],

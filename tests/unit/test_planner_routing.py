@@ -54,7 +54,7 @@ def test_disk_alert_on_mysql_goes_to_the_disk_skill_not_the_pool_skill() -> None
     assert "alertname HighDiskUsage" in reason and "mysql" not in reason
     assert snapshot.execution is not None
     tools = [c.tool for c in snapshot.execution.calls]
-    assert tools == ["query_metrics", "query_logs", "lookup_knowledge"]
+    assert tools == ["query_metrics", "query_logs", "query_prometheus", "lookup_knowledge"]
     logs = snapshot.execution.calls[1].params
     # 30 minutes since startsAt plus the 15-minute lead
     assert logs["service"] == "mysql" and logs["window_minutes"] == 45
@@ -163,7 +163,8 @@ def test_generic_investigation_without_a_service_skips_the_service_logs() -> Non
     snapshot, skill = plan_rules(aiops_bare(bare), load_skills())
     assert skill is not None and skill.fallback
     assert snapshot.execution is not None
-    assert [c.tool for c in snapshot.execution.calls] == ["query_metrics", "lookup_knowledge"]
+    tools = [c.tool for c in snapshot.execution.calls]
+    assert tools == ["query_metrics", "query_prometheus", "lookup_knowledge"]
 
 
 def aiops_bare(alert: Alert) -> DiagnosisRequest:

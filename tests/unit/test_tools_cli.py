@@ -45,7 +45,7 @@ def test_validate_converts_ints_and_rejects_bad_values() -> None:
 
 def test_build_tools_names_and_strict_models() -> None:
     tools = build_tools()
-    assert set(tools) == {"query_metrics", "query_logs", "lookup_knowledge"}
+    assert set(tools) == {"query_metrics", "query_logs", "lookup_knowledge", "query_prometheus"}
     for name, tool in tools.items():
         assert tool.name == name and tool.description
         assert tool.params_model.model_config.get("extra") == "forbid"

@@ -1,4 +1,4 @@
-"""Evidence tools: query_metrics, query_logs and lookup_knowledge.
+"""Evidence tools: query_metrics, query_logs, lookup_knowledge and query_prometheus.
 
 Each tool validates its parameters with its own model, runs against one backend
 and returns a :class:`ToolOutcome` whose ``evidence_refs`` are built by code —
@@ -37,6 +37,8 @@ from services.executor.tools.metrics import (
     QueryMetricsTool,
 )
 from services.executor.tools.prometheus import PrometheusAlertSource
+from services.executor.tools.query_prometheus import TOOL_NAME as PROMQL
+from services.executor.tools.query_prometheus import QueryPrometheusParams, QueryPrometheusTool
 from services.executor.tools.request_alerts import RequestAlertSource
 from services.executor.tools.settings import DEMO_ENV, NO_LOGS_BACKEND, ToolSettings
 from services.executor.tools.victoria_logs import VictoriaLogsSearch
@@ -48,11 +50,12 @@ PARAMS_MODELS: dict[str, type[ToolParams]] = {
     METRICS: QueryMetricsParams,
     LOGS: QueryLogsParams,
     KNOWLEDGE: LookupKnowledgeParams,
+    PROMQL: QueryPrometheusParams,
 }
 
 
 def build_tools(settings: ToolSettings | None = None) -> dict[str, EvidenceTool]:
-    """The three tools by name, wired to the configured backends.
+    """The tools by name, wired to the configured backends.
 
     Nothing connects here: databases and HTTP backends are reached on the first
     call, so building the tools never fails because a backend is down.
@@ -90,6 +93,10 @@ def build_tools(settings: ToolSettings | None = None) -> dict[str, EvidenceTool]
         ),
         LookupKnowledgeTool(knowledge, rules),
     ]
+    # Without a Prometheus the PromQL investigation fails visibly, saying what to set.
+    url = (s.prometheus_url or "").rstrip("/")
+    backend = ToolBackend(name="prometheus" if url else "none", url=public_url(url))
+    tools.append(QueryPrometheusTool(url, s.http_timeout_s, backend))
     return {tool.name: tool for tool in tools}
 
 
@@ -100,6 +107,7 @@ __all__ = [
     "LookupKnowledgeParams",
     "QueryLogsParams",
     "QueryMetricsParams",
+    "QueryPrometheusParams",
     "RunContext",
     "ToolBackendError",
     "ToolOutcome",

@@ -1,0 +1,183 @@
+"""Diagnosis rules: declared patterns from checked series facts to a ranked cause.
+
+Why data: a cause is an inference, and an inference is only as good as the
+pattern behind it. ``rules/diagnosis-rules.json`` declares each pattern — the
+premises (a query of the PromQL catalogue and a test on one of its series) and
+the cause it supports — so a reader sees exactly why a cause was named, and a
+new pattern is a new entry, not new code. A rule holds when all its required
+premises hold on this run's series; the executor then states every premise as
+an observation (checked by the verifier like any other) and the cause as a
+labelled hypothesis that names them. A change counts only when it began
+between ``lead_minutes`` before the alert's onset and ``grace_minutes`` after
+it: an anomaly that began after the alert, or long before it, is never a
+premise, and another service's series never reach this run (queries are scoped).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from tracebound import resources
+from tracebound.errors import ConfigError
+from tracebound.rfc3339 import parse_time
+
+RULES_PATH = resources.path("rules", "diagnosis-rules.json")
+
+
+class Premise(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    query: str
+    test: Literal["present", "rose", "fell", "appeared", "reaches"]
+    labels: dict[str, str] = Field(default_factory=dict)
+    of: str | None = None
+    share: float = Field(default=1.0, gt=0, le=10)
+    optional: bool = False
+    new_version: bool = False
+
+
+class Rule(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    category: str
+    cause: dict[Literal["en", "zh"], str]
+    premises: tuple[Premise, ...] = Field(min_length=1)
+    needs_one_of: tuple[str, ...] = ()
+
+
+class Rulebook(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: str
+    description: str = ""
+    lead_minutes: float = Field(gt=0)
+    grace_minutes: float = Field(ge=0)
+    rules: tuple[Rule, ...]
+
+
+@cache
+def rulebook() -> Rulebook:
+    try:
+        return Rulebook.model_validate(json.loads(RULES_PATH.read_text(encoding="utf-8")))
+    except (OSError, ValueError, ValidationError) as exc:
+        raise ConfigError(f"diagnosis rules {RULES_PATH} are unusable: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Series:
+    """One cited series: where it is in the trace, and its item."""
+
+    key: tuple[int, str]  # (source_invocation_id, raw_path)
+    item: Mapping[str, Any]
+
+    @property
+    def query(self) -> str:
+        return str(self.item.get("query") or "")
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        labels: Mapping[str, str] = self.item.get("labels") or {}
+        return labels
+
+    def value(self, name: str) -> float | None:
+        values: Mapping[str, Any] = self.item.get("facts", {}).get("values", {})
+        raw = values.get(name)
+        return float(raw) if isinstance(raw, int | float) else None
+
+    @property
+    def onset(self) -> float | None:
+        moment = parse_time(str(self.item.get("facts", {}).get("onset") or ""))
+        return moment.timestamp() if moment else None
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """A rule that held, with the series its premises rest on, in premise order."""
+
+    rule: Rule
+    premises: tuple[Series, ...]
+
+
+def _in_window(moment: float | None, onset: float | None, book: Rulebook) -> bool:
+    if moment is None or onset is None:
+        return False
+    return onset - book.lead_minutes * 60 <= moment <= onset + book.grace_minutes * 60
+
+
+def _changed(s: Series, direction: str, book: Rulebook) -> bool:
+    if s.item.get("facts", {}).get("direction") != direction:
+        return False
+    began = s.value("change_began")
+    if began is not None:
+        return _in_window(began, s.onset, book)
+    # no clear change point: the change between an hour before and the onset counts
+    return s.value("hour_before") is not None
+
+
+def _reaches(s: Series, p: Premise, series: Sequence[Series]) -> bool:
+    level = s.value("at_onset") if s.value("at_onset") is not None else s.value("last")
+    shared = [o for o in series if o.query == p.of and _same_group(o.labels, s.labels)]
+    ceilings = [v for o in shared if (v := o.value("last")) is not None and v > 0]
+    return level is not None and bool(ceilings) and level >= p.share * max(ceilings)
+
+
+def _same_group(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
+    return all(a[k] == b[k] for k in a.keys() & b.keys())
+
+
+def _new_versions(series: Sequence[Series], book: Rulebook) -> set[str]:
+    return {
+        s.labels.get("version", "")
+        for s in series
+        if s.query == "versions" and _in_window(s.value("first_seen"), s.onset, book)
+    } - {""}
+
+
+def _on_new(s: Series, series: Sequence[Series], book: Rulebook) -> bool:
+    """``s`` is of a version that appeared in the window (of any version, when none did)."""
+    version = s.labels.get("version", "")
+    new = _new_versions(series, book)
+    return bool(version) and (version in new if new else True)
+
+
+def _holds(p: Premise, s: Series, series: Sequence[Series], book: Rulebook) -> bool:
+    if s.query != p.query or any(s.labels.get(k) != v for k, v in p.labels.items()):
+        return False
+    if p.test == "present":
+        return True
+    if p.test in ("rose", "fell"):
+        return _changed(s, p.test, book) and (not p.new_version or _on_new(s, series, book))
+    if p.test == "appeared":
+        return _in_window(s.value("first_seen"), s.onset, book)
+    return p.of is not None and _reaches(s, p, series)
+
+
+def evaluate(series: Sequence[Series], book: Rulebook | None = None) -> list[Finding]:
+    """The rules that hold on ``series``, best supported first."""
+    book = book or rulebook()
+    found: list[tuple[int, int, Finding]] = []
+    for order, rule in enumerate(book.rules):
+        held: list[Series] = []
+        ok = True
+        names: set[str] = set()
+        for p in rule.premises:
+            match = next((s for s in series if _holds(p, s, series, book)), None)
+            if match is None:
+                if not p.optional:
+                    ok = False
+                    break
+                continue
+            names.add(p.query)
+            if match not in held:
+                held.append(match)
+        if not ok or (rule.needs_one_of and not names & set(rule.needs_one_of)):
+            continue
+        found.append((-len(held), order, Finding(rule, tuple(held))))
+    return [f for _, _, f in sorted(found, key=lambda x: (x[0], x[1]))]

@@ -1,0 +1,86 @@
+"""Claims and cause hypotheses from ``query_prometheus`` series, worded by code.
+
+Why worded from the item: every number and time of a series claim is one of the
+facts the tool computed and wrote into the cited ref (``series_text``), so the
+verifier finds each of them there. Which series become claims: first the
+premises of the diagnosis rules that held (:mod:`diagnosis`), then the other
+series that changed in the window, largest change first; a steady series is
+stated only when it is a premise. The cause of each rule that held is a
+labelled hypothesis naming its rule, listed before any runbook hypothesis.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from services.executor import diagnosis
+from services.executor.diagnosis import Series
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesRef:
+    """A cited series: the invocation and path its claim binds to, and its ref text."""
+
+    binding: dict[str, Any]
+    series: Series
+
+
+def _labels(labels: Mapping[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(labels.items())) or "all matching series"
+
+
+def wording(item: Mapping[str, Any], lang: str, t: Mapping[str, Any]) -> str:
+    """The claim for one series item in ``lang`` with the templates ``t`` (``series``)."""
+    f: Mapping[str, Any] = item["facts"]
+    subject = t["subject"][lang].format(
+        what=item["what"], query=item["query"], labels=_labels(item.get("labels") or {})
+    )
+    values = {k: ("-" if v is None else v) for k, v in f.items() if k != "values"}
+    values["began"] = t["began"][lang].format(**values) if f.get("change_began") else ""
+    if item.get("unit") == "presence":
+        key = "appeared" if f.get("first_seen") else "present"
+    elif f.get("direction") == "steady":
+        key = "steady"
+    elif f.get("at_onset") is not None and f.get("hour_before") is not None:
+        key = "changed"
+    else:
+        key = "changed_short" if f.get("change_began") else "steady"
+    return str(t[key][lang]).format(subject=subject, **values)
+
+
+def _changed(s: Series) -> bool:
+    facts = s.item.get("facts", {})
+    return facts.get("direction") != "steady" or bool(facts.get("first_seen"))
+
+
+def _size(s: Series) -> float:
+    before, after = s.value("hour_before"), s.value("at_onset")
+    if before is None or after is None:
+        return 0.0
+    return abs(after - before) / max(abs(before), abs(after), 1e-9)
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnosed:
+    """Series refs in the order their claims go, and the cause hypotheses."""
+
+    refs: tuple[SeriesRef, ...]
+    causes: tuple[tuple[str, str], ...]  # (rule id, cause text)
+
+
+def diagnose(refs: Sequence[SeriesRef], lang: str) -> Diagnosed:
+    """Premises of the rules that held first, then the other changed series."""
+    by_key = {r.series.key: r for r in refs}
+    findings = diagnosis.evaluate([r.series for r in refs])
+    ordered: list[SeriesRef] = []
+    causes: list[tuple[str, str]] = []
+    for finding in findings:
+        causes.append((finding.rule.id, finding.rule.cause["zh" if lang == "zh" else "en"]))
+        for s in finding.premises:
+            if by_key[s.key] not in ordered:
+                ordered.append(by_key[s.key])
+    rest = sorted((r for r in refs if _changed(r.series)), key=lambda r: -_size(r.series))
+    ordered.extend(r for r in rest if r not in ordered)
+    return Diagnosed(tuple(ordered), tuple(causes))

@@ -1,0 +1,128 @@
+"""The PromQL templates ``query_prometheus`` may run, and how each is scoped.
+
+Why templates and not PromQL: a query a model writes could read any series of
+the server, and a query a person writes per alert does not generalise. The
+catalogue (``rules/prometheus-queries.json``) names each query by id, with its
+PromQL, its unit and how to scope it; skills name the ids (or named sets) to run
+for an alert type, and a model may only choose among ids.
+
+Scoping: ``SCOPE`` in a template becomes label matchers built from the run's
+own alert labels (service, namespace, pod, instance, job). A scope is a list of
+alternatives such as ``namespace,pod~service`` (``namespace="<ns>"`` and
+``pod=~"<service>-.*"``), tried in order until one returns series; an
+alternative with a label the alert lacks is skipped, so no query ever runs
+unscoped.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from tracebound import resources
+from tracebound.errors import ConfigError
+
+CATALOGUE_PATH = resources.path("rules", "prometheus-queries.json")
+SCOPE_WORD = "SCOPE"
+SCOPE_LABELS = ("namespace", "service", "job", "instance", "pod")
+_TERM = re.compile(r"^([a-z_][a-z0-9_]*)(?:([=~])([a-z_]+))?$")
+_RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
+
+
+class Query(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    what: str = Field(min_length=1, max_length=80)
+    promql: str = Field(min_length=1, max_length=2000)
+    scope: str
+    unit: str
+
+
+class Catalogue(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: str
+    description: str = ""
+    scopes: dict[str, tuple[str, ...]]
+    sets: dict[str, tuple[str, ...]]
+    queries: dict[str, Query]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Catalogue:
+        for name, query in self.queries.items():
+            if SCOPE_WORD not in query.promql:
+                raise ValueError(f"query {name}: its PromQL has no {SCOPE_WORD}")
+            if query.scope not in self.scopes:
+                raise ValueError(f"query {name}: unknown scope {query.scope!r}")
+        for name, ids in self.sets.items():
+            if name in self.queries:
+                raise ValueError(f"set {name}: a query has the same name")
+            unknown = [i for i in ids if i not in self.queries]
+            if unknown:
+                raise ValueError(f"set {name}: unknown queries {unknown}")
+        for name, alternatives in self.scopes.items():
+            for alternative in alternatives:
+                for term in alternative.split(","):
+                    if not _TERM.match(term.strip()):
+                        raise ValueError(f"scope {name}: bad term {term!r}")
+        return self
+
+    def expand(self, names: str) -> tuple[str, ...]:
+        """Query ids of a space- or comma-separated list of ids and set names, in order."""
+        ids: list[str] = []
+        for name in re.split(r"[\s,]+", names.strip()):
+            if not name:
+                continue
+            if name in self.sets:
+                ids.extend(self.sets[name])
+            elif name in self.queries:
+                ids.append(name)
+            else:
+                raise KeyError(name)
+        return tuple(dict.fromkeys(ids))
+
+
+@cache
+def catalogue(path: Path = CATALOGUE_PATH) -> Catalogue:
+    try:
+        return Catalogue.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, ValidationError) as exc:
+        raise ConfigError(f"PromQL templates {path} are unusable: {exc}") from exc
+
+
+def _quoted(value: str) -> str:
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def matchers(alternative: str, labels: Mapping[str, str]) -> str | None:
+    """``namespace,pod~service`` → ``namespace="shop",pod=~"cart-.*"``; None if a value is missing.
+
+    ``key`` matches the label's own value, ``key=other`` the value of the
+    alert's label ``other``, ``key~other`` names that start with it followed by
+    ``-`` (a deployment's pods, a service's consumer groups).
+    """
+    out: list[str] = []
+    for raw in alternative.split(","):
+        found = _TERM.match(raw.strip())
+        if found is None:
+            return None
+        key, op, source = found.group(1), found.group(2), found.group(3) or found.group(1)
+        value = labels.get(source, "")
+        if not value:
+            return None
+        if op == "~":
+            pattern = _RE2_SPECIAL.sub(r"\\\1", value) + "(-.*)?"
+            out.append(f"{key}=~{_quoted(pattern)}")
+        else:
+            out.append(f"{key}={_quoted(value)}")
+    return ",".join(out)
+
+
+def render(query: Query, selector: str) -> str:
+    """The template with ``SCOPE`` replaced by ``selector``."""
+    return query.promql.replace(SCOPE_WORD, selector)

@@ -1,0 +1,309 @@
+"""``query_prometheus``: declared PromQL range queries, scoped to the alert, as citable series.
+
+Why: the alert says that something is wrong; the first ten minutes at the
+console say why — restarts and their reason, a new version, the error ratio by
+version, the pool, the lag. Each query is a template of the catalogue
+(:mod:`promql`), scoped to the run's alert labels, bounded in series, points and
+time. Every returned series becomes one item ``$.series[i]`` with its labels and
+its facts computed in code (:mod:`series_facts`), and one ref whose text states
+exactly those facts with their units, so a claim worded from it is checked
+number by number.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from services.executor.tools import refs
+from services.executor.tools.base import (
+    RunContext,
+    ToolBackendError,
+    ToolOutcome,
+    ToolParams,
+    coerce_params,
+    failed_outcome,
+    preview,
+)
+from services.executor.tools.httpjson import get_json
+from services.executor.tools.promql import SCOPE_LABELS, Catalogue, catalogue, matchers, render
+from services.executor.tools.series_facts import SeriesFacts, clock, series_facts
+from services.executor.tools.units import format_quantity
+from tracebound.events import Alert, ToolBackend
+from tracebound.rfc3339 import parse_time
+
+TOOL_NAME = "query_prometheus"
+MAX_QUERIES = 28
+MAX_SERIES_PER_QUERY = 6
+MAX_SERIES = 40
+MAX_POINTS = 240
+MIN_STEP_S = 15
+NO_SCOPE = "no service, namespace, pod, instance or job label to scope the queries to"
+NO_PROMETHEUS = "no Prometheus configured (TRACEBOUND_TOOLS_PROMETHEUS_URL)"
+
+
+class QueryPrometheusParams(ToolParams):
+    queries: str = Field(min_length=1, max_length=400)
+    service: str | None = Field(default=None, max_length=200)
+    alert_name: str | None = Field(default=None, max_length=200)
+    window_minutes: int = Field(default=120, ge=10, le=360)
+
+
+def wall_clock() -> datetime:
+    return datetime.now(UTC)
+
+
+def scope_labels(alerts: Sequence[Alert], p: QueryPrometheusParams) -> tuple[dict[str, str], str]:
+    """The labels queries are scoped to, and the onset, from the run's matching alerts.
+
+    Alerts of the named service (and alert name) that agree on a label give it;
+    the service parameter gives ``service`` when no alert does. The onset is the
+    earliest ``startsAt`` among them.
+    """
+    relevant = [
+        a
+        for a in alerts
+        if (not p.service or a.labels.get("service") == p.service)
+        and (not p.alert_name or a.labels.get("alertname") == p.alert_name)
+    ] or [a for a in alerts if not p.service or a.labels.get("service") == p.service]
+    labels: dict[str, str] = {}
+    for key in SCOPE_LABELS:
+        values = {a.labels.get(key) or "" for a in relevant}
+        if len(values) == 1 and (value := values.pop()):
+            labels[key] = value
+    if p.service:
+        labels.setdefault("service", p.service)
+    starts = sorted(t for a in relevant if (t := parse_time(a.startsAt)) is not None)
+    return labels, (starts[0].isoformat() if starts else "")
+
+
+def _labels_text(labels: Mapping[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def series_text(item: Mapping[str, Any]) -> str:
+    """``<what> (<id>) for k=v, …: last …, min …, max …, mean … over 120m; …``."""
+    f: Mapping[str, Any] = item["facts"]
+    scope = _labels_text(item["labels"]) or "all matching series"
+    head = f"{item['what']} ({item['query']}) for {scope}"
+    if item["unit"] == "presence":
+        parts = [f"present at {f['last_time']}"]
+        if f.get("first_seen"):
+            parts.append(f"first seen {f['first_seen']}")
+        if f.get("last_seen"):
+            parts.append(f"last seen {f['last_seen']}")
+        return f"{head}: " + ", ".join(parts)
+    parts = [str(f["direction"])]
+    if f.get("at_onset") is not None:
+        onset = f"{f['at_onset']} at the alert's onset {f['onset']}"
+        if f.get("hour_before") is not None:
+            onset = f"{f['hour_before']} one hour before the alert's onset and " + onset
+        parts[0] += ", " + onset
+    if f.get("change_began"):
+        parts.append(f"change began {f['change_began']}")
+    parts.append(
+        f"last {f['last']}, min {f['min']}, max {f['max']}, mean {f['mean']} ({f['window']} window)"
+    )
+    for key, word in (("first_seen", "first seen"), ("last_seen", "last seen")):
+        if f.get(key):
+            parts.append(f"{word} {f[key]}")
+    return f"{head}: " + "; ".join(parts)
+
+
+def _facts(
+    facts: SeriesFacts, unit: str, window_min: int, onset: datetime | None
+) -> dict[str, Any]:
+    def q(value: float | None) -> str | None:
+        return None if value is None else format_quantity(value, unit)
+
+    def at(moment: float | None) -> str | None:
+        return None if moment is None else clock(moment)
+
+    return {
+        "last": q(facts.last),
+        "min": q(facts.minimum),
+        "max": q(facts.maximum),
+        "mean": q(facts.mean),
+        "window": f"{window_min}m",
+        "onset": at(onset.timestamp()) if onset else None,
+        "at_onset": q(facts.at_onset),
+        "hour_before": q(facts.hour_before),
+        "direction": facts.direction,
+        "change_began": at(facts.change_began),
+        "first_seen": at(facts.first_seen),
+        "last_seen": at(facts.last_seen),
+        "last_time": None,
+        "values": {
+            "last": facts.last,
+            "min": facts.minimum,
+            "max": facts.maximum,
+            "at_onset": facts.at_onset,
+            "hour_before": facts.hour_before,
+            "change_began": facts.change_began,
+            "first_seen": facts.first_seen,
+        },
+    }
+
+
+class QueryPrometheusTool:
+    """Run declared PromQL range queries; each series becomes ``$.series[i]``."""
+
+    name = TOOL_NAME
+    params_model: type[BaseModel] = QueryPrometheusParams
+
+    def __init__(
+        self,
+        url: str,
+        timeout_s: float,
+        backend: ToolBackend,
+        *,
+        book: Catalogue | None = None,
+        now: Callable[[], datetime] = wall_clock,
+    ) -> None:
+        self._url = url.rstrip("/")
+        self._timeout_s = timeout_s
+        self.backend = backend
+        self._book = book or catalogue()
+        self._now = now
+        ids = ", ".join([*self._book.sets, *self._book.queries])
+        self.description = (
+            "Run declared PromQL range queries scoped to the alert's own labels "
+            f"(queries: space-separated ids or sets among {ids}). Each series is "
+            "$.series[i] with last, min, max, mean, the value at the alert's onset and an "
+            "hour before, the direction of the change and when it began; or $.no_evidence."
+        )
+
+    def _range(self, promql: str, start: datetime, end: datetime, step: int) -> list[Any]:
+        params = {
+            "query": promql,
+            "start": f"{start.timestamp():.3f}",
+            "end": f"{end.timestamp():.3f}",
+            "step": str(step),
+        }
+        body = get_json("prometheus", f"{self._url}/api/v1/query_range", params, self._timeout_s)
+        data = body.get("data")
+        result = data.get("result") if isinstance(data, dict) else None
+        if not isinstance(result, list):
+            raise ToolBackendError("prometheus: query_range response has no data.result list")
+        return [r for r in result if isinstance(r, dict)]
+
+    def _run_one(
+        self, qid: str, labels: Mapping[str, str], span: tuple[datetime, datetime, int]
+    ) -> tuple[str, list[Any]]:
+        """The first scope alternative that returns series, and its series."""
+        query = self._book.queries[qid]
+        tried = ""
+        for alternative in self._book.scopes[query.scope]:
+            selector = matchers(alternative, labels)
+            if selector is None:
+                continue
+            tried = render(query, selector)
+            found = self._range(tried, *span)
+            if found:
+                return tried, found
+        return tried, []
+
+    def run(self, params: BaseModel, ctx: RunContext) -> ToolOutcome:
+        p = coerce_params(params, QueryPrometheusParams)
+        envelope: dict[str, Any] = {"success": True, "series": [], "queries": [], "message": ""}
+        if not self._url:
+            return failed_outcome(envelope, NO_PROMETHEUS, "none")
+        try:
+            ids = self._book.expand(p.queries)[:MAX_QUERIES]
+        except KeyError as exc:
+            message = f"unknown query or set {exc.args[0]!r}"
+            return failed_outcome(envelope, message, "prometheus")
+        labels, onset_text = scope_labels(ctx.alerts, p)
+        if not labels:
+            return failed_outcome(envelope, NO_SCOPE, "prometheus")
+        end = ctx.requested_at if ctx.requested_at.year > 1970 else self._now()
+        start = end - timedelta(minutes=p.window_minutes)
+        step = max(MIN_STEP_S, math.ceil(p.window_minutes * 60 / MAX_POINTS))
+        onset = parse_time(onset_text) if onset_text else None
+        items: list[dict[str, Any]] = []
+        try:
+            for qid in ids:
+                promql, found = self._run_one(qid, labels, (start, end, step))
+                envelope["queries"].append({"id": qid, "promql": promql, "series": len(found)})
+                items.extend(self._items(qid, found, (start, end, step), onset, p.window_minutes))
+                if len(items) >= MAX_SERIES:
+                    break
+        except ToolBackendError as exc:
+            return failed_outcome(envelope, str(exc), "prometheus")
+        query_text = f"{p.queries} scope {_labels_text(labels) or '-'}"
+        if not items:
+            message = "no series matched"
+            envelope["message"] = message
+            return ToolOutcome(
+                output=envelope,
+                retrieval_details=refs.no_evidence(TOOL_NAME, query_text, None, message),
+                success=True,
+                retrieval_layer="prometheus",
+                output_preview=preview(f"no series for {query_text}"),
+            )
+        items = items[:MAX_SERIES]
+        envelope.update(series=items, message=f"found {len(items)} series ({query_text})")
+        return ToolOutcome(
+            output=envelope,
+            retrieval_details=refs.supported(
+                refs.item_refs("series", [series_text(i) for i in items])
+            ),
+            success=True,
+            retrieval_layer="prometheus",
+            output_preview=preview(f"{len(items)} series: {', '.join(ids)}"),
+        )
+
+    def _items(
+        self,
+        qid: str,
+        found: list[Any],
+        span: tuple[datetime, datetime, int],
+        onset: datetime | None,
+        window_min: int,
+    ) -> list[dict[str, Any]]:
+        query = self._book.queries[qid]
+        start, end, step = span
+        out = []
+        for series in found:
+            metric = series.get("metric") if isinstance(series.get("metric"), dict) else {}
+            points = []
+            for pair in series.get("values") or []:
+                try:
+                    points.append((float(pair[0]), float(pair[1])))
+                except (TypeError, ValueError, IndexError):
+                    continue
+            facts = series_facts(
+                points,
+                start=start.timestamp(),
+                end=end.timestamp(),
+                onset=onset.timestamp() if onset else None,
+                step=step,
+            )
+            if facts is None:
+                continue
+            shown = _facts(facts, query.unit, window_min, onset)
+            shown["last_time"] = clock(max(t for t, _ in points))
+            out.append(
+                {
+                    "query": qid,
+                    "what": query.what,
+                    "unit": query.unit,
+                    "labels": {
+                        str(k): str(v)[:200] for k, v in sorted(metric.items()) if k != "__name__"
+                    },
+                    "facts": shown,
+                }
+            )
+        out.sort(key=_interest, reverse=True)
+        return out[:MAX_SERIES_PER_QUERY]
+
+
+def _interest(item: Mapping[str, Any]) -> tuple[int, float]:
+    """Series that changed first, then the largest."""
+    facts = item["facts"]
+    changed = facts["direction"] != "steady" or bool(facts.get("first_seen"))
+    return (1 if changed else 0, abs(facts["values"]["last"]))
