@@ -6,7 +6,8 @@ so the cumulative value only changes at slot starts, as a scraped counter does, 
 counts (requests, restarts) stay whole numbers. A counter starts at ``GRID_START`` from
 an offset of a few hours of its first rate (a process that has been up), falls to 0 at
 each declared reset, and keeps increasing past the last point at the last rate, so the
-live exposition continues the backfill. Histograms derive their cumulative buckets
+live exposition continues the backfill. A gauge whose points are all whole numbers
+(threads, connections, bytes) stays whole under noise. Histograms derive their cumulative buckets
 from the request rate and a log-normal latency fitted to p50 and p99.
 """
 
@@ -158,9 +159,12 @@ def _tracks(
     slots = _slot(upto_minute) + 1
     if series.type == "gauge":
 
+        whole = all(float(v).is_integer() for _, v in series.points)
+
         def gauge(minute: float) -> float:
             value = _interp(series.points, series.shape, minute)
-            return value * (1.0 + series.noise * _unit(series.seed, _slot(minute)))
+            value *= 1.0 + series.noise * _unit(series.seed, _slot(minute))
+            return float(round(value)) if whole else value
 
         return [(series.name, dict(series.labels), gauge)]
     if series.type == "counter":
