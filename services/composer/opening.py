@@ -6,7 +6,11 @@ any finding. Those facts are the input the run was started with (the alerts the
 request carries), not a conclusion, so they are quoted from it by code after
 the answer guard has screened the findings, and only what an alert carries is
 shown: a value, threshold or unit appears only when a label or annotation
-(``value``/``current_value``, ``threshold``, ``unit``) states it, never invented.
+(``value``/``current_value``, ``threshold``, ``unit``) states it, or when the
+alert's summary or description states it in words that leave no doubt (read by
+:mod:`tracebound.alert_figures`, the same reading the executor's alert items
+use) — never invented. The onset is the alert's ``startsAt``, the one the
+alert items' ``active_at`` and duration use too; a ``runbook_url`` is shown.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from datetime import UTC
 
 from services.composer.compose import ComposedAnswer
 from services.composer.templates import Phrases, TemplatesFile, phrases
+from tracebound.alert_figures import alert_figures, display, display_unit, states_percent, texts_of
 from tracebound.events import Alert, DiagnosisRequest
 from tracebound.rfc3339 import parse_time
 
@@ -27,6 +32,9 @@ INSTANCE_KEYS = ("pod", "instance")
 MAX_ALERT_LINES = 10
 MAX_FIELD_CHARS = 120
 _TIGHT_UNITS = frozenset({"%", "‰"})
+# The runbook link of an alert line (a URL is an identifier, not a fixed phrase).
+RUNBOOK = {"en": "runbook {url}", "zh": "处理手册 {url}"}
+MAX_URL_CHARS = 300
 
 
 def _field(alert: Alert, *keys: str) -> str:
@@ -44,7 +52,12 @@ def _label(alert: Alert, key: str) -> str:
 
 
 def _with_unit(figure: str, unit: str) -> str:
+    """``91.5`` and ``%`` → ``91.5%``; a figure written with its unit (``93%``) stays."""
     if not unit or figure.endswith(unit):
+        return figure
+    try:
+        float(figure)
+    except ValueError:
         return figure
     return f"{figure}{unit}" if unit in _TIGHT_UNITS else f"{figure} {unit}"
 
@@ -57,22 +70,47 @@ def _since(starts_at: str) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def alert_line(alert: Alert, p: Phrases) -> str:
-    """One alert: name and service, then value, threshold and start time when it has them."""
+def _runbook(alert: Alert, language: str) -> str:
+    url = "".join(str(alert.annotations.get("runbook_url", "")).split())[:MAX_URL_CHARS]
+    if not url:
+        return ""
+    return RUNBOOK["zh" if language.lower().startswith("zh") else "en"].format(url=url)
+
+
+def _figures(alert: Alert) -> tuple[str, str, str]:
+    """Value, threshold and unit: as annotations or labels name them, else as the words state."""
+    unit = _field(alert, "unit")
+    value, threshold = _field(alert, *VALUE_KEYS), _field(alert, "threshold")
+    if not value or not threshold:
+        read = alert_figures(alert.annotations, alert.labels.get("alertname", ""))
+        value = value or (read.value.text[:MAX_FIELD_CHARS] if read.value else "")
+        threshold = threshold or (read.threshold.text[:MAX_FIELD_CHARS] if read.threshold else "")
+    if unit in ("bytes", "ratio"):
+        percent = states_percent(texts_of(alert.annotations))
+        value = (display(value, unit, percent) or "") if value else ""
+        threshold = (display(threshold, unit, percent) or "") if threshold else ""
+        unit = display_unit(unit, percent) or ""
+    return value, threshold, unit
+
+
+def alert_line(alert: Alert, p: Phrases, language: str = "en") -> str:
+    """One alert: name and service, then value, threshold, start time and runbook it has."""
     name = alert.labels.get("alertname") or p.alert_unnamed
     where = _field(alert, *WHERE_KEYS)
     subject = p.alert_subject.format(name=name, service=where) if where else name
     instance = next((v for k in INSTANCE_KEYS if (v := _label(alert, k)) and v != where), "")
     if instance:
         subject = f"{subject} ({instance})"
-    unit = _field(alert, "unit")
+    value, threshold, unit = _figures(alert)
     details: list[str] = []
-    if value := _field(alert, *VALUE_KEYS):
+    if value:
         details.append(p.alert_value.format(value=_with_unit(value, unit)))
-    if threshold := _field(alert, "threshold"):
+    if threshold:
         details.append(p.alert_threshold.format(threshold=_with_unit(threshold, unit)))
     if alert.startsAt.strip():
         details.append(p.alert_since.format(since=_since(alert.startsAt.strip())))
+    if runbook := _runbook(alert, language):
+        details.append(runbook)
     if not details:
         return subject
     return p.alert_line.format(subject=subject, details=p.alert_separator.join(details))
@@ -86,7 +124,8 @@ def opening_lines(
     if not firing:
         return []
     p = phrases(language, templates)
-    lines = [p.alerts_header, *(p.bullet + alert_line(a, p) for a in firing[:MAX_ALERT_LINES])]
+    shown = firing[:MAX_ALERT_LINES]
+    lines = [p.alerts_header, *(p.bullet + alert_line(a, p, language) for a in shown)]
     if len(firing) > MAX_ALERT_LINES:
         lines.append(p.bullet + p.alerts_more)
     return lines

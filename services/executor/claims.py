@@ -117,6 +117,10 @@ def _alert_facts(item: Mapping[str, Any], lang: str) -> str:
     summary = " ".join(str(item.get("summary") or "").split())
     if summary:
         facts.append(t["summary"][lang].format(value=summary))
+    # and its description, where the value and threshold are often stated in full
+    description = " ".join(str(item.get("description") or "").split())
+    if description and description != summary:
+        facts.append(t["description"][lang].format(value=description))
     return str(t["separator"][lang]).join(facts)
 
 

@@ -155,10 +155,10 @@ def test_the_generator_url_gives_threshold_and_unit_and_the_summary_the_value() 
     evidence, gate = round_of(request(alert), [CPU_FILTER])
     item = gate.invocations[0].output["alerts"][0]
     assert (item["threshold"], item["comparison"], item["unit"]) == ("90", ">", "percent")
-    assert item["current_value"] is None  # the alert states it only in its summary
+    assert item["current_value"] == "97"  # the alert states it only in its summary
     (claim,) = evidence["claims"]
     assert claim["claim_text"] == (
-        f"checkout-service has a firing HighCPUUsage alert: current {UNSTATED}, threshold 90%, "
+        "checkout-service has a firing HighCPUUsage alert: current 97%, threshold 90%, "
         'for 2s, pod checkout-7f9-a, summary "checkout-service CPU busy at 97 on checkout-7f9-a".'
     )
     excerpt = claim["evidence_bindings"][0]["evidence_excerpt"]

@@ -160,7 +160,7 @@ def test_alert_completed_from_its_rule_and_live_value() -> None:
     claim = _observation_text(metrics_call, item, "en")
     assert claim == (
         "checkout-service has a firing HighCPUUsage alert: current 97.5%, threshold 90%, for 30s, "
-        "pod p-1."
+        'pod p-1, summary "checkout-service CPU is busy".'
     )
 
 

@@ -15,7 +15,7 @@ reloaded rule file must show in the next answer.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,6 +23,9 @@ from services.executor.tools.base import RunContext, ToolBackendError
 from services.executor.tools.demo_env import format_duration, iso_utc
 from services.executor.tools.httpjson import get_json
 from services.executor.tools.promrules import Condition, parse_condition, unit_of
+from tracebound.alert_figures import plain, stated
+from tracebound.events import Alert
+from tracebound.events.records import EPOCH
 from tracebound.rfc3339 import parse_time
 
 # Bounds of one tool call: alerts mapped, and distinct rule expressions evaluated.
@@ -36,14 +39,36 @@ def wall_clock() -> datetime:
 
 
 def format_value(raw: Any) -> str | None:
-    """A sample value as Prometheus prints it, without float noise (``9.7e+01`` → ``97``)."""
+    """A sample value without float noise and never in scientific notation.
+
+    ``9.7e+01`` → ``97``, ``1.2e+09`` → ``1200000000``, ``1e-07`` → ``0.0000001``.
+    """
     if raw in (None, ""):
         return None
     try:
         number = float(raw)
     except (TypeError, ValueError):
         return str(raw)
-    return f"{number:.6g}"
+    return plain(number)
+
+
+def request_onset(labels: Mapping[str, str], alerts: Sequence[Alert]) -> datetime | None:
+    """The ``startsAt`` of the request's alert with these labels, if the request carries it.
+
+    The answer's opening line says "firing since" the request's ``startsAt``;
+    the alert item's ``active_at`` and duration use the same onset. Alertmanager
+    may add external labels, so the request's alert may carry more labels than
+    Prometheus's; exactly one alert must match.
+    """
+    matches = [
+        a
+        for a in alerts
+        if a.labels.get("alertname") == labels.get("alertname")
+        and all(a.labels.get(k) == v for k, v in labels.items())
+    ]
+    exact = [a for a in matches if dict(a.labels) == dict(labels)]
+    found = exact or matches
+    return parse_time(found[0].startsAt) if len(found) == 1 else None
 
 
 def _strings(raw: Any) -> dict[str, str]:
@@ -98,40 +123,58 @@ def map_alert(
     now: datetime,
     rule: Mapping[str, Any] | None = None,
     live_value: str | None = None,
+    onset: datetime | None = None,
 ) -> dict[str, Any]:
-    """One Prometheus alert as a metrics-envelope item, completed from its rule."""
+    """One Prometheus alert as a metrics-envelope item, completed from its rule.
+
+    ``onset`` is the request's ``startsAt`` of this alert when the run carries
+    it (else Prometheus's ``activeAt``); the duration runs from it to ``now``.
+    """
     labels = _strings(alert.get("labels"))
     notes = _strings(alert.get("annotations"))
     rule_labels = _strings(rule.get("labels")) if rule else {}
     rule_notes = _strings(rule.get("annotations")) if rule else {}
     expr = rule_expr(rule)
     condition = parse_condition(expr) if rule else NO_RULE
-    active = parse_time(str(alert.get("activeAt") or ""))
+    active = onset or parse_time(str(alert.get("activeAt") or ""))
     given_threshold = notes.get("threshold") or labels.get("threshold")
-    threshold = given_threshold or format_value(condition.threshold)
     unit = next(
         (m["unit"] for m in (notes, labels, rule_notes, rule_labels) if m.get("unit")),
         unit_of(condition.lhs) if condition.lhs else None,
     )
+    figures = stated(
+        notes,
+        value=notes.get("current_value")
+        or notes.get("value")
+        or live_value
+        or format_value(alert.get("value")),
+        threshold=given_threshold or format_value(condition.threshold),
+        unit=unit,
+        alert_name=labels.get("alertname", ""),
+        expr=expr,
+        rule_threshold=condition.threshold,
+    )
+    threshold = figures.threshold or condition.reference
     hold = rule.get("duration") if rule else None
+    elapsed = (now - active).total_seconds() if active else -1.0
     return {
         "alert_name": labels.get("alertname", ""),
         "service": labels.get("service") or labels.get("job"),
+        "summary": notes.get("summary", ""),
         "description": notes.get("description") or notes.get("summary") or "",
         "state": str(alert.get("state") or ""),
         "severity": labels.get("severity"),
         "active_at": iso_utc(active) if active else None,
-        "duration": format_duration((now - active).total_seconds()) if active else None,
-        "current_value": notes.get("current_value")
-        or live_value
-        or format_value(alert.get("value")),
+        "duration": format_duration(elapsed) if elapsed >= 0 else None,
+        "current_value": figures.value,
         "threshold": threshold,
         "threshold_note": None if threshold else condition.note,
         "comparison": None if given_threshold else condition.comparison,
-        "unit": unit,
+        "unit": figures.unit,
         "for": format_duration(float(hold)) if isinstance(hold, int | float) and hold > 0 else None,
         "expr": expr or None,
         "labels": labels,
+        "runbook_url": notes.get("runbook_url") or rule_notes.get("runbook_url") or None,
     }
 
 
@@ -178,7 +221,9 @@ class PrometheusAlertSource:
         alerts = [a for a in raw if isinstance(a, dict)][:MAX_ALERTS]
         rules = self._rules() if alerts else []
         results: dict[str, Any] = {}  # one evaluation per expression, this call only
-        now = self._now()
+        requested = ctx.requested_at if ctx is not None else EPOCH
+        now = requested if requested > EPOCH else self._now()
+        carried = ctx.alerts if ctx is not None else ()
         items = []
         for alert in alerts:
             labels = _strings(alert.get("labels"))
@@ -187,6 +232,6 @@ class PrometheusAlertSource:
             if lhs and lhs not in results and len(results) < MAX_QUERIES:
                 results[lhs] = self._evaluate(lhs)
             live = pick_sample(results[lhs], labels) if lhs in results else None
-            items.append(map_alert(alert, now, rule, live))
+            items.append(map_alert(alert, now, rule, live, request_onset(labels, carried)))
         items.sort(key=lambda a: (a["active_at"] or "", a["alert_name"]))
         return items

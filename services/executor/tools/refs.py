@@ -76,7 +76,7 @@ def alert_text(alert: Mapping[str, Any]) -> str:
     reads ``unstated``; a rule's comparison, ``for`` and the reason an unknown
     threshold is unknown follow the threshold. The alert's summary and
     description follow after ``;`` because some facts (JVM heap 3.8 GB / 4 GB)
-    live only there.
+    live only there. A ``runbook_url`` follows ``active_at``.
     """
     figures = alert_figures(alert)
     parts = [str(alert.get("alert_name") or "unnamed-alert")]
@@ -95,6 +95,8 @@ def alert_text(alert: Mapping[str, Any]) -> str:
     parts.extend(f"{k}={labels[k]}" for k in ALERT_REF_LABELS if labels.get(k))
     if alert.get("active_at"):
         parts.append(f"active_at={alert['active_at']}")
+    if alert.get("runbook_url"):
+        parts.append(f"runbook_url={alert['runbook_url']}")
     notes = [str(alert.get(k) or "").strip() for k in ("summary", "description")]
     notes = list(dict.fromkeys(n for n in notes if n))
     return "; ".join([", ".join(parts), *notes])

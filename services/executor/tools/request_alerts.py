@@ -10,9 +10,11 @@ the alert's own annotations or labels under the common names (``value`` /
 ``current_value``, ``threshold``, ``unit``). What they do not say, the
 expression in the alert's own ``generatorURL`` may: its comparison gives the
 threshold and its metric's name the unit (the same reading the Prometheus
-backend applies to a rule). Whatever stays unknown is ``None`` in the item and
-"unstated" in every text built from it; the summary and description are kept
-so a claim can quote the value a rule's template wrote into them.
+backend applies to a rule). What neither says, the words of the summary or
+description may (``… is 93% (threshold 80%)``, read by
+:mod:`tracebound.alert_figures`). Whatever stays unknown is ``None`` in the
+item and "unstated" in every text built from it; the summary and description
+are kept so a claim can quote the value a rule's template wrote into them.
 Durations are measured from ``startsAt`` to the request time, so a replay
 gives the same text as the first run.
 """
@@ -27,6 +29,7 @@ from services.executor.tools.base import RunContext, ToolBackendError
 from services.executor.tools.demo_env import format_duration, iso_utc
 from services.executor.tools.prometheus import format_value
 from services.executor.tools.promrules import generator_expr, parse_condition, unit_of
+from tracebound.alert_figures import stated
 from tracebound.events import Alert
 from tracebound.events.records import EPOCH
 from tracebound.rfc3339 import parse_time
@@ -69,10 +72,20 @@ def map_request_alert(alert: Alert, requested_at: datetime) -> dict[str, Any]:
     expr = generator_expr(alert.generatorURL)
     condition = parse_condition(expr) if expr else None
     given_threshold = _first(THRESHOLD_KEYS, notes, labels)
-    threshold = given_threshold or (format_value(condition.threshold) if condition else None)
+    rule_threshold = condition.threshold if condition else None
     unit = _first(UNIT_KEYS, notes, labels)
     if unit is None and condition is not None and condition.lhs:
         unit = unit_of(condition.lhs)
+    figures = stated(
+        notes,
+        value=_first(VALUE_KEYS, notes, labels),
+        threshold=given_threshold or format_value(rule_threshold),
+        unit=unit,
+        alert_name=labels.get("alertname", ""),
+        expr=expr,
+        rule_threshold=rule_threshold,
+    )
+    threshold = figures.threshold or (condition.reference if condition else None)
     return {
         "alert_name": labels.get("alertname", ""),
         "service": _first(SERVICE_LABELS, labels),
@@ -82,14 +95,15 @@ def map_request_alert(alert: Alert, requested_at: datetime) -> dict[str, Any]:
         "severity": labels.get("severity"),
         "active_at": iso_utc(started) if started else None,
         "duration": duration,
-        "current_value": _first(VALUE_KEYS, notes, labels),
+        "current_value": figures.value,
         "threshold": threshold,
         "comparison": None if given_threshold or not condition else condition.comparison,
-        "unit": unit,
+        "unit": figures.unit,
         "expr": expr,
         "labels": labels,
         "annotations": notes,
         "generatorURL": alert.generatorURL,
+        "runbook_url": notes.get("runbook_url", "")[:TEXT_LIMIT] or None,
         "fingerprint": alert.fingerprint,
     }
 
