@@ -158,7 +158,6 @@ def _tracks(
     """Every sample series ``series`` renders to, each with its value function."""
     slots = _slot(upto_minute) + 1
     if series.type == "gauge":
-
         whole = all(float(v).is_integer() for _, v in series.points)
 
         def gauge(minute: float) -> float:

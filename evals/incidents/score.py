@@ -1,0 +1,51 @@
+"""Scoring of one diagnosis against an incident's answer key.
+
+Patterns are Python regular expressions, searched case-insensitively. The cause is
+named when a cause pattern matches a verified claim of type ``root_cause`` or the
+first hypothesis. A fact is found when any of its patterns matches the answer text or
+any verified claim. A false statement is made when one of its patterns matches its
+scope: ``cause`` (root-cause claims and hypotheses) or ``any`` (answer text, every
+claim and every hypothesis).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from evals.incidents.model import Incident
+
+
+@dataclass(frozen=True)
+class Score:
+    cause_named: bool
+    facts_found: tuple[str, ...]
+    facts_missing: tuple[str, ...]
+    false_statements: tuple[str, ...]
+
+
+def _matches(patterns: Iterable[str], texts: Sequence[str]) -> bool:
+    compiled = [re.compile(p, re.IGNORECASE) for p in patterns]
+    return any(c.search(t) for c in compiled for t in texts)
+
+
+def score(
+    incident: Incident,
+    claims: Sequence[tuple[str, str]],
+    hypotheses: Sequence[str],
+    answer_text: str,
+) -> Score:
+    """Score a diagnosis: ``claims`` are the (claim_type, claim_text) of verified claims."""
+    key = incident.key
+    root = [text for kind, text in claims if kind == "root_cause"]
+    cause_named = _matches(key.cause.patterns, [*root, *hypotheses[:1]])
+    fact_texts = [answer_text, *(text for _, text in claims)]
+    found = tuple(f.id for f in key.facts if _matches(f.patterns, fact_texts))
+    missing = tuple(f.id for f in key.facts if f.id not in found)
+    scopes = {
+        "cause": [*root, *hypotheses],
+        "any": [answer_text, *(text for _, text in claims), *hypotheses],
+    }
+    false = tuple(s.id for s in key.false if _matches(s.patterns, scopes[s.scope]))
+    return Score(cause_named, found, missing, false)
