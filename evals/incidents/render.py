@@ -264,6 +264,7 @@ def exposition(incidents: Sequence[Incident], now_unix: float, origin_unix: floa
     lines: list[str] = []
     for fam, (typ, members) in _families(incidents).items():
         name = f"{fam}_total" if typ == "counter" else fam
+        lines.append(f"# HELP {name} {fam} of the incident suite.")
         lines.append(f"# TYPE {name} {typ}")
         for s in members:
             for sample, labels, value in samples_at(s, minute):
