@@ -20,7 +20,8 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from services.executor import coverage
+from services.executor import coverage, series_claims
+from services.executor.diagnosis import Series
 from services.executor.tools.refs import ALERT_REF_LABELS, alert_figures
 from services.executor.tools.runbook_items import section_items, section_kind
 from tracebound import resources
@@ -43,7 +44,12 @@ TEMPLATE_KEYS = (
     "missing_contradicted",
 )
 FACT_KEYS = ("current", "threshold", "duration", "since", "summary", "separator")
-_ARRAYS = {"query_metrics": "alerts", "query_logs": "logs", "lookup_knowledge": "evidence_blocks"}
+_ARRAYS = {
+    "query_metrics": "alerts",
+    "query_logs": "logs",
+    "lookup_knowledge": "evidence_blocks",
+    "query_prometheus": "series",
+}
 
 
 @cache
@@ -161,9 +167,13 @@ class _Round:
         self.hypotheses: list[str] = []
         self.actions: list[str] = []
         self.missing: list[str] = []
+        self.series: list[series_claims.SeriesRef] = []
 
     def text(self, key: str, **values: Any) -> str:
         return _fill(self.t[key][self.lang], values)
+
+    def text_of(self, template: Mapping[str, str], **values: Any) -> str:
+        return _fill(template[self.lang], values)
 
     def kind(self, tool: str) -> str:
         """What a tool returns, in words: logs, alerts, runbook sections."""
@@ -192,6 +202,11 @@ class _Round:
             if inv.tool_name == "lookup_knowledge":
                 if not self.narrow:
                     self.knowledge(inv, item)
+                continue
+            if inv.tool_name == "query_prometheus":
+                key = (inv.source_invocation_id, ref.raw_path)
+                binding = _binding(inv, ref.raw_path, ref.text)
+                self.series.append(series_claims.SeriesRef(binding, Series(key, item)))
                 continue
             wording = _observation_text(inv, item, self.lang)
             if wording and _relevant(item, self.focus):
@@ -258,6 +273,7 @@ def build_evidence(
     acc = _Round(focus, _lang(language), narrow, alerts)
     for inv in trace:
         acc.add(inv)
+    causes = _series(acc)
     kept = [dict(c, claim_id=f"claim-{i}") for i, c in enumerate(acc.claims, start=1)]
     kept = kept[:max_claims]
     observed = [acc.items[c["claim_text"]] for c in kept if c["claim_text"] in acc.items]
@@ -266,10 +282,29 @@ def build_evidence(
     return {
         "answer_version": ANSWER_VERSION,
         "claims": kept,
-        "hypotheses": [] if narrow else acc.hypotheses[:3],
+        "hypotheses": [] if narrow else [*causes, *acc.hypotheses][:3],
         "recommended_actions": [] if narrow else acc.actions[:3],
         "missing_info": acc.missing,
     }
+
+
+def _series(acc: _Round) -> list[str]:
+    """Series claims (diagnosis premises first) placed after the alert claims; the causes.
+
+    A claim about the alert comes first, so it survives the claim limit; the
+    rest keep the order of the trace.
+    """
+    if not acc.series:
+        return []
+    found = series_claims.diagnose(acc.series, acc.lang)
+    t = acc.t["series"]
+    claims = [
+        _claim("observation", series_claims.wording(r.series.item, acc.lang, t), [r.binding])
+        for r in found.refs
+    ]
+    alert_claims = sum(1 for c in acc.claims if c["claim_text"] in acc.items)
+    acc.claims[alert_claims:alert_claims] = claims
+    return [acc.text_of(t["diagnosis"], rule=rule, cause=cause) for rule, cause in found.causes]
 
 
 def _claim(claim_type: str, text: str, bindings: list[dict[str, Any]]) -> dict[str, Any]:

@@ -38,6 +38,9 @@ def wording(item: Mapping[str, Any], lang: str, t: Mapping[str, Any]) -> str:
         what=item["what"], query=item["query"], labels=_labels(item.get("labels") or {})
     )
     values = {k: ("-" if v is None else v) for k, v in f.items() if k != "values"}
+    direction = t["directions"].get(str(f.get("direction")))
+    if direction:
+        values["direction"] = direction[lang]
     values["began"] = t["began"][lang].format(**values) if f.get("change_began") else ""
     if item.get("unit") == "presence":
         key = "appeared" if f.get("first_seen") else "present"

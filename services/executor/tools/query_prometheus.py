@@ -37,9 +37,9 @@ from tracebound.events import Alert, ToolBackend
 from tracebound.rfc3339 import parse_time
 
 TOOL_NAME = "query_prometheus"
-MAX_QUERIES = 28
+MAX_QUERIES = 40
 MAX_SERIES_PER_QUERY = 6
-MAX_SERIES = 40
+MAX_SERIES = 60
 MAX_POINTS = 240
 MIN_STEP_S = 15
 NO_SCOPE = "no service, namespace, pod, instance or job label to scope the queries to"

@@ -1,0 +1,173 @@
+"""query_prometheus's pure parts: series facts, scoping, units, diagnosis rules, claim wording."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from services.executor.claims import templates
+from services.executor.diagnosis import Series, evaluate
+from services.executor.series_claims import wording
+from services.executor.tools.promql import catalogue, matchers
+from services.executor.tools.query_prometheus import (
+    QueryPrometheusParams,
+    _facts,
+    scope_labels,
+    series_text,
+)
+from services.executor.tools.series_facts import change_point, clock, series_facts
+from services.executor.tools.units import format_quantity, plain
+from services.verifier.structure import check_claim
+from tracebound.events import Alert
+
+END = datetime(2026, 12, 5, 15, 0, tzinfo=UTC).timestamp()
+START = END - 7200
+STEP = 30
+ONSET = END - 60
+
+
+def points(fn: Callable[[int], float]) -> list[tuple[float, float]]:
+    return [(START + i * STEP, fn(i)) for i in range(241)]
+
+
+def item(fn: Callable[[int], float], unit: str, query: str, **labels: str) -> dict[str, Any]:
+    facts = series_facts(points(fn), start=START, end=END, onset=ONSET, step=STEP)
+    assert facts is not None
+    shown = _facts(facts, unit, 120, datetime.fromtimestamp(ONSET, UTC))
+    shown["last_time"] = clock(END)
+    return {
+        "query": query,
+        "what": query.replace("_", " "),
+        "unit": unit,
+        "labels": labels,
+        "facts": shown,
+    }
+
+
+def test_a_step_change_is_dated_and_its_direction_read() -> None:
+    f = series_facts(
+        points(lambda i: 5.0 if i < 150 else 40.0), start=START, end=END, onset=ONSET, step=STEP
+    )
+    assert f is not None and f.direction == "rose"
+    assert f.change_began == START + 150 * STEP
+    assert f.at_onset == 40.0 and f.hour_before == 5.0
+
+
+def test_noise_is_no_change() -> None:
+    rng = random.Random(3)
+    values = [100 + rng.random() * 4 for _ in range(240)]
+    assert change_point(values) is None
+
+
+def test_a_series_that_starts_inside_the_window_says_when() -> None:
+    pts = [(t, v) for t, v in points(lambda i: 1.0) if t >= START + 3600]
+    f = series_facts(pts, start=START, end=END, onset=ONSET, step=STEP)
+    assert f is not None and f.first_seen == START + 3600 and f.hour_before is None
+
+
+@pytest.mark.parametrize(
+    ("value", "unit", "text"),
+    [
+        (536870912, "bytes", "512 MiB"),
+        (1.5 * 1024**3, "bytes", "1.5 GiB"),
+        (0.1234, "ratio", "12.3%"),
+        (0.35, "seconds", "350ms"),
+        (2.5, "seconds", "2.5s"),
+        (1.2e9, "count", "1200000000"),
+        (0.000123, "count", "0.000123"),
+        (12.5, "/s", "12.5/s"),
+    ],
+)
+def test_quantities_print_in_plain_digits_and_the_unit_people_read(
+    value: float, unit: str, text: str
+) -> None:
+    assert format_quantity(value, unit) == text
+    assert "e+" not in plain(value) and "e-" not in plain(value)
+
+
+def test_scopes_use_the_alert_labels_and_never_run_unscoped() -> None:
+    assert matchers("namespace,pod~service", {"namespace": "ns", "service": "a.b"}) == (
+        'namespace="ns",pod=~"a\\\\.b(-.*)?"'
+    )
+    assert matchers("namespace,deployment=service", {"service": "api"}) is None
+    book = catalogue()
+    assert "restarts" in book.expand("workload")
+    with pytest.raises(KeyError):
+        book.expand("up")  # free PromQL is not a query id
+
+
+def test_scope_labels_come_from_the_runs_matching_alerts() -> None:
+    alerts = (
+        Alert(
+            status="firing",
+            labels={"alertname": "A", "service": "api", "namespace": "ns", "pod": "api-1"},
+            startsAt="2026-12-05T14:50:00Z",
+        ),
+        Alert(status="firing", labels={"alertname": "B", "service": "db", "namespace": "ns2"}),
+    )
+    labels, onset = scope_labels(alerts, QueryPrometheusParams(queries="workload", service="api"))
+    assert labels == {"namespace": "ns", "service": "api", "pod": "api-1"}
+    assert onset.startswith("2026-12-05T14:50")
+
+
+def _series(items: list[dict[str, Any]]) -> list[Series]:
+    return [Series((1, f"$.series[{i}]"), it) for i, it in enumerate(items)]
+
+
+def test_oom_rule_holds_on_its_premises_and_not_on_a_change_after_the_alert() -> None:
+    oom = item(lambda i: 1, "presence", "last_terminated_reason", reason="OOMKilled", pod="x-1")
+    restarts = item(lambda i: 0 if i < 200 else 3, "count", "restarts", pod="x-1")
+    late = item(lambda i: 0 if i < 239 else 3, "count", "restarts", pod="x-1")
+    [finding] = [f for f in evaluate(_series([oom, restarts])) if f.rule.id == "oom-killed"]
+    assert [s.query for s in finding.premises] == ["last_terminated_reason", "restarts"]
+    assert not [f for f in evaluate(_series([oom, late])) if f.rule.id == "oom-killed"]
+
+
+def test_a_change_long_before_the_alert_is_no_premise() -> None:
+    early = item(lambda i: 1 if i < 20 else 9, "count", "pool_pending", pool="p")
+    active = item(lambda i: 20, "count", "pool_active", pool="p")
+    ceiling = item(lambda i: 20, "count", "pool_max", pool="p")
+    assert not evaluate(_series([early, active, ceiling]))
+    recent = item(lambda i: 0 if i < 200 else 9, "count", "pool_pending", pool="p")
+    assert [f.rule.id for f in evaluate(_series([recent, active, ceiling]))] == ["pool-exhausted"]
+
+
+def test_deploy_regression_needs_the_error_rise_on_the_new_version() -> None:
+    new = item(lambda i: 1, "presence", "versions", version="v2")
+    new["facts"]["values"]["first_seen"] = START + 170 * STEP
+    old_errors = item(
+        lambda i: 0.01 if i < 180 else 0.2, "ratio", "error_ratio_by_version", version="v1"
+    )
+    new_errors = item(
+        lambda i: 0.01 if i < 180 else 0.2, "ratio", "error_ratio_by_version", version="v2"
+    )
+    assert not evaluate(_series([new, old_errors]))
+    [finding] = evaluate(_series([new, new_errors]))
+    assert finding.rule.id == "deploy-regression"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_series_claims_pass_the_verifier_and_their_edits_do_not(lang: str) -> None:
+    t = templates()["series"]
+    cases = [
+        item(lambda i: 0 if i < 200 else 4, "count", "restarts", pod="ledger-1"),
+        item(lambda i: 3.2e8 + i * 1.5e6, "bytes", "memory_working_set", pod="ledger-1"),
+        item(lambda i: 0.004 if i < 160 else 0.12, "ratio", "error_ratio_by_version", version="v9"),
+        item(lambda i: 120.0, "/s", "request_rate"),
+        item(lambda i: 1, "presence", "last_terminated_reason", reason="OOMKilled"),
+    ]
+    for case in cases:
+        ref = series_text(case)
+        claim = wording(case, lang, t)
+        results = check_claim(claim, [ref])
+        assert all(r.found and not r.conflict for r in results), (claim, ref, results)
+    changed = cases[0]
+    claim = wording(changed, lang, t)
+    for old, new in (("rose", "fell"), ("上升", "下降"), ("ledger-1", "ledger-2")):
+        if old in claim:
+            edited = check_claim(claim.replace(old, new), [series_text(changed)])
+            assert any(r.conflict or not r.found for r in edited), (old, new)
