@@ -341,13 +341,21 @@ def stated(
     """
     texts = texts_of(annotations)
     percent_text = states_percent(texts)
-    read = AlertFigures(None, None)
-    if value is None or threshold is None:
-        read = read_figures(texts, metric_words(alert_name, expr), rule_threshold)
-    shown_value = display(value, unit, percent_text)
-    if shown_value is None and read.value is not None:
-        shown_value = read.value.text
-    shown_threshold = display(threshold, unit, percent_text)
-    if shown_threshold is None and read.threshold is not None:
-        shown_threshold = read.threshold.text
-    return Stated(shown_value, shown_threshold, display_unit(unit, percent_text))
+    read = read_figures(texts, metric_words(alert_name, expr), rule_threshold)
+    return Stated(
+        _given_or_read(display(value, unit, percent_text), read.value, unit),
+        _given_or_read(display(threshold, unit, percent_text), read.threshold, unit),
+        display_unit(unit, percent_text),
+    )
+
+
+def _given_or_read(given: str | None, read: Figure | None, unit: str | None) -> str | None:
+    """The given figure; the words' figure when none is given, or when the words write the
+    same bare number with its unit (a rule's ``80`` that the description states as ``80%``)."""
+    if given is None:
+        return read.text if read is not None else None
+    if unit is None and read is not None and read.unit is not None:
+        bare = parse_figure(given)
+        if bare is not None and bare.unit is None and bare.number == read.number:
+            return read.text
+    return given

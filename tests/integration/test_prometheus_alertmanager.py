@@ -36,7 +36,7 @@ from tests.support.projection import Projection
 from tests.support.prometheus import Monitoring, free_port, running_monitoring
 from tests.support.stack import StackHandle
 from tracebound import topics
-from tracebound.events import Answer, DiagnosisRequested, Event, EvidenceProduced
+from tracebound.events import Answer, DiagnosisRequested, Event, EvidenceProduced, Verdict
 from tracebound.topics import topic_table
 
 SERVICE = "checkout-service"
@@ -313,3 +313,48 @@ def test_prometheus_backend_claims_cite_prometheus(
         stated = f"current={PODS[pod]}%, threshold={THRESHOLD}%"
         assert stated in binding["evidence_excerpt"]
         assert f"current {PODS[pod]}%, threshold {THRESHOLD}%" in answer.user_facing_answer
+
+
+CPU_DESCRIPTION = "CPU usage of {{ $labels.instance }} is {{ $value }}% (threshold 80%)"
+DESCRIBED = """\
+groups:
+  - name: described-{tag}
+    interval: 1s
+    rules:
+      - record: node_cpu_busy
+        expr: vector(93)
+        labels: {{service: {service}, instance: "web-{tag}:9100", tb_test: "{tag}"}}
+      - alert: HighCPUUsage
+        expr: node_cpu_busy{{tb_test="{tag}"}} > 80
+        for: 2s
+        labels: {{severity: critical}}
+        annotations:
+          description: "{description}"
+          runbook_url: "https://runbooks.example.com/high-cpu"
+"""
+
+
+def test_a_value_stated_only_in_the_description_is_answered(
+    stack: StackHandle,
+    alerting: tuple[Monitoring, int, str],
+    run_events: RunEvents,
+    tmp_path: Path,
+) -> None:
+    """No value annotation, no unit in the metric's name: the description states both figures."""
+    mon, port, tag = alerting
+    with (
+        ingest_server(stack.env(), tmp_path / "ingest.log", port),
+        running_pipeline(stack, tmp_path / "pipeline", demo=False),
+    ):
+        mon.set_rules(DESCRIBED.format(tag=tag, service=SERVICE, description=CPU_DESCRIPTION))
+        mon.wait("the alert firing", lambda: True if mon.alert_states() == ["firing"] else None)
+        [run_id, *_] = mon.wait("a run of the alert", lambda: run_events.runs_of(tag) or None)
+        answer = answered(run_events, run_id)
+    [verdict, *_] = [e for e in run_events.of_run(run_id) if isinstance(e, Verdict)]
+    text = answer.user_facing_answer
+    assert verdict.verdict == "PASS", (verdict.rationale, text)
+    assert "current 93%, threshold 80%" in text, text
+    assert f'description "CPU usage of web-{tag}:9100 is 93% (threshold 80%)"' in text
+    assert "value 93%, threshold 80%" in text  # the opening line reads the same words
+    assert "runbook https://runbooks.example.com/high-cpu" in text
+    assert "unstated" not in text

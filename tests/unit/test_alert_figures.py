@@ -30,6 +30,7 @@ from tracebound.alert_figures import (
     display,
     parse_figure,
     plain,
+    stated,
 )
 from tracebound.events import Alert, DiagnosisRequest, DiagnosisRequested, Producer, ToolBackend
 
@@ -122,6 +123,14 @@ def test_the_rules_threshold_decides_which_number_is_the_threshold() -> None:
     )
     assert ratio.threshold is not None and ratio.threshold.text == "90%"
     assert ratio.value is not None and ratio.value.text == "93.1%"
+
+
+def test_a_bare_number_takes_the_unit_the_words_state() -> None:
+    notes = {"description": CPU_DESCRIPTION}
+    read = stated(notes, value="93", threshold="80", unit=None, rule_threshold=80.0)
+    assert (read.value, read.threshold, read.unit) == ("93%", "80%", None)
+    other = stated(notes, value="95", threshold="80", unit="percent", rule_threshold=80.0)
+    assert (other.value, other.threshold, other.unit) == ("95", "80", "percent")
 
 
 def test_the_same_value_in_summary_and_description_is_one_value() -> None:
