@@ -163,6 +163,7 @@ class Row:
     answer: str = ""
     claims: list[tuple[str, str]] = field(default_factory=list)
     hypotheses: list[str] = field(default_factory=list)
+    rationale: str = ""  # the verifier's, of the verdict the answer came from
 
     @property
     def facts_total(self) -> int:
@@ -199,6 +200,7 @@ def score_row(incident: Incident, run: Run | None) -> Row:
     row.prompt_tokens, row.completion_tokens = run.prompt_tokens, run.completion_tokens
     row.seconds = run.seconds
     row.answer, row.claims, row.hypotheses = text, claims, hypotheses
+    row.rationale = run.verdict.rationale if run.verdict is not None else ""
     return row
 
 
