@@ -164,6 +164,8 @@ class Row:
     claims: list[tuple[str, str]] = field(default_factory=list)
     hypotheses: list[str] = field(default_factory=list)
     rationale: str = ""  # the verifier's, of the verdict the answer came from
+    # claims the verifier did not support: (status, claim_text, reason), for development
+    unsupported: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def facts_total(self) -> int:
@@ -201,6 +203,10 @@ def score_row(incident: Incident, run: Run | None) -> Row:
     row.seconds = run.seconds
     row.answer, row.claims, row.hypotheses = text, claims, hypotheses
     row.rationale = run.verdict.rationale if run.verdict is not None else ""
+    checks = run.verdict.claim_checks if run.verdict is not None else ()
+    row.unsupported = [
+        (c.status, c.claim_text, c.reason) for c in checks if c.status != "SUPPORTED"
+    ]
     return row
 
 

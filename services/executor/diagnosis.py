@@ -133,10 +133,11 @@ def _same_group(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
 
 
 def _new_versions(series: Sequence[Series], book: Rulebook) -> set[str]:
+    """Versions first seen in the window: by ``build_info``, or by their own series."""
     return {
         s.labels.get("version", "")
         for s in series
-        if s.query == "versions" and _in_window(s.value("first_seen"), s.onset, book)
+        if _in_window(s.value("first_seen"), s.onset, book)
     } - {""}
 
 

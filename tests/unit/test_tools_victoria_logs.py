@@ -93,7 +93,7 @@ def test_quote_escapes_so_a_value_cannot_change_the_query() -> None:
 def test_logsql_has_exact_fields_words_sort_and_limit() -> None:
     q = _query("order-service, HikariCP timeout.", level="ERROR", limit=5)
     assert build_logsql(q) == (
-        'topic:="application-logs" service:="order-service" level:i("ERROR") '
+        '(topic:="application-logs" or topic:="") service:="order-service" level:i("ERROR") '
         '"HikariCP" "timeout" | sort by (_time desc) | limit 5'
     )
     assert build_count(q).endswith("| stats count() as total")
@@ -104,14 +104,14 @@ def test_logsql_takes_the_alert_scope() -> None:
         "Connection", services=(), scope=(("service", "order-service"), ("namespace", "shop"))
     )
     assert build_logsql(q).startswith(
-        'topic:="application-logs" service:="order-service" namespace:="shop" "Connection"'
+        '(topic:="application-logs" or topic:="") service:="order-service" namespace:="shop" "Connection"'
     )
 
 
 def test_injection_stays_inside_a_string() -> None:
     q = _query('x" or * | delete', services=("a-service",))
     assert build_logsql(q) == (
-        'topic:="application-logs" service:="a-service" "x" "or" "*" "|" "delete" '
+        '(topic:="application-logs" or topic:="") service:="a-service" "x" "or" "*" "|" "delete" '
         "| sort by (_time desc) | limit 20"
     )
     assert build_logsql(_query("a\\b", services=())).split(" | ")[0].endswith('"a\\\\b"')
@@ -187,7 +187,7 @@ def test_lines_become_log_items_oldest_first() -> None:
     assert params["start"] == "2026-07-08T22:10:00+00:00"
     assert params["end"] == "2026-07-08T23:10:00+00:00"
     assert params["limit"] == "20"
-    assert params["query"].startswith('topic:="application-logs" service:="order-service"')
+    assert params["query"].startswith('(topic:="application-logs" or topic:="") service:="order-service"')
 
 
 def test_the_alert_scopes_the_query() -> None:

@@ -41,6 +41,9 @@ class Query(BaseModel):
     promql: str = Field(min_length=1, max_length=2000)
     scope: str
     unit: str
+    # the smallest change, as a share of the level before, that counts as one
+    # (a deployment generation 31 → 32 is a change; a request rate 106 → 110 is not)
+    min_change: float = Field(default=0.25, gt=0, le=10)
 
 
 class Catalogue(BaseModel):

@@ -282,6 +282,7 @@ class QueryPrometheusTool:
                 end=end.timestamp(),
                 onset=onset.timestamp() if onset else None,
                 step=step,
+                least=query.min_change,
             )
             if facts is None:
                 continue

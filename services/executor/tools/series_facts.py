@@ -53,14 +53,14 @@ def _value_at(points: Sequence[tuple[float, float]], moment: float, step: float)
     return best
 
 
-def _direction(before: float, after: float) -> str:
+def _direction(before: float, after: float, least: float = MIN_RELATIVE_CHANGE) -> str:
     scale = max(abs(before), abs(after) * 0.1, 1e-9)
-    if abs(after - before) / scale < MIN_RELATIVE_CHANGE:
+    if abs(after - before) / scale < least:
         return "steady"
     return "rose" if after > before else "fell"
 
 
-def change_point(values: Sequence[float]) -> int | None:
+def change_point(values: Sequence[float], least: float = MIN_RELATIVE_CHANGE) -> int | None:
     """The index where a lasting change begins, or None when there is none.
 
     The split maximising the difference of the means before and after it,
@@ -87,7 +87,7 @@ def change_point(values: Sequence[float]) -> int | None:
     left = sum(left_vals) / len(left_vals)
     right = sum(right_vals) / len(right_vals)
     noise = max(_spread(left_vals), _spread(right_vals))
-    if abs(right - left) <= 2 * noise or _direction(left, right) == "steady":
+    if abs(right - left) <= 2 * noise or _direction(left, right, least) == "steady":
         return None
     # A ramp's best split is its middle: move back to where it left the old level.
     head = sorted(values[: max(MIN_SIDE, best_i // 2)])
@@ -113,6 +113,7 @@ def series_facts(
     end: float,
     onset: float | None,
     step: float,
+    least: float = MIN_RELATIVE_CHANGE,
 ) -> SeriesFacts | None:
     """The facts of one series' finite samples in ``[start, end]``; None when it has none."""
     pts = sorted((t, v) for t, v in points if math.isfinite(v) and start <= t <= end)
@@ -122,10 +123,11 @@ def series_facts(
     at_onset = _value_at(pts, onset, step) if onset is not None else None
     hour_before = _value_at(pts, onset - HOUR_S, step) if onset is not None else None
     if at_onset is not None and hour_before is not None:
-        direction = _direction(hour_before, at_onset)
+        direction = _direction(hour_before, at_onset, least)
     else:
-        direction = _direction(values[0], values[-1])
-    split = change_point(values)
+        direction = _direction(values[0], values[-1], least)
+    # a steady series has no change to date (a rate's warm-up at the window's start)
+    split = change_point(values, least) if direction != "steady" else None
     return SeriesFacts(
         last=values[-1],
         minimum=min(values),

@@ -73,8 +73,15 @@ def message_words(query: LogQuery) -> list[str]:
 
 
 def build_filter(query: LogQuery) -> str:
-    """``topic:="…" service:="…" level:i("…") "word" "word"`` (all ANDed)."""
-    parts = [f"{name}:={quote(value)}" for name, value in field_filters(query).items()]
+    """``(topic:="…" or topic:="") service:="…" level:i("…") "word" …`` (all ANDed).
+
+    Most log shippers write no topic field: a record without one matches any topic
+    (LogsQL reads a missing field as empty), a record with another topic does not.
+    """
+    fields = field_filters(query)
+    topic = fields.pop("topic")
+    parts = [f'(topic:={quote(topic)} or topic:="")']
+    parts.extend(f"{name}:={quote(value)}" for name, value in fields.items())
     if query.level:
         parts.append(f"level:i({quote(query.level)})")
     parts.extend(quote(word) for word in message_words(query))
