@@ -168,6 +168,7 @@ class _Round:
         self.actions: list[str] = []
         self.missing: list[str] = []
         self.series: list[series_claims.SeriesRef] = []
+        self.levels: dict[str, str] = {}  # log claim text -> its level
 
     def text(self, key: str, **values: Any) -> str:
         return _fill(self.t[key][self.lang], values)
@@ -214,6 +215,8 @@ class _Round:
                 self.claims.append(_claim("observation", wording, [binding]))
                 if inv.tool_name == "query_metrics":
                     self.items[wording] = item
+                else:
+                    self.levels[wording] = str(item.get("level") or "").upper()
 
     def knowledge(self, inv: ToolInvocation, block: Mapping[str, Any]) -> None:
         """A runbook block's causes as hypotheses and its checks as steps, one line each.
@@ -288,22 +291,33 @@ def build_evidence(
     }
 
 
-def _series(acc: _Round) -> list[str]:
-    """Series claims (diagnosis premises first) placed after the alert claims; the causes.
+_LEVEL_ORDER = {"CRITICAL": 0, "FATAL": 0, "ERROR": 1, "WARN": 2, "WARNING": 2}
 
-    A claim about the alert comes first, so it survives the claim limit; the
-    rest keep the order of the trace.
+
+def _series(acc: _Round) -> list[str]:
+    """Claims in the order the claim limit keeps them; the causes of the rules that held.
+
+    The alert itself first, then the premises of the causes, then the logs
+    (errors before warnings before the rest), then the other series that
+    changed, then what was not found.
     """
-    if not acc.series:
-        return []
     found = series_claims.diagnose(acc.series, acc.lang)
     t = acc.t["series"]
-    claims = [
+    series = [
         _claim("observation", series_claims.wording(r.series.item, acc.lang, t), [r.binding])
         for r in found.refs
     ]
-    alert_claims = sum(1 for c in acc.claims if c["claim_text"] in acc.items)
-    acc.claims[alert_claims:alert_claims] = claims
+    alerts = [c for c in acc.claims if c["claim_text"] in acc.items]
+    negatives = [c for c in acc.claims if c["claim_type"] == "negative_observation"]
+    logs = [c for c in acc.claims if c not in alerts and c not in negatives]
+    logs.sort(key=lambda c: _LEVEL_ORDER.get(acc.levels.get(c["claim_text"], ""), 3))
+    acc.claims[:] = [
+        *alerts,
+        *series[: found.premises],
+        *logs,
+        *series[found.premises :],
+        *negatives,
+    ]
     return [acc.text_of(t["diagnosis"], rule=rule, cause=cause) for rule, cause in found.causes]
 
 

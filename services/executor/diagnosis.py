@@ -34,7 +34,7 @@ class Premise(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     query: str
-    test: Literal["present", "rose", "fell", "appeared", "reaches"]
+    test: Literal["present", "rose", "fell", "steady", "increased", "appeared", "reaches", "below"]
     labels: dict[str, str] = Field(default_factory=dict)
     of: str | None = None
     share: float = Field(default=1.0, gt=0, le=10)
@@ -121,11 +121,28 @@ def _changed(s: Series, direction: str, book: Rulebook) -> bool:
     return s.value("hour_before") is not None
 
 
-def _reaches(s: Series, p: Premise, series: Sequence[Series]) -> bool:
-    level = s.value("at_onset") if s.value("at_onset") is not None else s.value("last")
+def _now(s: Series) -> float | None:
+    return s.value("at_onset") if s.value("at_onset") is not None else s.value("last")
+
+
+def _level(s: Series, test: str) -> bool:
+    """``steady``: no change in the window; ``increased``: higher at the onset than at its start."""
+    if test == "steady":
+        return bool(s.item.get("facts", {}).get("direction") == "steady")
+    first, now = s.value("first"), _now(s)
+    return first is not None and now is not None and now > first
+
+
+def _compared(s: Series, p: Premise, series: Sequence[Series]) -> bool:
+    """``reaches``: at least ``share`` of the other query's level; ``below``: under it."""
+    level = _now(s)
     shared = [o for o in series if o.query == p.of and _same_group(o.labels, s.labels)]
-    ceilings = [v for o in shared if (v := o.value("last")) is not None and v > 0]
-    return level is not None and bool(ceilings) and level >= p.share * max(ceilings)
+    others = [v for o in shared if (v := _now(o)) is not None and v > 0]
+    if level is None or not others:
+        return False
+    if p.test == "below":
+        return level < p.share * min(others)
+    return level >= p.share * max(others)
 
 
 def _same_group(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
@@ -157,7 +174,9 @@ def _holds(p: Premise, s: Series, series: Sequence[Series], book: Rulebook) -> b
         return _changed(s, p.test, book) and (not p.new_version or _on_new(s, series, book))
     if p.test == "appeared":
         return _in_window(s.value("first_seen"), s.onset, book)
-    return p.of is not None and _reaches(s, p, series)
+    if p.test in ("steady", "increased"):
+        return _level(s, p.test)
+    return p.of is not None and _compared(s, p, series)
 
 
 def evaluate(series: Sequence[Series], book: Rulebook | None = None) -> list[Finding]:

@@ -71,6 +71,7 @@ class Diagnosed:
 
     refs: tuple[SeriesRef, ...]
     causes: tuple[tuple[str, str], ...]  # (rule id, cause text)
+    premises: int = 0  # how many of ``refs`` (the first) are premises of a rule that held
 
 
 def diagnose(refs: Sequence[SeriesRef], lang: str) -> Diagnosed:
@@ -84,6 +85,7 @@ def diagnose(refs: Sequence[SeriesRef], lang: str) -> Diagnosed:
         for s in finding.premises:
             if by_key[s.key] not in ordered:
                 ordered.append(by_key[s.key])
+    premises = len(ordered)
     rest = sorted((r for r in refs if _changed(r.series)), key=lambda r: -_size(r.series))
     ordered.extend(r for r in rest if r not in ordered)
-    return Diagnosed(tuple(ordered), tuple(causes))
+    return Diagnosed(tuple(ordered), tuple(causes), premises)

@@ -138,6 +138,7 @@ def _facts(
         "last_seen": at(facts.last_seen),
         "last_time": None,
         "values": {
+            "first": facts.first,
             "last": facts.last,
             "min": facts.minimum,
             "max": facts.maximum,

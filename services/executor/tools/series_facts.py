@@ -29,6 +29,7 @@ HOUR_S = 3600.0
 class SeriesFacts:
     """What one series did in the window; every time is a unix second."""
 
+    first: float
     last: float
     minimum: float
     maximum: float
@@ -129,6 +130,7 @@ def series_facts(
     # a steady series has no change to date (a rate's warm-up at the window's start)
     split = change_point(values, least) if direction != "steady" else None
     return SeriesFacts(
+        first=values[0],
         last=values[-1],
         minimum=min(values),
         maximum=max(values),
