@@ -342,11 +342,16 @@ def stated(
     texts = texts_of(annotations)
     percent_text = states_percent(texts)
     read = read_figures(texts, metric_words(alert_name, expr), rule_threshold)
-    return Stated(
-        _given_or_read(display(value, unit, percent_text), read.value, unit),
-        _given_or_read(display(threshold, unit, percent_text), read.threshold, unit),
-        display_unit(unit, percent_text),
-    )
+    given_threshold = display(threshold, unit, percent_text)
+    shown_value = _given_or_read(display(value, unit, percent_text), read.value, unit)
+    shown_threshold = _given_or_read(given_threshold, read.threshold, unit)
+    # The rule compares the value with its bare threshold; when the words give that
+    # threshold a percent sign, the value it is compared with is a percent too.
+    if unit is None and given_threshold and shown_threshold == f"{given_threshold}%":
+        bare = parse_figure(shown_value or "")
+        if bare is not None and bare.unit is None:
+            shown_value = f"{shown_value}%"
+    return Stated(shown_value, shown_threshold, display_unit(unit, percent_text))
 
 
 def _given_or_read(given: str | None, read: Figure | None, unit: str | None) -> str | None:
@@ -354,8 +359,16 @@ def _given_or_read(given: str | None, read: Figure | None, unit: str | None) -> 
     same bare number with its unit (a rule's ``80`` that the description states as ``80%``)."""
     if given is None:
         return read.text if read is not None else None
-    if unit is None and read is not None and read.unit is not None:
+    if unit in (None, RATIO) and read is not None and read.unit is not None:
         bare = parse_figure(given)
         if bare is not None and bare.unit is None and bare.number == read.number:
+            return read.text
+        # a ratio (0.0727) that the words state as a percent, rounded (7.27%)
+        if (
+            bare is not None
+            and bare.unit is None
+            and read.unit == PERCENT
+            and math.isclose(bare.number * 100, read.number, rel_tol=0.01, abs_tol=1e-9)
+        ):
             return read.text
     return given

@@ -320,3 +320,23 @@ def test_a_ratio_alert_speaking_in_percent_is_answered_in_percent() -> None:
     verdict, text = _answer(alert, "en")
     assert verdict == "PASS"
     assert "current 93.1%, threshold 90%" in text
+
+
+def test_a_live_ratio_reads_as_the_percent_its_description_states() -> None:
+    figures = stated(
+        {"description": "Error ratio of parcel-router is 7.27% (threshold 5%)"},
+        value="0.072701",
+        threshold=0.05,
+        unit=None,
+    )
+    assert (figures.value, figures.threshold) == ("7.27%", "5%")
+
+
+def test_a_value_compared_with_a_percent_threshold_is_a_percent() -> None:
+    figures = stated(
+        {"summary": "Filesystem has less than 8% space left"},
+        value="7.4",
+        threshold=8,
+        unit=None,
+    )
+    assert (figures.value, figures.threshold) == ("7.4%", "8%")
