@@ -311,11 +311,14 @@ def _series(acc: _Round) -> list[str]:
     negatives = [c for c in acc.claims if c["claim_type"] == "negative_observation"]
     logs = [c for c in acc.claims if c not in alerts and c not in negatives]
     logs.sort(key=lambda c: _LEVEL_ORDER.get(acc.levels.get(c["claim_text"], ""), 3))
+    changes = found.premises + found.changes
     acc.claims[:] = [
         *alerts,
         *series[: found.premises],
-        *logs,
-        *series[found.premises :],
+        *logs[:3],
+        *series[found.premises : changes],
+        *logs[3:],
+        *series[changes:],
         *negatives,
     ]
     return [acc.text_of(t["diagnosis"], rule=rule, cause=cause) for rule, cause in found.causes]

@@ -17,6 +17,7 @@ from typing import Any
 
 from services.executor import diagnosis
 from services.executor.diagnosis import Series
+from services.executor.tools.promql import catalogue
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +73,7 @@ class Diagnosed:
     refs: tuple[SeriesRef, ...]
     causes: tuple[tuple[str, str], ...]  # (rule id, cause text)
     premises: int = 0  # how many of ``refs`` (the first) are premises of a rule that held
+    changes: int = 0  # how many after those state what changed (or not): deploys, versions
 
 
 def diagnose(refs: Sequence[SeriesRef], lang: str) -> Diagnosed:
@@ -86,6 +88,13 @@ def diagnose(refs: Sequence[SeriesRef], lang: str) -> Diagnosed:
             if by_key[s.key] not in ordered:
                 ordered.append(by_key[s.key])
     premises = len(ordered)
+    book = catalogue()
+    ordered.extend(
+        r
+        for r in refs
+        if r not in ordered and (q := book.queries.get(r.series.query)) is not None and q.always
+    )
+    changes = len(ordered) - premises
     rest = sorted((r for r in refs if _changed(r.series)), key=lambda r: -_size(r.series))
     ordered.extend(r for r in rest if r not in ordered)
-    return Diagnosed(tuple(ordered), tuple(causes), premises)
+    return Diagnosed(tuple(ordered), tuple(causes), premises, changes)

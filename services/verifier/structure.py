@@ -718,6 +718,35 @@ def check_antonyms(normal: str, evidence: Evidence, lex: Lexicon) -> list[Result
     return results
 
 
+_PAIR = re.compile(
+    r"(?<![\w.-])([a-z_][a-z0-9_]*)=([^\s,;()\"'“”「」\u3000-\u9fff\uff00-\uffef]+)", re.IGNORECASE
+)
+
+
+def _pairs(text: str) -> Iterable[tuple[str, str, str]]:
+    for match in _PAIR.finditer(text):
+        value = match.group(2).casefold().rstrip(".:")
+        # a quantity (p99=4200ms) is compared by value elsewhere, not as text
+        if value and not value[0].isdigit() and value[0] not in "+-.":
+            yield match.group(1).casefold(), value, match.group(0)
+
+
+def check_pairs(normal: str, evidence: Evidence) -> list[Result]:
+    """A ``key=value`` whose key the item states only with other values.
+
+    ``reason=Error`` where the item says ``reason=OOMKilled``: a label or field the
+    item names is contradicted, not merely missing.
+    """
+    stated: dict[str, set[str]] = {}
+    for key, value, _ in _pairs(evidence.search):
+        stated.setdefault(key, set()).add(value)
+    return [
+        Result("pair", text, False, True, "the item states this key with another value")
+        for key, value, text in _pairs(normal)
+        if stated.get(key) and value not in stated[key]
+    ]
+
+
 def negated_words(text: str, lex: Lexicon | None = None) -> frozenset[str]:
     """Stems of the words a negating phrase governs ("warns against restarting" → restart):
     the claim keeps the item's "do not restart" in other words."""
@@ -770,5 +799,6 @@ def _checked(
         *check_tokens(tokens, evidence, lex, aliases),
         *check_entities(normal, tokens, evidence, lex),
         *check_inference(normal, evidence, lex),
+        *check_pairs(normal, evidence),
         *states,
     ]

@@ -187,7 +187,9 @@ def test_lines_become_log_items_oldest_first() -> None:
     assert params["start"] == "2026-07-08T22:10:00+00:00"
     assert params["end"] == "2026-07-08T23:10:00+00:00"
     assert params["limit"] == "20"
-    assert params["query"].startswith('(topic:="application-logs" or topic:="") service:="order-service"')
+    assert params["query"].startswith(
+        '(topic:="application-logs" or topic:="") service:="order-service"'
+    )
 
 
 def test_the_alert_scopes_the_query() -> None:

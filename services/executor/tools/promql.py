@@ -44,6 +44,8 @@ class Query(BaseModel):
     # the smallest change, as a share of the level before, that counts as one
     # (a deployment generation 31 → 32 is a change; a request rate 106 → 110 is not)
     min_change: float = Field(default=0.25, gt=0, le=10)
+    # stated even when steady: what changed (or did not) around the alert
+    always: bool = False
 
 
 class Catalogue(BaseModel):

@@ -106,7 +106,8 @@ def series_text(item: Mapping[str, Any]) -> str:
     if f.get("change_began"):
         parts.append(f"change began {f['change_began']}")
     parts.append(
-        f"last {f['last']}, min {f['min']}, max {f['max']}, mean {f['mean']} ({f['window']} window)"
+        f"first {f['first']}, last {f['last']}, min {f['min']}, max {f['max']}, mean {f['mean']} "
+        f"({f['window']} window)"
     )
     for key, word in (("first_seen", "first seen"), ("last_seen", "last seen")):
         if f.get(key):
@@ -124,6 +125,7 @@ def _facts(
         return None if moment is None else clock(moment)
 
     return {
+        "first": q(facts.first),
         "last": q(facts.last),
         "min": q(facts.minimum),
         "max": q(facts.maximum),

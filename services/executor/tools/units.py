@@ -41,6 +41,7 @@ def seconds(value: float) -> str:
 
 _FORMATS: dict[str, Callable[[float], str]] = {
     "bytes": binary_bytes,
+    "bytes/s": lambda v: f"{binary_bytes(v)}/s",
     "ratio": lambda v: f"{plain(v * 100)}%",
     "seconds": seconds,
     "/s": lambda v: f"{plain(v)}/s",
