@@ -104,7 +104,8 @@ def test_logsql_takes_the_alert_scope() -> None:
         "Connection", services=(), scope=(("service", "order-service"), ("namespace", "shop"))
     )
     assert build_logsql(q).startswith(
-        '(topic:="application-logs" or topic:="") service:="order-service" namespace:="shop" "Connection"'
+        '(topic:="application-logs" or topic:="") '
+        'service:="order-service" namespace:="shop" "Connection"'
     )
 
 
@@ -188,7 +189,8 @@ def test_lines_become_log_items_oldest_first() -> None:
     assert params["end"] == "2026-07-08T23:10:00+00:00"
     assert params["limit"] == "20"
     assert params["query"].startswith(
-        '(topic:="application-logs" or topic:="") service:="order-service"'
+        '(topic:="application-logs" or topic:="") '
+        'service:="order-service"'
     )
 
 
