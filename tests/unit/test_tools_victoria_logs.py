@@ -189,8 +189,7 @@ def test_lines_become_log_items_oldest_first() -> None:
     assert params["end"] == "2026-07-08T23:10:00+00:00"
     assert params["limit"] == "20"
     assert params["query"].startswith(
-        '(topic:="application-logs" or topic:="") '
-        'service:="order-service"'
+        '(topic:="application-logs" or topic:="") service:="order-service"'
     )
 
 
