@@ -108,6 +108,8 @@ def compose(
     allowed = material.allowed_claims if verdict in ("PASS", "LOW_CONFID") else ()
     statements = [_statement(c, p, lang, rules) for c in allowed]
     hypotheses = _screened(material.allowed_hypotheses, allowed, rules, over)
+    # a hypothesis the screen drops is said to be withheld, never dropped silently
+    withheld = len(hypotheses) < len(dict.fromkeys(h.strip() for h in material.allowed_hypotheses))
     actions = _screened(material.recommended_actions, allowed, rules, over)
     if verdict not in ("PASS", "LOW_CONFID"):
         hypotheses = []
@@ -130,6 +132,8 @@ def compose(
         lines = [p.reject_intro]
         summary = p.reject_summary
     lines += _section(p.hypotheses_header, hypotheses, p)
+    if withheld and verdict in ("PASS", "LOW_CONFID"):
+        lines += ["", p.hypotheses_withheld] if not hypotheses else [p.hypotheses_withheld]
     lines += _section(p.actions_header, actions, p)
     return ComposedAnswer(
         answer_summary=summary,

@@ -43,6 +43,7 @@ class Phrases(BaseModel):
     negative_subject_fallback: str
     more_findings: str
     hypotheses_header: str
+    hypotheses_withheld: str
     actions_header: str
     action_reason: str
     low_intro: str

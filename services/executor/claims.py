@@ -324,6 +324,48 @@ def _series(acc: _Round) -> list[str]:
     return [acc.text_of(t["diagnosis"], rule=rule, cause=cause) for rule, cause in found.causes]
 
 
+def diagnosis_findings(
+    trace: Sequence[ToolInvocation], language: str
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The premise claims and causes the diagnosis rules give over ``trace``.
+
+    In ``llm`` mode the model words its own claims; the rules' findings are code's
+    and are added to them, so a cause never depends on the model noticing it.
+    """
+    acc = _Round(ExecutionPlan(calls=()), _lang(language), False, ())
+    for inv in trace:
+        if inv.tool_name == "query_prometheus":
+            acc.add(inv)
+    found = series_claims.diagnose(acc.series, acc.lang)
+    t = acc.t["series"]
+    claims = [
+        _claim("observation", series_claims.wording(r.series.item, acc.lang, t), [r.binding])
+        for r in found.refs[: found.premises]
+    ]
+    causes = [acc.text_of(t["diagnosis"], rule=rule, cause=cause) for rule, cause in found.causes]
+    return claims, causes
+
+
+def with_findings(
+    structured: dict[str, Any], claims: Sequence[dict[str, Any]], causes: Sequence[str]
+) -> dict[str, Any]:
+    """``structured`` with the rules' premise claims and causes it does not already hold."""
+    if not claims and not causes:
+        return structured
+    held = structured.get("claims")
+    held = list(held) if isinstance(held, list) else []
+    texts = {c.get("claim_text") for c in held if isinstance(c, dict)}
+    added = [c for c in claims if c["claim_text"] not in texts]
+    start = len(held) + 1
+    held += [dict(c, claim_id=f"claim-{i}") for i, c in enumerate(added, start=start)]
+    hypotheses = structured.get("hypotheses")
+    hypotheses = (
+        [h for h in hypotheses if isinstance(h, str)] if isinstance(hypotheses, list) else []
+    )
+    merged = [*causes, *(h for h in hypotheses if h not in causes)][:3]
+    return {**structured, "claims": held, "hypotheses": merged}
+
+
 def _claim(claim_type: str, text: str, bindings: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "claim_id": "",

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from services.executor.claims import build_evidence
+from services.executor.claims import build_evidence, diagnosis_findings, with_findings
 from services.executor.gate import SHARED_POOL, ToolGate, ToolPool
 from services.executor.llm_executor import run_llm_round
 from services.executor.repair import settle
@@ -142,6 +142,11 @@ class ExecutorHandler:
         if decision.fallback is not None:  # the model failed: say why on the parse status
             detail = f"rules executor output (model failed: {decision.fallback.reason})"
             result.status = ParseStatus(status="valid", detail=detail, fallback=decision.fallback)
+        modelled = decision.fallback is None and self.model is not None
+        if result.structured is not None and modelled and not job.plan.narrow_scope:
+            # the diagnosis rules' findings are code's, whatever the model wrote
+            found = diagnosis_findings(gate.invocations, job.request.language)
+            result.structured = with_findings(result.structured, *found)
         if result.structured is not None:
             result.structured, note = enforce_scope(
                 result.structured, job.plan.narrow_scope, self.settings.max_claims_narrow

@@ -194,3 +194,12 @@ def test_bad_templates_raise_config_error(tmp_path: Path) -> None:
     path.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(ConfigError, match="zh"):
         load_templates(path)
+
+
+def test_a_hypothesis_the_screen_drops_is_said_to_be_withheld() -> None:
+    so = next(s for s in demo.scenarios() if s.name == "order-service-pool").structured_output
+    so["hypotheses"].append("the pool was resized to 80 connections at 22:10")
+    text = compose(verified(so).composer_input, "en", book=BOOK).user_facing_answer
+    assert "80 connections" not in text
+    assert "- a connection leak in order-service holds HikariCP connections" in text
+    assert "Some hypotheses were withheld" in text
