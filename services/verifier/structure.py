@@ -354,14 +354,35 @@ def _same_place(q: Quantity, context: frozenset[str], evidence: Evidence) -> lis
     return places
 
 
+VERBATIM_CHARS = 24
+
+
+def _verbatim(normal: str, q: Quantity, evidence: Evidence) -> bool:
+    """Whether ``q`` stands in the item with the same text on both sides of it."""
+    start = max(q.start - VERBATIM_CHARS, 0)
+    # the words after the number carry its relation: at least a few of them, all the
+    # claim has but a closing quote or full stop when it ends there
+    least_after = max(min(VERBATIM_CHARS // 3, len(normal) - q.end - 1), 1)
+    for end in range(min(q.end + VERBATIM_CHARS, len(normal)), q.end + least_after - 1, -1):
+        if (q.start - start) + (end - q.end) < VERBATIM_CHARS:
+            return False
+        if normal[start:end].casefold() in evidence.search:
+            return True
+    return False
+
+
 def check_quantities(
     normal: str, evidence: Evidence, lex: Lexicon, tokens: list[Token]
 ) -> list[Result]:
     """One result per number of the claim, plus its comparisons and its plain order."""
     results: list[Result] = []
+    # a number the claim writes in the item's own words, several words each side, says
+    # what the item says there ("failure ratio 0.54 over 200 calls" of a quoted log line)
     claimed = read_quantities(normal, tokens, lex)
     typed: list[tuple[Quantity, _Cues, list[Typed]]] = []
     for position, q in enumerate(claimed):
+        if _verbatim(normal, q, evidence):
+            continue
         cues = _cues(normal, q, lex, _neighbours(claimed, position))
         context = _context(normal, q, claimed, position, lex)
         found = [e for e in evidence.quantities if matches(q, cues.approx, e)]
@@ -731,6 +752,33 @@ def _pairs(text: str) -> Iterable[tuple[str, str, str]]:
             yield match.group(1).casefold(), value, match.group(0)
 
 
+_FRACTION = re.compile(r"(?<![\w./:-])(\d+(?:\.\d+)?)/(\d+(?:\.\d+)?)(?![\w./:-])")
+
+
+def _written(number: str, text: str) -> bool:
+    return re.search(rf"(?<![\d.]){re.escape(number)}(?![\d.])", text) is not None
+
+
+def check_fractions(normal: str, evidence: Evidence) -> list[Result]:
+    """``50/50`` is one fact (50 of 50).
+
+    Where the item writes fractions, the claim's must be one of them (``50/00``
+    is not ``active=50/50, idle=0``); where it writes none, both numbers must be
+    in it ("1 available replicas of 9 desired" for ``1/9``).
+    """
+    results = []
+    writes_fractions = _FRACTION.search(evidence.search) is not None
+    for match in _FRACTION.finditer(normal):
+        if writes_fractions:
+            found = _written(match.group(0).casefold(), evidence.search)
+        else:
+            found = all(_written(n, evidence.search) for n in match.groups())
+        if not found:
+            detail = "the item does not write this fraction"
+            results.append(Result("fraction", match.group(0), False, False, detail))
+    return results
+
+
 def check_pairs(normal: str, evidence: Evidence) -> list[Result]:
     """A ``key=value`` whose key the item states only with other values.
 
@@ -800,5 +848,6 @@ def _checked(
         *check_entities(normal, tokens, evidence, lex),
         *check_inference(normal, evidence, lex),
         *check_pairs(normal, evidence),
+        *(check_fractions(normal, evidence) if positive else []),
         *states,
     ]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from services.executor.claims import templates
+from services.executor.claims import templates, with_findings
 from services.executor.diagnosis import Series, evaluate
 from services.executor.series_claims import wording
 from services.executor.tools.promql import catalogue, matchers
@@ -171,3 +171,36 @@ def test_series_claims_pass_the_verifier_and_their_edits_do_not(lang: str) -> No
         if old in claim:
             edited = check_claim(claim.replace(old, new), [series_text(changed)])
             assert any(r.conflict or not r.found for r in edited), (old, new)
+
+
+def test_a_key_stated_with_another_value_is_contradicted() -> None:
+    ref = "last termination reason for container=app, reason=OOMKilled: present"
+    [pair] = [r for r in check_claim("reason=Error for container=app", [ref]) if r.kind == "pair"]
+    assert pair.conflict
+
+
+def test_a_fraction_is_one_fact() -> None:
+    ref = "pool stats active=50/50, idle=0, waiting=23"
+    assert any(r.kind == "fraction" for r in check_claim("pool 50/00 active", [ref]))
+    assert not [r for r in check_claim("pool 50/50 active", [ref]) if not r.found]
+    loose = "1 available replicas of 9 desired"
+    assert not [r for r in check_claim("short of replicas (1/9 available)", [loose]) if not r.found]
+
+
+def test_a_number_in_the_items_own_words_keeps_its_role() -> None:
+    message = '{"msg":"circuit breaker CLOSED -> OPEN (failure ratio 0.54 over 200 calls)"}'
+    ref = f"2026-12-05 17:08:22 WARN fare-quote {message}"
+    claim = f'At 2026-12-05 17:08:22, fare-quote logged WARN: "{message}"'
+    assert all(r.found and not r.conflict for r in check_claim(claim, [ref]))
+    edited = check_claim(claim.replace("0.54", "0.64"), [ref])
+    assert any(r.conflict for r in edited)
+
+
+def test_llm_output_gains_the_rules_findings_once() -> None:
+    structured = {"claims": [{"claim_id": "claim-1", "claim_text": "x"}], "hypotheses": ["h"]}
+    premise = {"claim_type": "observation", "claim_text": "p", "evidence_bindings": []}
+    merged = with_findings(structured, [premise], ["cause"])
+    assert [c["claim_text"] for c in merged["claims"]] == ["x", "p"]
+    assert merged["claims"][1]["claim_id"] == "claim-2"
+    assert merged["hypotheses"] == ["cause", "h"]
+    assert with_findings(merged, [premise], ["cause"])["claims"] == merged["claims"]

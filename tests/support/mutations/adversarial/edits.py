@@ -172,12 +172,19 @@ def negation_zh(rng: random.Random, text: str, evidence: str) -> Iterator[str]:
 
 
 def reorder(rng: random.Random, text: str, evidence: str) -> Iterator[str]:
-    """Two fact clauses exchanged, outside any quotation."""
-    if _QUOTED.search(text):
-        return
+    """Two fact clauses exchanged, outside any quotation (those before it, when one ends it)."""
+    quoted = _QUOTED.search(text)
+    if quoted:
+        head = text[: quoted.start()]
+        cut = max(head.rfind(", "), head.rfind("，"))
+        if cut <= 0:
+            return
+        text, tail = text[:cut], text[cut:]
+    else:
+        tail = ""
     for separator in (", ", "，"):
         parts = text.rstrip(".。").split(separator)
-        ending = text[len(text.rstrip(".。")) :]
+        ending = text[len(text.rstrip(".。")) :] + tail
         factual = [i for i, p in enumerate(parts) if i > 0 and re.search(r"\d", p)]
         if len(factual) >= 2:
             a, b = rng.sample(factual, k=2)
