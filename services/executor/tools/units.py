@@ -4,34 +4,20 @@ Why one place: a series' facts, an alert's value and the claims worded from
 them must print a quantity the same way, or the verifier would compare
 ``536870912`` with ``512 MiB``. Bytes print in binary units, ratios as percents,
 seconds as ``s`` or ``ms``; no number is ever printed in scientific notation.
+The digits and binary units are :mod:`tracebound.alert_figures`', which prints
+an alert's own figures; a series' facts keep three significant digits.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
-_BINARY = (("TiB", 1024.0**4), ("GiB", 1024.0**3), ("MiB", 1024.0**2), ("KiB", 1024.0))
+from tracebound import alert_figures as figures
 
 
 def plain(value: float) -> str:
     """About three significant digits, no exponent: ``0.00123``, ``12.3``, ``4``."""
-    if not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("+Inf" if value > 0 else "-Inf")
-    size = abs(value)
-    if size >= 100 or value == int(value):
-        return str(round(value))
-    decimals = 1 if size >= 10 else 2 if size >= 1 else 2 - math.floor(math.log10(size))
-    text = f"{value:.{min(decimals, 12)}f}".rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
-
-
-def binary_bytes(value: float) -> str:
-    """``536870912`` → ``512 MiB``; below 1 KiB in bytes."""
-    for name, size in _BINARY:
-        if abs(value) >= size:
-            return f"{plain(value / size)} {name}"
-    return f"{plain(value)} B"
+    return figures.plain(value, 3)
 
 
 def seconds(value: float) -> str:
@@ -40,8 +26,8 @@ def seconds(value: float) -> str:
 
 
 _FORMATS: dict[str, Callable[[float], str]] = {
-    "bytes": binary_bytes,
-    "bytes/s": lambda v: f"{binary_bytes(v)}/s",
+    "bytes": figures.binary_bytes,
+    "bytes/s": lambda v: f"{figures.binary_bytes(v)}/s",
     "ratio": lambda v: f"{plain(v * 100)}%",
     "seconds": seconds,
     "/s": lambda v: f"{plain(v)}/s",
