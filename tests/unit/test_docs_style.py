@@ -51,7 +51,13 @@ def _paragraphs(text: str) -> list[str]:
             flush()
             continue
         stripped = line.strip()
-        if fenced or not stripped or stripped.startswith(("|", "#", "![", "<")):
+        if not fenced and stripped.startswith("|"):
+            # a table row: each cell is prose of its own (the separator row is not)
+            flush()
+            cells = (c.strip() for c in stripped.strip("|").split("|"))
+            paragraphs.extend(c for c in cells if c and not set(c) <= set("-: "))
+            continue
+        if fenced or not stripped or stripped.startswith(("#", "![", "<")):
             flush()
             continue
         if LIST_MARKER.match(line):
@@ -140,5 +146,5 @@ def test_the_splitter_reads_prose_only() -> None:
         "# A heading that is long\n\nOne. Two words here!\n\n```\ncode. more code.\n```\n"
         "| a | b. c |\n- item one. item two\n"
     )
-    assert sentences(text) == ["One.", "Two words here!", "item one.", "item two"]
+    assert sentences(text) == ["One.", "Two words here!", "a", "b.", "c", "item one.", "item two"]
     assert long_sentences("word " * 61) == [(61, ("word " * 61)[:80])]
