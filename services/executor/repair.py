@@ -30,20 +30,26 @@ from services.executor.gate import ToolGate
 from services.executor.llm_executor import ModelRound, tool_specs
 from services.executor.tool_view import ToolView
 from services.gatekeeper import Ruleset, check
+from services.verifier.structure import check_claim
 from tracebound.events import GateNote, ParseStatus, ToolInvocation
 from tracebound.events.step_kinds import REPAIR_PREFIX
 from tracebound.llm import ParseOutcome, StepRecorder, parse_model
 from tracebound.llm.steps import clip
 
 PARSE_RULE = "executor_output_parse_status"
+FACT_RULE = "verifier.fact_stated"
+NEGATIVE_TYPES = ("negative_observation",)
 MAX_ERRORS = 12
 MAX_REFS = 40
 REF_TEXT_LIMIT = 600
 FIELD_LIMIT = 200
 _BINDING_FIELDS = ("tool_name", "source_invocation_id", "raw_path", "evidence_excerpt")
 _INSTRUCTION = (
-    f"{REPAIR_PREFIX} the gatekeeper would reject your executor_evidence_v2 answer for the "
-    "errors below. Reply with the whole corrected JSON object only: no prose, no tool calls. "
+    f"{REPAIR_PREFIX} the gatekeeper would reject your executor_evidence_v2 answer, or the "
+    "verifier would withhold a claim, for the errors below. Reply with the whole corrected "
+    "JSON object only: no prose, no tool calls. A verifier.fact_stated error names a fact "
+    "(a number, name or relation) of the claim that its cited ref does not state: write "
+    "the fact as the ref's text states it, or leave it out. "
     "Cite only refs listed in citable_refs: copy source_invocation_id as a JSON integer "
     "(never a quoted string), tool_name and raw_path exactly, and evidence_excerpt verbatim "
     "from the ref's text. Bind each array item at most once in the whole answer: merge two "
@@ -78,7 +84,65 @@ def objections(
     result = check(outcome.value, invocations, ruleset).result
     if result.severity == "reject":
         problems.extend(_error(note, outcome.value) for note in result.errors)
+    else:
+        problems.extend(unstated_facts(outcome.value, invocations))
     return problems[:MAX_ERRORS]
+
+
+def _ref_texts(invocations: Sequence[ToolInvocation]) -> dict[tuple[int, str], str]:
+    return {
+        (inv.source_invocation_id, ref.raw_path): ref.text
+        for inv in invocations
+        if inv.retrieval_details is not None
+        for ref in inv.retrieval_details.evidence_refs
+    }
+
+
+def unstated_facts(
+    value: Mapping[str, Any], invocations: Sequence[ToolInvocation]
+) -> list[dict[str, Any]]:
+    """Facts of a positive claim that its cited refs do not state, as the verifier reads them.
+
+    The citations are sound (the gatekeeper passed them); a number, name or
+    relation the cited text does not state would make the verifier withhold the
+    claim, so the repair turn names that fact and the ref it was checked against.
+    """
+    texts = _ref_texts(invocations)
+    problems: list[dict[str, Any]] = []
+    claims = value.get("claims")
+    for position, claim in enumerate(claims if isinstance(claims, list) else []):
+        if not isinstance(claim, Mapping) or claim.get("claim_type") in NEGATIVE_TYPES:
+            continue
+        text = claim.get("claim_text")
+        bindings = claim.get("evidence_bindings")
+        if not isinstance(text, str) or not isinstance(bindings, list):
+            continue
+        cited = [
+            texts.get((sid, str(b.get("raw_path"))), "")
+            for b in bindings
+            if isinstance(b, Mapping) and isinstance(sid := b.get("source_invocation_id"), int)
+        ]
+        evidence = [t for t in cited if t]
+        if not evidence:
+            continue
+        own = claim.get("claim_id")
+        claim_id = own if isinstance(own, str) and own else f"claims[{position}]"
+        for result in check_claim(text, evidence):
+            if result.found and not result.conflict:
+                continue
+            problems.append(
+                {
+                    "rule": FACT_RULE,
+                    "claim_id": claim_id,
+                    "fact": _shown(result.fact),
+                    "message": clip(
+                        f"{'contradicted' if result.conflict else 'not stated'} by the cited "
+                        f"ref: {result.detail}",
+                        FIELD_LIMIT,
+                    ),
+                }
+            )
+    return problems
 
 
 def _error(note: GateNote, value: Mapping[str, Any]) -> dict[str, Any]:

@@ -307,3 +307,20 @@ def test_the_repair_message_is_bounded() -> None:
 )
 def test_repair_steps_are_told_apart_by_their_input(summary: str | None, expected: bool) -> None:
     assert is_repair_input(summary) is expected
+
+
+def test_a_claim_whose_fact_does_not_check_is_repaired_into_a_pass(
+    server: fake.FakeOpenAI, plan: PlanProduced, ref_text: str
+) -> None:
+    """The citation is sound but the number is not the item's: the repair names the fact."""
+    sid = invocation_id(plan.run_id, 1, 0)
+    excerpt = ref_text.split(", threshold", maxsplit=1)[0]
+    wrong = CLAIM_TEXT.replace("92%", "97%")
+    faulty = _answer((wrong, [_binding(sid, excerpt)]))
+    fixed = _answer((CLAIM_TEXT, [_binding(sid, excerpt)]))
+    evidence, steps = _run(server, plan, faulty, fixed)
+    _assert_repaired_pass(evidence, steps, sid)
+    errors = _repair_data(server)["errors"]
+    assert errors and all(e["rule"] == "verifier.fact_stated" for e in errors)
+    assert any("97%" in e["fact"] and e["claim_id"] == "claim-1" for e in errors)
+    assert "verifier.fact_stated" in evidence.executor_output_parse_status.detail
