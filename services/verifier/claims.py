@@ -19,10 +19,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from services.verifier.evidence_types import word_stem
 from services.verifier.facts import Facts, extract
 from services.verifier.match import FactResult, compare
 from services.verifier.rules_file import OverclaimPhrases, VerifierRules
-from services.verifier.structure import check_claim, check_negative, negated_words, word_stem
+from services.verifier.structure import check_claim, check_negative, negated_words
 from tracebound.events import CheckedBinding, ClaimCheck, FactCheck
 
 SUPPORTED = "SUPPORTED"

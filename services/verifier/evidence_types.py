@@ -1,0 +1,303 @@
+"""The typed facts of a cited item, and the cues that give a number its role.
+
+A claim is checked against what its cited texts state (:mod:`services.verifier.structure`).
+Each text is read once into quantities, each with its key (``key=value``), its
+role (a bound such as a threshold, or a value), a relation the words give it
+("under 26000") and the words around it; the same reading of the words around
+a number (:func:`cues_of`) gives a claim's number its role.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import cache, lru_cache
+
+from services.verifier.quantities import (
+    PLAIN,
+    Lexicon,
+    Quantity,
+    lexicon,
+    normalize,
+    read_quantities,
+    read_tokens,
+)
+
+TOLERANCE = 1e-9
+WINDOW_WORDS = 3
+WINDOW_CJK = 6
+CLAUSE = re.compile(r"[;；。，,\[\]]\s*|\.\s+|\s-\s")
+_WORD = re.compile(r"[a-z][a-z'_-]*|[\u4e00-\u9fff]+")
+_KEY_BEFORE = re.compile(r"\"?([A-Za-z_][\w.-]*)\"?\s*[=:]\s*\"?$")
+LATIN = re.compile(r"[a-z][a-z0-9_]*")
+
+
+@dataclass(frozen=True, slots=True)
+class Typed:
+    """A quantity in its text: the key it is the value of, its role, a relation it states."""
+
+    quantity: Quantity
+    readings: tuple[tuple[str, float], ...]
+    bound: bool
+    relation: str  # gt | lt | ""
+    total: bool = False
+    approx: bool = False
+    source: int = 0  # which evidence text it was read from
+    context: frozenset[str] = frozenset()  # the content words beside it in its clause
+    key: str = ""  # the field it is the value of (current=92% → current), if any
+
+    @property
+    def label(self) -> str:
+        """How the item writes it: ``current=92%``, or the number alone."""
+        return f"{self.key}={self.quantity.text}" if self.key else self.quantity.text
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """One fact of the claim: found in the evidence, contradicted by it, or neither."""
+
+    kind: str
+    fact: str
+    found: bool
+    conflict: bool
+    detail: str
+
+
+@dataclass
+class Evidence:
+    """The typed facts of the cited texts."""
+
+    search: str
+    quantities: list[Typed] = field(default_factory=list)
+    words: set[str] = field(default_factory=set)
+
+
+@cache
+def cue_pattern(words: tuple[str, ...], prefix: bool = False) -> re.Pattern[str]:
+    """Any of ``words``: Latin ones as whole words (or word starts), CJK ones anywhere."""
+    latin = sorted((w for w in words if w.isascii()), key=len, reverse=True)
+    cjk = sorted((w for w in words if not w.isascii()), key=len, reverse=True)
+    tail = "" if prefix else r"(?![a-z0-9_])"
+    parts = []
+    if latin:
+        alternatives = "|".join(re.escape(w) for w in latin)
+        parts.append(rf"(?<![a-z0-9_])(?:{alternatives}){tail}")
+    if cjk:
+        parts.append("|".join(re.escape(w) for w in cjk))
+    return re.compile("|".join(parts))
+
+
+def _clause(text: str, start: int, end: int) -> tuple[str, str]:
+    """The text before ``start`` and after ``end`` within their clause."""
+    before_start = 0
+    for match in CLAUSE.finditer(text, 0, start):
+        before_start = match.end()
+    after = CLAUSE.search(text, end)
+    return text[before_start:start], text[end : after.start() if after else len(text)]
+
+
+def _last_words(text: str, count: int) -> str:
+    """The last ``count`` words of ``text`` (a CJK run counts as one, by its last characters)."""
+    words = _WORD.findall(text.casefold())
+    out = [w if w.isascii() else w[-WINDOW_CJK:] for w in words[-count:]]
+    return " ".join(out)
+
+
+def _first_words(text: str, count: int) -> str:
+    words = _WORD.findall(text.casefold())
+    out: list[str] = []
+    for word in words:
+        if not word.isascii():
+            out.append(word[:WINDOW_CJK])
+            break
+        out.append(word)
+        if len(out) >= count:
+            break
+    return " ".join(out)
+
+
+def has_any(words: tuple[str, ...], text: str, prefix: bool = False) -> bool:
+    return bool(text) and cue_pattern(words, prefix).search(text) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Cues:
+    bound: bool  # named a threshold, limit, maximum, desired count
+    relation: str
+    approx: bool
+    total: bool = False  # the whole a value is part of: "of 2048M", "979M / 1024M"
+    window: bool = False  # the window a figure is over: "in the last 5 minutes", "最近 5 分钟"
+
+
+def cues_of(text: str, q: Quantity, lex: Lexicon, neighbours: tuple[int, int] = (0, -1)) -> Cues:
+    """What the words around a number make of it, within its clause and between the
+    numbers beside it (``neighbours``: where the previous one ends, the next one starts)."""
+    before, after = _clause(text, q.start, q.end)
+    low, high = neighbours
+    if not text[q.end : q.end + 2].lstrip().startswith((")", "）")):
+        before = re.split(r"[(（]", before)[-1]  # "max_connections (500)" is named from outside
+    previous_in_clause = low > q.start - len(before)
+    if previous_in_clause:
+        before = text[low : q.start]
+        # "an 85% threshold for 15 min": the cue right after a number is that number's
+        head = re.match(r"[\s-]*([a-z]+)", before.casefold())
+        if head and has_any(lex.words("bound_cues"), head[1], prefix=True):
+            before = before[head.end() :]
+    after = re.split(r"[(（]", after)[0]  # a parenthesis after a number speaks of the next
+    if high >= 0 and high < q.end + len(after):
+        after = text[q.end : high]
+    near_before = _last_words(before, WINDOW_WORDS + 1)
+    near_after = _first_words(after, 2)
+    if high >= 0 and q.end + len(after) >= high:  # "90% against target 70%": the cue is 70%'s
+        last = _last_words(after, 1)
+        if last and has_any(lex.words("bound_cues"), last, prefix=True):
+            near_after = ""
+    bound_words = lex.words("bound_cues")
+    ratio = re.search(r"\d\s*[A-Za-z%]*\s*/\s*$", text[max(0, q.start - 12) : q.start])
+    # "1824M used of 2048M", "1 of 9 desired": the total a value before it is part of
+    of_total = previous_in_clause and re.search(
+        r"\bof(?:\s+(?:its|the|a|an))?\s*$", before.casefold()
+    )
+    bound = (
+        has_any(bound_words, near_before, prefix=True)
+        or has_any(bound_words, near_after, prefix=True)
+        or has_any(lex.words("bound_verbs"), before.casefold())  # "caps the backlog at 31k"
+    )
+    total_words = lex.words("total_cues")
+    total = (
+        bool(ratio)  # the denominator of 3782M / 4096M
+        or bool(of_total)
+        or has_any(total_words, _last_words(before, 2))
+    )
+    greater, less = lex.words("greater_cues"), lex.words("less_cues")
+    tight_before = _last_words(before, WINDOW_WORDS)
+    # a Chinese relation follows its number, past a measure word: 3.1 万个段以内, 8 天多
+    postfix = _first_words(after, 1)[:4] if not after.strip()[:1].isascii() else ""
+    relation = ""
+    if has_any(greater, tight_before) or has_any(greater, postfix):
+        relation = "gt"
+    elif has_any(less, tight_before) or has_any(less, postfix):
+        relation = "lt"
+    approximate = lex.words("approximate_cues")
+    approx = has_any(approximate, tight_before) or has_any(approximate, postfix)
+    window = q.dimension == "duration" and has_any(lex.words("window_cues"), tight_before)
+    return Cues(bound, relation, approx, total, window)
+
+
+CONTEXT_WORD = re.compile(r"[a-z][a-z0-9_'-]*")
+_SKIPS: dict[int, frozenset[str]] = {}
+
+
+def _context_skip(lex: Lexicon) -> frozenset[str]:
+    """Words that name nothing: stop words, cue words and units (once per lexicon)."""
+    if id(lex) not in _SKIPS:
+        _SKIPS[id(lex)] = frozenset(lex.stop_words) | cue_words(lex) | frozenset(lex.units)
+    return _SKIPS[id(lex)]
+
+
+def context_of(
+    text: str, q: Quantity, quantities: Sequence[Quantity], position: int, lex: Lexicon
+) -> frozenset[str]:
+    """Up to two content words on each side of a number, within its clause and its
+    neighbours: what a claim that restates it in the item's own words shares with it."""
+    before, after = _clause(text, q.start, q.end)
+    low, high = neighbours(quantities, position)
+    if low > q.start - len(before):
+        before = text[low : q.start]
+    if high >= 0 and high < q.end + len(after):
+        after = text[q.end : high]
+    skip = _context_skip(lex)
+    left = CONTEXT_WORD.findall(before.casefold())[-1:]
+    if re.search(r"[=:]\s*[\"']?$", before):  # "Query_time: 8.7s": the key is the name
+        return frozenset(word_stem(w) for w in left if w not in skip)
+    following = re.match(r"\W*([a-z][a-z0-9_'-]*)(\s*[=:])?", after.casefold())
+    right = [following[1]] if following and not following[2] else []  # not the next key
+    return frozenset(word_stem(w) for w in (*left, *right) if w not in skip)
+
+
+def neighbours(quantities: Sequence[Quantity], index: int) -> tuple[int, int]:
+    low = quantities[index - 1].end if index > 0 else 0
+    high = quantities[index + 1].start if index + 1 < len(quantities) else -1
+    return low, high
+
+
+def _key_readings(key: str, q: Quantity, lex: Lexicon) -> list[tuple[str, float]]:
+    """What a plain evidence number can mean, from its key (``latency_ms``) or its kind."""
+    if q.dimension != PLAIN:
+        return list(q.readings)
+    value = q.readings[0][1]
+    readings = list(q.readings)
+    for suffix, (dimension, scale) in lex.key_units.items():
+        if key.endswith(suffix) and dimension != PLAIN:
+            readings.append((dimension, value * scale))
+    if key in lex.seconds_keys:
+        readings.append(("duration", value))
+    readings.append(("rate", value))  # a value without a unit: an alert's RPS, its bytes
+    readings.append(("bytes", value))
+    if key:  # a field's value: a ratio (0.0512 is 5.12 %) or a unit-less percentage (88.1)
+        readings.append(("percent", value * 100))
+        if value > 1:
+            readings.append(("percent", value))
+    return readings
+
+
+def type_evidence(texts: Sequence[str], lex: Lexicon | None = None) -> Evidence:
+    """The typed facts of the cited ref texts and excerpts (the claims of one round cite
+    the same items: typed once)."""
+    if lex is None:
+        return _typed(tuple(texts))
+    return _type_evidence(texts, lex)
+
+
+@lru_cache(maxsize=512)
+def _typed(texts: tuple[str, ...]) -> Evidence:
+    return _type_evidence(texts, lexicon())
+
+
+def _type_evidence(texts: Sequence[str], lex: Lexicon) -> Evidence:
+    normals = [normalize(t) for t in texts if t]
+    evidence = Evidence(search="\n".join(n.casefold() for n in normals))
+    bound_keys = ("threshold", "limit", "max", "maximum", "desired", "expected", "capacity")
+    for index, normal in enumerate(normals):
+        tokens = read_tokens(normal, lex)
+        quantities = read_quantities(normal, tokens, lex)
+        for position, q in enumerate(quantities):
+            key_match = _KEY_BEFORE.search(normal[max(0, q.start - 40) : q.start])
+            key = key_match[1].casefold() if key_match else ""
+            cues = cues_of(normal, q, lex, neighbours(quantities, position))
+            # "alert above 9000", "more than 1s": a number the item compares with is a bound
+            bound = any(k in key for k in bound_keys) if key else cues.bound or bool(cues.relation)
+            readings = tuple(_key_readings(key, q, lex))
+            # a compared figure ("less than 10% space left") is named by its key alone
+            context = (
+                frozenset({word_stem(key)})
+                if key and (bound or cues.relation)
+                else frozenset()
+                if bound or cues.relation
+                else context_of(normal, q, quantities, position, lex)
+            )
+            evidence.quantities.append(
+                Typed(q, readings, bound, cues.relation, cues.total, False, index, context, key)
+            )
+        evidence.words.update(LATIN.findall(normal.casefold()))
+    return evidence
+
+
+def word_stem(word: str) -> str:
+    for suffix in ("ing", "es", "ed", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+_CUE_WORDS: dict[int, frozenset[str]] = {}
+
+
+def cue_words(lex: Lexicon) -> frozenset[str]:
+    """Every word of the cue classes (once per lexicon)."""
+    if id(lex) not in _CUE_WORDS:
+        fields = ("bound_cues", "greater_cues", "less_cues", "approximate_cues", "inference_cues")
+        phrases = (w for f in fields for w in lex.words(f))
+        _CUE_WORDS[id(lex)] = frozenset(w for phrase in phrases for w in phrase.split())
+    return _CUE_WORDS[id(lex)]
