@@ -1,4 +1,4 @@
-"""query_prometheus's pure parts: series facts, scoping, units, diagnosis rules, claim wording."""
+"""query_prometheus: series facts, scoping, units, bounds, diagnosis rules, claim wording."""
 
 from __future__ import annotations
 
@@ -12,9 +12,11 @@ import pytest
 from services.executor.claims import templates, with_findings
 from services.executor.diagnosis import Series, evaluate
 from services.executor.series_claims import wording
+from services.executor.tools.base import RunContext
 from services.executor.tools.promql import catalogue, matchers
 from services.executor.tools.query_prometheus import (
     QueryPrometheusParams,
+    QueryPrometheusTool,
     _facts,
     scope_labels,
     series_text,
@@ -22,7 +24,7 @@ from services.executor.tools.query_prometheus import (
 from services.executor.tools.series_facts import change_point, clock, series_facts
 from services.executor.tools.units import format_quantity, plain
 from services.verifier.structure import check_claim
-from tracebound.events import Alert
+from tracebound.events import Alert, ToolBackend
 
 END = datetime(2026, 12, 5, 15, 0, tzinfo=UTC).timestamp()
 START = END - 7200
@@ -204,3 +206,22 @@ def test_llm_output_gains_the_rules_findings_once() -> None:
     assert merged["claims"][1]["claim_id"] == "claim-2"
     assert merged["hypotheses"] == ["cause", "h"]
     assert with_findings(merged, [premise], ["cause"])["claims"] == merged["claims"]
+
+
+def test_no_query_starts_after_the_time_budget() -> None:
+    tool = QueryPrometheusTool(
+        "http://127.0.0.1:9", 1.0, ToolBackend(name="prometheus"), budget_s=-1.0
+    )
+    alert = Alert(status="firing", labels={"alertname": "A", "service": "api"})
+    params = QueryPrometheusParams(queries="workload", service="api")
+    outcome = tool.run(params, RunContext(run_id="r", alerts=(alert,)))
+    assert not outcome.success and "time budget" in (outcome.error_message or "")
+    assert outcome.output["not_run"][0] == "restarts"
+
+
+def test_without_a_prometheus_the_call_fails_naming_the_setting() -> None:
+    tool = QueryPrometheusTool("", 1.0, ToolBackend(name="none"))
+    outcome = tool.run(QueryPrometheusParams(queries="workload"), RunContext(run_id="r"))
+    assert not outcome.success and "TRACEBOUND_TOOLS_PROMETHEUS_URL" in (
+        outcome.error_message or ""
+    )

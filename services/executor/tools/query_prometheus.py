@@ -13,6 +13,7 @@ number by number.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -42,6 +43,9 @@ MAX_SERIES_PER_QUERY = 6
 MAX_SERIES = 60
 MAX_POINTS = 240
 MIN_STEP_S = 15
+# Queries start only within this many seconds of the call (under the executor's
+# default 10 s call timeout), so a slow server costs the rest, not the whole call.
+BUDGET_S = 7.0
 NO_SCOPE = "no service, namespace, pod, instance or job label to scope the queries to"
 NO_PROMETHEUS = "no Prometheus configured (TRACEBOUND_TOOLS_PROMETHEUS_URL)"
 
@@ -51,6 +55,11 @@ class QueryPrometheusParams(ToolParams):
     service: str | None = Field(default=None, max_length=200)
     alert_name: str | None = Field(default=None, max_length=200)
     window_minutes: int = Field(default=120, ge=10, le=360)
+
+
+def _step(window_minutes: int) -> int:
+    """Seconds between points: at most :data:`MAX_POINTS` over the window."""
+    return max(MIN_STEP_S, math.ceil(window_minutes * 60 / MAX_POINTS))
 
 
 def wall_clock() -> datetime:
@@ -166,12 +175,14 @@ class QueryPrometheusTool:
         *,
         book: Catalogue | None = None,
         now: Callable[[], datetime] = wall_clock,
+        budget_s: float = BUDGET_S,
     ) -> None:
         self._url = url.rstrip("/")
         self._timeout_s = timeout_s
         self.backend = backend
         self._book = book or catalogue()
         self._now = now
+        self._budget_s = budget_s
         ids = ", ".join([*self._book.sets, *self._book.queries])
         self.description = (
             "Run declared PromQL range queries scoped to the alert's own labels "
@@ -213,31 +224,18 @@ class QueryPrometheusTool:
     def run(self, params: BaseModel, ctx: RunContext) -> ToolOutcome:
         p = coerce_params(params, QueryPrometheusParams)
         envelope: dict[str, Any] = {"success": True, "series": [], "queries": [], "message": ""}
-        if not self._url:
-            return failed_outcome(envelope, NO_PROMETHEUS, "none")
-        try:
-            ids = self._book.expand(p.queries)[:MAX_QUERIES]
-        except KeyError as exc:
-            message = f"unknown query or set {exc.args[0]!r}"
-            return failed_outcome(envelope, message, "prometheus")
+        refused = self._refusal(p, ctx)
+        if refused is not None:
+            return failed_outcome(envelope, *refused)
+        ids = self._book.expand(p.queries)[:MAX_QUERIES]
         labels, onset_text = scope_labels(ctx.alerts, p)
-        if not labels:
-            return failed_outcome(envelope, NO_SCOPE, "prometheus")
-        end = ctx.requested_at if ctx.requested_at.year > 1970 else self._now()
-        start = end - timedelta(minutes=p.window_minutes)
-        step = max(MIN_STEP_S, math.ceil(p.window_minutes * 60 / MAX_POINTS))
-        onset = parse_time(onset_text) if onset_text else None
-        items: list[dict[str, Any]] = []
         try:
-            for qid in ids:
-                promql, found = self._run_one(qid, labels, (start, end, step))
-                envelope["queries"].append({"id": qid, "promql": promql, "series": len(found)})
-                items.extend(self._items(qid, found, (start, end, step), onset, p.window_minutes))
-                if len(items) >= MAX_SERIES:
-                    break
+            items = self._collect(ids, labels, p, ctx, onset_text=onset_text, envelope=envelope)
         except ToolBackendError as exc:
             return failed_outcome(envelope, str(exc), "prometheus")
         query_text = f"{p.queries} scope {_labels_text(labels) or '-'}"
+        if not envelope["queries"]:
+            return failed_outcome(envelope, "no query ran within the time budget", "prometheus")
         if not items:
             message = "no series matched"
             envelope["message"] = message
@@ -248,8 +246,10 @@ class QueryPrometheusTool:
                 retrieval_layer="prometheus",
                 output_preview=preview(f"no series for {query_text}"),
             )
-        items = items[:MAX_SERIES]
-        envelope.update(series=items, message=f"found {len(items)} series ({query_text})")
+        message = f"found {len(items)} series ({query_text})"
+        if envelope.get("not_run"):
+            message += f"; not run (time budget or series cap): {' '.join(envelope['not_run'])}"
+        envelope.update(series=items, message=message)
         return ToolOutcome(
             output=envelope,
             retrieval_details=refs.supported(
@@ -259,6 +259,44 @@ class QueryPrometheusTool:
             retrieval_layer="prometheus",
             output_preview=preview(f"{len(items)} series: {', '.join(ids)}"),
         )
+
+    def _refusal(self, p: QueryPrometheusParams, ctx: RunContext) -> tuple[str, str] | None:
+        """Why the call cannot run at all (and the layer to record), or None."""
+        if not self._url:
+            return NO_PROMETHEUS, "none"
+        try:
+            self._book.expand(p.queries)
+        except KeyError as exc:
+            return f"unknown query or set {exc.args[0]!r}", "prometheus"
+        if not scope_labels(ctx.alerts, p)[0]:
+            return NO_SCOPE, "prometheus"
+        return None
+
+    def _collect(
+        self,
+        ids: Sequence[str],
+        labels: Mapping[str, str],
+        p: QueryPrometheusParams,
+        ctx: RunContext,
+        *,
+        onset_text: str,
+        envelope: dict[str, Any],
+    ) -> list[dict[str, Any]]:
+        """Every series of ``ids`` in order, within the time budget and the series cap."""
+        end = ctx.requested_at if ctx.requested_at.year > 1970 else self._now()
+        span = (end - timedelta(minutes=p.window_minutes), end, _step(p.window_minutes))
+        onset = parse_time(onset_text) if onset_text else None
+        items: list[dict[str, Any]] = []
+        deadline = time.monotonic() + self._budget_s
+        for position, qid in enumerate(ids):
+            if len(items) >= MAX_SERIES or time.monotonic() > deadline:
+                # what was found stays evidence; what was not run is said, not hidden
+                envelope["not_run"] = list(ids[position:])
+                break
+            promql, found = self._run_one(qid, labels, span)
+            envelope["queries"].append({"id": qid, "promql": promql, "series": len(found)})
+            items.extend(self._items(qid, found, span, onset, p.window_minutes))
+        return items[:MAX_SERIES]
 
     def _items(
         self,
