@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -55,6 +56,14 @@ class QueryPrometheusParams(ToolParams):
     service: str | None = Field(default=None, max_length=200)
     alert_name: str | None = Field(default=None, max_length=200)
     window_minutes: int = Field(default=120, ge=10, le=360)
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """Why a call cannot run at all, and the layer it is recorded with."""
+
+    reason: str
+    layer: str
 
 
 def _step(window_minutes: int) -> int:
@@ -224,11 +233,10 @@ class QueryPrometheusTool:
     def run(self, params: BaseModel, ctx: RunContext) -> ToolOutcome:
         p = coerce_params(params, QueryPrometheusParams)
         envelope: dict[str, Any] = {"success": True, "series": [], "queries": [], "message": ""}
-        refused = self._refusal(p, ctx)
-        if refused is not None:
-            return failed_outcome(envelope, *refused)
-        ids = self._book.expand(p.queries)[:MAX_QUERIES]
-        labels, onset_text = scope_labels(ctx.alerts, p)
+        planned = self._planned(p, ctx)
+        if isinstance(planned, Refusal):
+            return failed_outcome(envelope, planned.reason, planned.layer)
+        ids, labels, onset_text = planned
         try:
             items = self._collect(ids, labels, p, ctx, onset_text=onset_text, envelope=envelope)
         except ToolBackendError as exc:
@@ -260,17 +268,20 @@ class QueryPrometheusTool:
             output_preview=preview(f"{len(items)} series: {', '.join(ids)}"),
         )
 
-    def _refusal(self, p: QueryPrometheusParams, ctx: RunContext) -> tuple[str, str] | None:
-        """Why the call cannot run at all (and the layer to record), or None."""
+    def _planned(
+        self, p: QueryPrometheusParams, ctx: RunContext
+    ) -> Refusal | tuple[tuple[str, ...], dict[str, str], str]:
+        """The query ids, scope labels and onset of the call, or why it cannot run."""
         if not self._url:
-            return NO_PROMETHEUS, "none"
+            return Refusal(NO_PROMETHEUS, "none")
         try:
-            self._book.expand(p.queries)
+            ids = self._book.expand(p.queries)[:MAX_QUERIES]
         except KeyError as exc:
-            return f"unknown query or set {exc.args[0]!r}", "prometheus"
-        if not scope_labels(ctx.alerts, p)[0]:
-            return NO_SCOPE, "prometheus"
-        return None
+            return Refusal(f"unknown query or set {exc.args[0]!r}", "prometheus")
+        labels, onset_text = scope_labels(ctx.alerts, p)
+        if not labels:
+            return Refusal(NO_SCOPE, "prometheus")
+        return ids, labels, onset_text
 
     def _collect(
         self,
