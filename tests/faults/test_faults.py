@@ -113,7 +113,8 @@ def _settle_and_check(
         counts = assert_one_answer_each(counter, name)
     except AssertionError as exc:
         logs = "\n".join(f"--- {r}\n{pipeline.log_tail(r, 8)}" for r in (*ROLES, PROJECTION))
-        raise AssertionError(f"{exc}\nservice logs:\n{logs}") from None
+        # The reason comes last too: a CI log is often read from its tail.
+        raise AssertionError(f"{exc}\nservice logs:\n{logs}\n=== {exc}") from None
     phases = check_read_models(pipeline, counter.run_ids, PROJECTION_TIMEOUT_S)
     checked = ", ".join(f"{k} {v:.0f}s" for k, v in phases.items())
     timing = f"last answer after {answered_s:.0f}s; read models: {checked}"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -134,3 +136,24 @@ def test_a_transaction_wedged_past_the_call_bound_rebuilds_the_clients() -> None
     assert producer.timeouts and producer.timeouts[0] <= 1.0
     assert rebuilt == [True] and consumer.closed
     assert loop._producer is None  # dropped; the rebuild makes a new one
+
+
+@pytest.mark.slow
+def test_a_process_exits_without_waiting_on_an_abandoned_call() -> None:
+    """A role that stopped cleanly exits even while a wedged call sits on its old thread."""
+    script = (
+        "import time\n"
+        "from tracebound.runtime.bounded import BoundedCalls, ClientStuckError\n"
+        "calls = BoundedCalls(grace_s=0.01)\n"
+        "try:\n"
+        "    calls.run(lambda: time.sleep(3600), 0.05)\n"
+        "except ClientStuckError:\n"
+        "    calls.abandon()\n"
+        "calls.run(lambda: None, 5)\n"
+        "calls.shutdown()\n"
+        "print('stopped')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "stopped"), done.stderr

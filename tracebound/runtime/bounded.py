@@ -15,10 +15,11 @@ transaction timeout, and nothing the wedged producer still holds can commit.
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
@@ -57,16 +58,52 @@ class Deadline:
         return self._clock() >= self._end
 
 
+class _CallThread:
+    """One daemon thread running submitted calls in order.
+
+    A daemon, unlike a ``ThreadPoolExecutor`` worker, is not joined when the
+    process exits: a wedged librdkafka call left behind on it cannot hold up the
+    exit of a role that stopped cleanly.
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[tuple[Future[None], Callable[[], None]] | None] = (
+            queue.SimpleQueue()
+        )
+        threading.Thread(target=self._serve, name="kafka-call", daemon=True).start()
+
+    def submit(self, call: Callable[[], None]) -> Future[None]:
+        future: Future[None] = Future()
+        self._queue.put((future, call))
+        return future
+
+    def stop(self) -> None:
+        """End the thread once the calls queued so far are done (a wedged one never is)."""
+        self._queue.put(None)
+
+    def _serve(self) -> None:
+        while (item := self._queue.get()) is not None:
+            future, call = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                call()
+            except BaseException as exc:  # handed to the caller through the future
+                future.set_exception(exc)
+            else:
+                future.set_result(None)
+
+
 class BoundedCalls:
     """One worker thread for client calls; replaced when a call is abandoned."""
 
     def __init__(self, grace_s: float = STUCK_GRACE_S) -> None:
         self._grace_s = grace_s
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="kafka-call")
+        self._thread = _CallThread()
 
     def run(self, call: Callable[[], None], timeout: float) -> None:
         """``call()``, raising :class:`ClientStuckError` past ``timeout`` and a grace."""
-        future: Future[None] = self._pool.submit(call)
+        future = self._thread.submit(call)
         try:
             future.result(timeout + self._grace_s)
         except FutureTimeout as exc:
@@ -74,11 +111,11 @@ class BoundedCalls:
 
     def abandon(self) -> None:
         """Leave a wedged call behind on its thread; later calls get a fresh one."""
-        self._pool.shutdown(wait=False)
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="kafka-call")
+        self._thread.stop()
+        self._thread = _CallThread()
 
     def shutdown(self) -> None:
-        self._pool.shutdown(wait=False)
+        self._thread.stop()
 
 
 def commit_within(producer: Any, deadline: Deadline) -> None:
