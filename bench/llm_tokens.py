@@ -57,6 +57,7 @@ ROLE_OF_AGENT = {
     "aiops_planner": "planner",
     "chat_executor": "executor",
     "chat_verifier": "verifier",
+    "chat_verifier_small": "verifier",
     "chat_composer": "composer",
 }
 ROLES = ("planner", "executor", "verifier", "composer")

@@ -110,6 +110,13 @@ def _retry_text(retry: RetryContext | None) -> str:
     return json.dumps(retry.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
 
 
+def _plan_text(plan: PlanSnapshot, planned: Sequence[PlannedCall], *, small: bool) -> str:
+    """The plan's steps; at the ``small`` profile not again when its calls are shown as run."""
+    if small and planned:
+        return f"{len(planned)} planned call(s) ran; their results follow the question."
+    return "\n".join(plan.planner_plan.plan)
+
+
 def planned_turn(
     gate: ToolGate, view: ToolView, planned: Sequence[PlannedCall]
 ) -> list[dict[str, Any]]:
@@ -172,7 +179,7 @@ def run_llm_round(
     scope = "narrow" if plan.narrow_scope else "broad (full diagnosis of the question)"
     system = prompt.render(
         language=language,
-        plan="\n".join(plan.planner_plan.plan),
+        plan=_plan_text(plan, planned, small=recorder.budget.small),
         scope=scope,
         retry_context=_retry_text(retry),
         example=SMALL_EXAMPLE if recorder.budget.small else EXAMPLE,

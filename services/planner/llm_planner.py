@@ -12,6 +12,10 @@ descriptions, and the steps of the routed skill only; the question goes in the
 user turn alone, never twice. An alert storm that does not fit the context budget is shown
 with shorter annotations, then only its first alerts (the routing above already
 saw them all).
+
+At the ``small`` profile the model is not asked when the input alerts decided
+the skill (:func:`skill_is_fixed`): it could only reword that skill's steps,
+and a small model's plan text is more often noise than help to the executor.
 """
 
 from __future__ import annotations
@@ -49,6 +53,12 @@ class PlannerReply(BaseModel):
     selection_reason: str = Field(min_length=1)
     plan: list[str] = Field(min_length=1, max_length=12)
     reasoning: str = ""
+
+
+def skill_is_fixed(request: DiagnosisRequest, skills: Sequence[Skill]) -> bool:
+    """Whether the input alerts decided the skill, so no model reply can change the calls."""
+    routed = select(skills, request, read_focus(request).alert_names)
+    return routed.binding and routed.skill is not None
 
 
 def planner_prompt(request: DiagnosisRequest, prompts: PromptSet) -> Prompt:

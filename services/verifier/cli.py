@@ -74,7 +74,7 @@ def _judge(
 ) -> dict[str, Any]:
     if model is None:
         return verify(item, *rules).to_json()
-    prompt = verifier_prompt(PromptSet.active())
+    prompt = verifier_prompt(PromptSet.active(), model)
     recorder = new_recorder(model, prompt, service="verifier", run_id="cli")
     language = (item.model_extra or {}).get("language")
     result = verify_llm(

@@ -84,7 +84,7 @@ class VerifierHandler:
         self.monitor = monitor or FallbackMonitor()
 
     def _judge(self, event: GatekeeperResult) -> Decision[VerifierOutcome]:
-        prompt = verifier_prompt(self.prompts)
+        prompt = verifier_prompt(self.prompts, self.model)
         return verify_llm(
             input_from_event(event),
             recorder_for(self.model, prompt, event, ROLE),
@@ -98,7 +98,7 @@ class VerifierHandler:
     def __call__(self, event: GatekeeperResult) -> list[Event]:
         judged = self._judge(event)
         outcome = judged.value
-        prompts = [verifier_prompt(self.prompts)] if judged.mode == LLM else []
+        prompts = [verifier_prompt(self.prompts, self.model)] if judged.mode == LLM else []
         if outcome.verdict == LOW_CONFID and event.round < self.settings.max_rounds:
             context = RetryContext(
                 round=event.round + 1,

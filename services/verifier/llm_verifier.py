@@ -37,7 +37,7 @@ from services.verifier.judge import PASS, REJECT, VerifierOutcome, _verdict, ver
 from services.verifier.rules_file import OverclaimPhrases, VerifierRules
 from tracebound.events import ClaimCheck
 from tracebound.llm import ChatModel, StepRecorder, Trim, parse_model
-from tracebound.llm.budget import clip_fields, staged_trims
+from tracebound.llm.budget import budget_for, clip_fields, staged_trims
 from tracebound.llm.fallback import Decision, ReplyRejected, decide, rules_only
 from tracebound.llm.monitor import FallbackMonitor
 from tracebound.llm.steps import clip
@@ -45,6 +45,8 @@ from tracebound.prompts import Prompt, PromptSet
 
 ROLE = "verifier"
 PROMPT_NAME = "chat-verifier"
+# The ``small`` profile's prompt: each claim with its excerpts and the code's check only.
+SMALL_PROMPT_NAME = "chat-verifier-small"
 WITHHELD = "(withheld: the structured output is valid and is the only source of facts)"
 REASON_LIMIT = 200
 RATIONALE_LIMIT = 300
@@ -54,7 +56,7 @@ PATHS_KEPT = 3
 EXCERPT_CHARS = 300
 SHORT_EXCERPT_CHARS = 100
 EXCERPT_KEYS = frozenset(
-    {"evidence_excerpt", "evidence_excerpts", "verified_excerpts", "matched_text", "fact"}
+    {"evidence_excerpt", "evidence_excerpts", "excerpts", "matched_text", "not_found"}
 )
 
 ClaimStatus = Literal["SUPPORTED", "REFUTED", "NOT_ENOUGH_INFO"]
@@ -91,8 +93,15 @@ class VerifierReply(BaseModel):
     rationale: str = ""
 
 
-def verifier_prompt(prompts: PromptSet) -> Prompt:
-    return prompts.get(PROMPT_NAME)
+def verifier_prompt(prompts: PromptSet, model: ChatModel | None = None) -> Prompt:
+    """The prompt for ``model``: the compact one when its budget is the ``small`` profile."""
+    small = model is not None and budget_for(model).small
+    return prompts.get(SMALL_PROMPT_NAME if small else PROMPT_NAME)
+
+
+def _compact(prompt: Prompt) -> bool:
+    """Whether ``prompt`` shows the compact claim list instead of the whole verifier input."""
+    return "claims" in prompt.variables
 
 
 def new_recorder(model: ChatModel, prompt: Prompt, *, service: str, run_id: str) -> StepRecorder:
@@ -120,8 +129,15 @@ def _model_input(inp: VerifierInput) -> dict[str, Any]:
     """The contract's verifier input without the final answer or the rule catalogue."""
     gate = inp.gatekeeper_result.model_dump(mode="json", exclude_none=True)
     gate.pop("rules", None)  # rule metadata: long, and no help in judging a claim
-    for binding in gate.get("checked_bindings", ()):
-        binding.pop("matched_text", None)  # the claim's own excerpts carry the verified text
+    bindings = gate.get("checked_bindings") or []
+    # A passed binding says only "pass": the count stands for them. The claim's own
+    # excerpts carry the verified text, so no binding repeats it.
+    gate["checked_bindings"] = [
+        {k: v for k, v in b.items() if k != "matched_text"}
+        for b in bindings
+        if b.get("status") != "pass"
+    ]
+    gate["bindings_passed"] = len(bindings) - len(gate["checked_bindings"])
     trace = [
         t.model_dump(mode="json", exclude_none=True, exclude={"backend", "input_summary"})
         for t in inp.tool_trace_summary
@@ -138,34 +154,78 @@ def _model_input(inp: VerifierInput) -> dict[str, Any]:
 
 
 def _checks(outcome: VerifierOutcome) -> list[dict[str, Any]]:
-    """The deterministic verdict per claim, with the facts it compared."""
-    allowed = {c.claim_id: c.evidence_excerpts for c in outcome.composer_input.allowed_claims}
+    """The deterministic verdict per claim, with the facts it did not find.
+
+    The excerpts are not repeated here: the structured output carries them.
+    """
     return [
         {
             **check.model_dump(mode="json", exclude={"claim_text", "claim_type", "raw_paths"}),
-            "verified_excerpts": list(allowed.get(check.claim_id, ())),
-            "facts": [
-                {"kind": f.kind, "fact": f.fact, "found": f.found}
-                for f in outcome.facts_checked
-                if f.claim_id == check.claim_id
-            ],
+            **_facts(outcome, check.claim_id),
         }
         for check in outcome.claim_checks
     ]
 
 
+def _facts(outcome: VerifierOutcome, claim_id: str) -> dict[str, Any]:
+    facts = [f for f in outcome.facts_checked if f.claim_id == claim_id]
+    return {
+        "facts_found": sum(f.found for f in facts),
+        "not_found": [f"{f.kind}: {f.fact}" for f in facts if not f.found],
+    }
+
+
+def _compact_claims(inp: VerifierInput, outcome: VerifierOutcome) -> list[dict[str, Any]]:
+    """Each claim with its cited excerpts and the code's check: the ``small`` profile's view."""
+    output = inp.executor_structured_output or {}
+    excerpts = {
+        str(c.get("claim_id")): [
+            str(b.get("evidence_excerpt", ""))
+            for b in c.get("evidence_bindings") or ()
+            if isinstance(b, dict)
+        ]
+        for c in output.get("claims") or ()
+        if isinstance(c, dict)
+    }
+    return [
+        {
+            "claim_id": check.claim_id,
+            "claim_type": check.claim_type,
+            "claim_text": check.claim_text,
+            "excerpts": excerpts.get(check.claim_id, []),
+            "code": check.status,
+            "not_found": _facts(outcome, check.claim_id)["not_found"],
+        }
+        for check in outcome.claim_checks
+    ]
+
+
+def _gatekeeper_line(inp: VerifierInput) -> str:
+    gate = inp.gatekeeper_result
+    failed = ", ".join(gate.failed_rules) if gate.failed_rules else "none"
+    return f"status {gate.status}, severity {gate.severity}, failed rules: {failed}"
+
+
 def _messages(
     inp: VerifierInput, data: dict[str, Any], claims: int, language: str, prompt: Prompt
 ) -> list[dict[str, Any]]:
-    system = prompt.render(
-        query=_fenced(inp.original_query),
-        verifier_input=_fenced(data["verifier_input"]),
-        deterministic_checks=_fenced(data["deterministic_checks"]),
-        language=language,
-    )
+    if _compact(prompt):
+        system = prompt.render(
+            query=_fenced(inp.original_query),
+            claims=_fenced(data["claims"]),
+            gatekeeper=_gatekeeper_line(inp),
+            language=language,
+        )
+    else:
+        system = prompt.render(
+            query=_fenced(inp.original_query),
+            verifier_input=_fenced(data["verifier_input"]),
+            deterministic_checks=_fenced(data["deterministic_checks"]),
+            language=language,
+        )
     ask = (
-        f"Judge the {claims} claim(s) of the verifier input against their "
-        "verified excerpts and reply with the JSON object only."
+        f"Judge the {claims} claim(s) against their verified excerpts "
+        "and reply with the JSON object only."
     )
     return [{"role": "system", "content": system}, {"role": "user", "content": ask}]
 
@@ -196,12 +256,19 @@ def _trims(
     inp: VerifierInput, data: dict[str, Any], claims: int, language: str, prompt: Prompt
 ) -> Iterator[Trim]:
     """Smaller prompts, in order: paths, gatekeeper bindings, then ever shorter excerpts."""
-    stages = [
-        (f"tool trace raw paths cut to the first {PATHS_KEPT}", _paths_summarised),
-        ("gatekeeper checked bindings summarised", _bindings_dropped),
+    excerpts = [
         (f"excerpts cut to {EXCERPT_CHARS} characters", _excerpts_cut(EXCERPT_CHARS)),
         (f"excerpts cut to {SHORT_EXCERPT_CHARS} characters", _excerpts_cut(SHORT_EXCERPT_CHARS)),
     ]
+    stages = (
+        excerpts
+        if _compact(prompt)
+        else [
+            (f"tool trace raw paths cut to the first {PATHS_KEPT}", _paths_summarised),
+            ("gatekeeper checked bindings summarised", _bindings_dropped),
+            *excerpts,
+        ]
+    )
     return staged_trims(data, stages, lambda d: _messages(inp, d, claims, language, prompt))
 
 
@@ -309,7 +376,14 @@ def verify_llm(
         return rules_only(lambda: deterministic)
 
     def judged(rec: StepRecorder) -> VerifierOutcome:
-        data = {"verifier_input": _model_input(inp), "deterministic_checks": _checks(deterministic)}
+        data: dict[str, Any] = (
+            {"claims": _compact_claims(inp, deterministic)}
+            if _compact(prompt)
+            else {
+                "verifier_input": _model_input(inp),
+                "deterministic_checks": _checks(deterministic),
+            }
+        )
         claims = len(deterministic.claim_checks)
         reply, _step = rec.complete(
             _messages(inp, data, claims, language, prompt),

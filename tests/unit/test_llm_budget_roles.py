@@ -45,6 +45,7 @@ from tracebound.events import (
 from tracebound.llm import LLMSettings, OpenAIChatModel, PromptBudget
 
 WINDOW, REPLY = 8192, 1024
+VERIFIER_WINDOW = 4096
 LINES = 200
 QUERY = "order-service 响应变慢，请排查 HikariCP 连接池超时的原因"
 # Five searches, each narrower than the one before (the gate refuses widening).
@@ -94,13 +95,13 @@ def server() -> Iterator[fake.FakeOpenAI]:
         yield srv
 
 
-def chat_model(server: fake.FakeOpenAI) -> OpenAIChatModel:
+def chat_model(server: fake.FakeOpenAI, window: int = WINDOW) -> OpenAIChatModel:
     settings = LLMSettings(
         base_url=server.base_url,
         max_retries=0,
         timeout_s=5,
         model="qwen2.5:7b-instruct",
-        context_window=WINDOW,
+        context_window=window,
         max_tokens=REPLY,
     )
     return OpenAIChatModel(settings)
@@ -245,11 +246,13 @@ def test_verifier_and_composer_fit_the_window_with_the_cut_in_the_trace(
     server.script(
         fake.text(json.dumps({"verdict": "PASS", "claim_checks": checks, "rationale": "ok"}))
     )
-    out = VerifierHandler(VerifierSettings(max_rounds=1), model)(gated)
+    # The verifier shows each excerpt once: a window half the size needs its cuts.
+    small_window = chat_model(server, window=VERIFIER_WINDOW)
+    out = VerifierHandler(VerifierSettings(max_rounds=1), small_window)(gated)
     [verdict] = [e for e in out if isinstance(e, Verdict)]
     verifier_steps = [e for e in out if isinstance(e, AgentStep)]
     assert verdict.verifier_mode == "llm" and verdict.verdict == "PASS"
-    assert_within_window(server, model)
+    assert_within_window(server, small_window)
     assert cuts(verifier_steps), "the verifier prompt needed trimming and the step says so"
     sent = json.dumps(server.requests[0].messages, ensure_ascii=False)
     assert QUERY in sent, "the question is never cut"

@@ -101,7 +101,7 @@ def test_model_agrees_pass_with_an_agent_step(server: fake.FakeOpenAI) -> None:
     assert verdict.composer_input.allowed_claims == rules.composer_input.allowed_claims
     assert (step.token_count, step.prompt_tokens, step.completion_tokens) == (360, 300, 60)
     assert step.success and step.agent_name == "chat_verifier" and step.causation_id
-    assert step.prompt_version == "chat-verifier-v2"
+    assert step.prompt_version == "chat-verifier-v3"
     assert {p.name for p in verdict.prompt_audit.prompts} == {"chat_verifier"}
     [request] = server.requests
     sent = json.dumps(request.messages, ensure_ascii=False)
