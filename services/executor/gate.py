@@ -71,6 +71,8 @@ class Refusal:
     tool_name: str
     params: Mapping[str, Any]
     reason: str
+    # The same call ran before in this round: its result is already there.
+    duplicate: bool = False
 
 
 def _terms(value: Any) -> set[str]:
@@ -129,7 +131,7 @@ class ToolGate:
         key = tool_name + fastjson.dumps(canonical).casefold()
         repeated = self._repeated(tool_name, key, canonical)
         if repeated is not None:
-            return self._refuse(tool_name, canonical, repeated)
+            return self._refuse(tool_name, canonical, repeated, duplicate=key in self._seen)
         self._seen.add(key)
         started = time.perf_counter()
         with tracing.span("tool call", self._span_attributes(tool)) as span:
@@ -203,8 +205,10 @@ class ToolGate:
         tool = self.tools.get(tool_name)
         return tool.backend if tool is not None else None
 
-    def _refuse(self, tool_name: str, params: Mapping[str, Any], reason: str) -> Refusal:
-        refusal = Refusal(tool_name, dict(params), reason)
+    def _refuse(
+        self, tool_name: str, params: Mapping[str, Any], reason: str, *, duplicate: bool = False
+    ) -> Refusal:
+        refusal = Refusal(tool_name, dict(params), reason, duplicate)
         self.refusals.append(refusal)
         return refusal
 

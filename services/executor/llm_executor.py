@@ -113,23 +113,31 @@ def _retry_text(retry: RetryContext | None) -> str:
 def _plan_text(plan: PlanSnapshot, planned: Sequence[PlannedCall], *, small: bool) -> str:
     """The plan's steps; at the ``small`` profile not again when its calls are shown as run."""
     if small and planned:
-        return f"{len(planned)} planned call(s) ran; their results follow the question."
+        return "The planned calls ran; their results follow the question."
     return "\n".join(plan.planner_plan.plan)
 
 
 def planned_turn(
     gate: ToolGate, view: ToolView, planned: Sequence[PlannedCall]
 ) -> list[dict[str, Any]]:
-    """The plan's calls, run now through the gate, as a tool-call turn and its results."""
+    """The plan's calls, run now through the gate, as a tool-call turn and its results.
+
+    A planned call the gate finds a duplicate of an earlier one is left out: the
+    model already sees that call's result.
+    """
     if not planned:
         return []
-    calls = []
+    ran: list[tuple[ToolCall, ToolInvocation | Refusal]] = []
     for index, call in enumerate(planned, start=1):
         params = dict(call.params) if isinstance(call.params, Mapping) else {}
         raw = json.dumps(params, ensure_ascii=False)
-        calls.append(
-            ToolCall(id=f"plan-{index}", name=call.tool, arguments=params, raw_arguments=raw)
-        )
+        made = ToolCall(id=f"plan-{index}", name=call.tool, arguments=params, raw_arguments=raw)
+        result = _run(gate, made)
+        if not (isinstance(result, Refusal) and result.duplicate):
+            ran.append((made, result))
+    if not ran:
+        return []
+    calls = [call for call, _result in ran]
     turn = {
         "role": "assistant",
         "content": None,
@@ -142,7 +150,7 @@ def planned_turn(
             for c in calls
         ],
     }
-    return [turn, *view.answer([(call, _run(gate, call)) for call in calls])]
+    return [turn, *view.answer(ran)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,9 +10,18 @@ from pydantic import BaseModel
 
 from services.executor.gate import Refusal, ToolGate, ToolPool
 from services.executor.ids import invocation_id
+from services.executor.llm_executor import planned_turn
 from services.executor.settings import ExecutorSettings
+from services.executor.tool_view import ToolView
 from services.executor.tools.base import RunContext, ToolOutcome, ToolParams
-from tracebound.events import EvidenceRef, RetrievalDetails, ToolBackend, ToolInvocation
+from tracebound.events import (
+    EvidenceRef,
+    PlannedCall,
+    RetrievalDetails,
+    ToolBackend,
+    ToolInvocation,
+)
+from tracebound.llm import LLMSettings, PromptBudget
 
 
 class LogParams(ToolParams):
@@ -187,3 +196,20 @@ def test_a_pool_sized_for_the_runs_in_flight_runs_their_tools_at_once() -> None:
         thread.join()
     assert len(results) == runs
     assert all(isinstance(r, ToolInvocation) and r.success for r in results)
+
+
+def test_a_planned_call_the_gate_finds_a_duplicate_is_not_shown_twice() -> None:
+    gate = _gate(ScriptedLogs())
+    first = PlannedCall(tool="query_logs", params={"query": "order-service pool"}, purpose="look")
+    again = PlannedCall(
+        tool="query_logs", params={"query": "order-service pool", "service": None}, purpose="look"
+    )
+    other = PlannedCall(
+        tool="query_logs", params={"query": "payment-service Redis"}, purpose="look"
+    )
+    view = ToolView(PromptBudget.from_settings(LLMSettings()))
+    turn, *results = planned_turn(gate, view, [first, again, other])
+    assert [c["id"] for c in turn["tool_calls"]] == ["plan-1", "plan-3"]
+    assert [m["tool_call_id"] for m in results] == ["plan-1", "plan-3"]
+    [refusal] = gate.refusals
+    assert refusal.duplicate and len(gate.invocations) == 2

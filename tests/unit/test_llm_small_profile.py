@@ -101,7 +101,7 @@ def test_the_executor_does_not_repeat_the_plan_its_calls_already_show(
     )
     handler(plan)
     system = server.requests[0].messages[0]["content"]
-    assert "planned call(s) ran; their results follow the question" in system
+    assert "The planned calls ran; their results follow the question." in system
     for step in plan.plan.planner_plan.plan:
         assert step not in system
     assert any(m.get("tool_calls") for m in server.requests[0].messages)
