@@ -179,6 +179,19 @@ class SuiteFigures:
     verdicts: dict[str, str] = field(default_factory=dict)
     passed: dict[str, bool] = field(default_factory=dict)
     decisions: dict[str, int] = field(default_factory=dict)
+    # Each alert run's (AIOPS case) prompt tokens and model seconds, all roles together.
+    alert_runs: dict[str, tuple[int, float]] = field(default_factory=dict)
+
+    def per_alert_run(self) -> dict[str, float] | None:
+        """Mean prompt tokens and model seconds of one alert diagnosis; None without one."""
+        if not self.alert_runs:
+            return None
+        n = len(self.alert_runs)
+        return {
+            "runs": n,
+            "prompt_tokens": round(sum(t for t, _s in self.alert_runs.values()) / n),
+            "model_s": round(sum(s for _t, s in self.alert_runs.values()) / n, 2),
+        }
 
     def per_run(self, role: str) -> dict[str, float]:
         f = self.roles[role]
@@ -207,6 +220,7 @@ class SuiteFigures:
             "runs_per_s": round(self.runs / self.seconds, 3) if self.seconds else None,
             "per_diagnosis": {r: self.per_run(r) for r in ROLES},
             "total_per_diagnosis": self.total_per_run(),
+            "per_alert_diagnosis": self.per_alert_run(),
             "model_output_used": self.used_share,
             "verdicts": self.verdicts,
             "passed": sum(self.passed.values()),
@@ -237,6 +251,12 @@ def run_cases(
             add_steps(figures, result.events)
             figures.verdicts[case.id] = result.answer.verdict if result.answer else "none"
             figures.passed[case.id] = all(r["passed"] for r in score(case.expect, result))
+            if case.request.mode == "AIOPS":
+                steps = [e for e in result.events if isinstance(e, AgentStep)]
+                figures.alert_runs[case.id] = (
+                    sum(s.prompt_tokens or 0 for s in steps),
+                    sum(s.duration_ms for s in steps) / 1000,
+                )
             for (_role, mode), count in chain.planner.monitor.decisions().items():
                 figures.decisions[mode] = figures.decisions.get(mode, 0) + count
 
@@ -348,6 +368,11 @@ def table(figures: SuiteFigures, title: str) -> str:
             f"{f['completion_tokens']:>12}{f['model_s']:>9}"
         )
     lines.append(f"model output used: {figures.used_share}")
+    if (alert := figures.per_alert_run()) is not None:
+        lines.append(
+            f"per alert diagnosis ({alert['runs']} alert runs): {alert['prompt_tokens']}"
+            f" prompt tokens, {alert['model_s']} model s"
+        )
     return "\n".join(lines)
 
 
