@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache, lru_cache
+from functools import cache
 
 from services.verifier.quantities import (
     PLAIN,
@@ -245,14 +245,16 @@ def _key_readings(key: str, q: Quantity, lex: Lexicon) -> list[tuple[str, float]
 def type_evidence(texts: Sequence[str], lex: Lexicon | None = None) -> Evidence:
     """The typed facts of the cited ref texts and excerpts (the claims of one round cite
     the same items: typed once)."""
-    if lex is None:
-        return _typed(tuple(texts))
-    return _type_evidence(texts, lex)
+    lex = lex or default_lexicon()
+    key = tuple(texts)
+    typed: Evidence = lex.memo("evidence", key, lambda: _type_evidence(key, lex))
+    return typed
 
 
-@lru_cache(maxsize=512)
-def _typed(texts: tuple[str, ...]) -> Evidence:
-    return _type_evidence(texts, lexicon())
+@cache
+def default_lexicon() -> Lexicon:
+    """The shipped claim structure, read once."""
+    return lexicon()
 
 
 def _type_evidence(texts: Sequence[str], lex: Lexicon) -> Evidence:

@@ -37,6 +37,7 @@ from services.verifier.evidence_types import (
     Result,
     cue_pattern,
     cue_words,
+    default_lexicon,
     has_any,
     type_evidence,
     word_stem,
@@ -45,7 +46,6 @@ from services.verifier.numbers import check_fractions, check_quantities
 from services.verifier.quantities import (
     Lexicon,
     Token,
-    lexicon,
     normalize,
     read_tokens,
 )
@@ -202,7 +202,7 @@ def check_pairs(normal: str, evidence: Evidence) -> list[Result]:
 def negated_words(text: str, lex: Lexicon | None = None) -> frozenset[str]:
     """Stems of the words a negating phrase governs ("warns against restarting" → restart):
     the claim keeps the item's "do not restart" in other words."""
-    lex = lex or lexicon()
+    lex = lex or default_lexicon()
     folded = normalize(text).casefold()
     heads: set[str] = set()
     for match in cue_pattern(lex.words("negating_phrases")).finditer(folded):
@@ -240,7 +240,7 @@ def _checked(
     *,
     positive: bool,
 ) -> list[Result]:
-    lex = lex or lexicon()
+    lex = lex or default_lexicon()
     evidence = type_evidence(evidence_texts, lex)
     normal = normalize(text)
     tokens = read_tokens(normal, lex)
