@@ -297,9 +297,11 @@ _LEVEL_ORDER = {"CRITICAL": 0, "FATAL": 0, "ERROR": 1, "WARN": 2, "WARNING": 2}
 def _series(acc: _Round) -> list[str]:
     """Claims in the order the claim limit keeps them; the causes of the rules that held.
 
-    The alert itself first, then the premises of the causes, then the logs
-    (errors before warnings before the rest), then the other series that
-    changed, then what was not found.
+    The alert itself first, then the premises of the causes, then the first
+    logs (errors before warnings before the rest), what changed, the other
+    series that changed, the other logs, then what was not found. A series
+    that changed near the onset is a computed fact of the incident; a log line
+    past the first few is one sample among many.
     """
     found = series_claims.diagnose(acc.series, acc.lang)
     t = acc.t["series"]
@@ -311,14 +313,12 @@ def _series(acc: _Round) -> list[str]:
     negatives = [c for c in acc.claims if c["claim_type"] == "negative_observation"]
     logs = [c for c in acc.claims if c not in alerts and c not in negatives]
     logs.sort(key=lambda c: _LEVEL_ORDER.get(acc.levels.get(c["claim_text"], ""), 3))
-    changes = found.premises + found.changes
     acc.claims[:] = [
         *alerts,
         *series[: found.premises],
         *logs[:3],
-        *series[found.premises : changes],
+        *series[found.premises :],
         *logs[3:],
-        *series[changes:],
         *negatives,
     ]
     return [acc.text_of(t["diagnosis"], rule=rule, cause=cause) for rule, cause in found.causes]

@@ -73,7 +73,6 @@ class Diagnosed:
     refs: tuple[SeriesRef, ...]
     causes: tuple[tuple[str, str], ...]  # (rule id, cause text)
     premises: int = 0  # how many of ``refs`` (the first) are premises of a rule that held
-    changes: int = 0  # how many after those state what changed (or not): deploys, versions
 
 
 def diagnose(refs: Sequence[SeriesRef], lang: str) -> Diagnosed:
@@ -94,7 +93,6 @@ def diagnose(refs: Sequence[SeriesRef], lang: str) -> Diagnosed:
         for r in refs
         if r not in ordered and (q := book.queries.get(r.series.query)) is not None and q.always
     )
-    changes = len(ordered) - premises
     rest = sorted((r for r in refs if _changed(r.series)), key=lambda r: -_size(r.series))
     ordered.extend(r for r in rest if r not in ordered)
-    return Diagnosed(tuple(ordered), tuple(causes), premises, changes)
+    return Diagnosed(tuple(ordered), tuple(causes), premises)

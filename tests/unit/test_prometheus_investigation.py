@@ -59,6 +59,19 @@ def test_a_step_change_is_dated_and_its_direction_read() -> None:
     assert f.at_onset == 40.0 and f.hour_before == 5.0
 
 
+def test_a_change_older_than_the_hour_is_read_across_its_change_point() -> None:
+    # onset at sample 238; the step at sample 96 lies 71 minutes before it
+    f = series_facts(
+        points(lambda i: 45.0 if i < 96 else 2650.0), start=START, end=END, onset=ONSET, step=STEP
+    )
+    assert f is not None and f.hour_before == f.at_onset == 2650.0
+    assert (f.direction, f.change_began) == ("rose", START + 96 * STEP)
+    warm_up = series_facts(
+        points(lambda i: 0.0 if i < 10 else 5.0), start=START, end=END, onset=ONSET, step=STEP
+    )
+    assert warm_up is not None and (warm_up.direction, warm_up.change_began) == ("steady", None)
+
+
 def test_noise_is_no_change() -> None:
     rng = random.Random(3)
     values = [100 + rng.random() * 4 for _ in range(240)]
@@ -150,6 +163,24 @@ def test_deploy_regression_needs_the_error_rise_on_the_new_version() -> None:
     assert not evaluate(_series([new, old_errors]))
     [finding] = evaluate(_series([new, new_errors]))
     assert finding.rule.id == "deploy-regression"
+
+
+def test_logs_fill_the_disk_only_when_the_log_rate_rose_with_the_fall() -> None:
+    free = item(
+        lambda i: 0.43 - max(0, i - 100) * 0.0025, "ratio", "fs_free_ratio", mountpoint="/l"
+    )
+    debug = item(lambda i: 0 if i < 100 else 2600, "/s", "log_events_rate", level="debug")
+    info = item(lambda i: 45, "/s", "log_events_rate", level="info")
+    reloads = item(lambda i: 3 if i < 99 else 4, "count", "config_reloads")
+    rules = [f.rule.id for f in evaluate(_series([free, debug, info, reloads]))]
+    assert rules[0] == "logs-fill-disk" and "disk-filling" in rules
+    [finding] = [f for f in evaluate(_series([free, debug, reloads])) if f.rule.id == rules[0]]
+    assert [s.query for s in finding.premises] == [
+        "fs_free_ratio",
+        "log_events_rate",
+        "config_reloads",
+    ]
+    assert [f.rule.id for f in evaluate(_series([free, info]))] == ["disk-filling"]
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])

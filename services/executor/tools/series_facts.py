@@ -7,8 +7,12 @@ Each series gets its last, minimum, maximum and mean over the window, its value
 at the alert's onset and an hour before, the direction of the change between
 those two, and when the change began: the split of the samples where the means
 before and after differ most, reported only when that difference is large
-against the level before it. A series that starts or stops inside the window
-(a new version's ``build_info``, a deleted pod) says when.
+against the level before it. A lasting change that began more than an hour
+before the onset (a log level switched 70 minutes earlier) is no change between
+those two values; its direction is then read across its change point, as long
+as that lies past the window's first minutes (a rate's warm-up). A series that
+starts or stops inside the window (a new version's ``build_info``, a deleted
+pod) says when.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ MIN_RELATIVE_CHANGE = 0.25
 # Samples each side of a change point, at least.
 MIN_SIDE = 3
 HOUR_S = 3600.0
+# A change point this close to the window's start may be a rate's warm-up.
+WARM_UP_S = 900.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +106,10 @@ def change_point(values: Sequence[float], least: float = MIN_RELATIVE_CHANGE) ->
     return i
 
 
+def _mean(values: Sequence[float]) -> float:
+    return sum(values) / len(values)
+
+
 def _spread(values: Sequence[float]) -> float:
     if len(values) < 2:
         return 0.0
@@ -127,8 +137,13 @@ def series_facts(
         direction = _direction(hour_before, at_onset, least)
     else:
         direction = _direction(values[0], values[-1], least)
-    # a steady series has no change to date (a rate's warm-up at the window's start)
-    split = change_point(values, least) if direction != "steady" else None
+    split = change_point(values, least)
+    if direction == "steady" and split is not None:
+        # a change older than the hour: read across its change point, past the warm-up
+        if at_onset is not None and pts[split][0] >= start + WARM_UP_S:
+            direction = _direction(_mean(values[:split]), _mean(values[split:]), least)
+        else:
+            split = None
     return SeriesFacts(
         first=values[0],
         last=values[-1],
