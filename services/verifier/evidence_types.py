@@ -242,13 +242,22 @@ def _key_readings(key: str, q: Quantity, lex: Lexicon) -> list[tuple[str, float]
     return readings
 
 
+# Typed evidence per lexicon (by id, as the patterns and cue words), a few hundred inputs.
+TYPED_KEPT = 512
+_TYPED: dict[int, dict[tuple[str, ...], Evidence]] = {}
+
+
 def type_evidence(texts: Sequence[str], lex: Lexicon | None = None) -> Evidence:
     """The typed facts of the cited ref texts and excerpts (the claims of one round cite
     the same items: typed once)."""
     lex = lex or default_lexicon()
     key = tuple(texts)
-    typed: Evidence = lex.memo("evidence", key, lambda: _type_evidence(key, lex))
-    return typed
+    typed = _TYPED.setdefault(id(lex), {})
+    if key not in typed:
+        if len(typed) >= TYPED_KEPT:
+            del typed[next(iter(typed))]  # the oldest first
+        typed[key] = _type_evidence(key, lex)
+    return typed[key]
 
 
 @cache

@@ -17,9 +17,8 @@ import unicodedata
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tracebound import resources
 from tracebound.errors import ConfigError
@@ -53,20 +52,6 @@ class Lexicon(BaseModel):
     stop_words: tuple[str, ...]
     known_terms: tuple[str, ...] = ()
     antonym_pairs: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = ()
-    # What the check derived with this lexicon, by input: a round's claims cite the
-    # same items, and a retry round cites them again (see ``memo``).
-    _memo: dict[tuple[str, Any], Any] = PrivateAttr(default_factory=dict)
-
-    def memo(self, kind: str, key: Any, compute: Any, limit: int = 512) -> Any:
-        """``compute()`` for ``(kind, key)``, kept for this lexicon (the oldest go first)."""
-        entry = (kind, key)
-        if entry in self._memo:
-            return self._memo[entry]
-        value = compute()
-        if len(self._memo) >= limit:
-            del self._memo[next(iter(self._memo))]
-        self._memo[entry] = value
-        return value
 
     def words(self, field: str) -> tuple[str, ...]:
         """Every word of a word class, both languages (computed once per class)."""
