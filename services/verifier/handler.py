@@ -83,8 +83,7 @@ class VerifierHandler:
         self.prompts = prompts or PromptSet.active()
         self.monitor = monitor or FallbackMonitor()
 
-    def _judge(self, event: GatekeeperResult) -> Decision[VerifierOutcome]:
-        prompt = verifier_prompt(self.prompts, self.model)
+    def _judge(self, event: GatekeeperResult, prompt: Prompt) -> Decision[VerifierOutcome]:
         return verify_llm(
             input_from_event(event),
             recorder_for(self.model, prompt, event, ROLE),
@@ -96,9 +95,10 @@ class VerifierHandler:
         )
 
     def __call__(self, event: GatekeeperResult) -> list[Event]:
-        judged = self._judge(event)
+        prompt = verifier_prompt(self.prompts, self.model)
+        judged = self._judge(event, prompt)
         outcome = judged.value
-        prompts = [verifier_prompt(self.prompts, self.model)] if judged.mode == LLM else []
+        prompts = [prompt] if judged.mode == LLM else []
         if outcome.verdict == LOW_CONFID and event.round < self.settings.max_rounds:
             context = RetryContext(
                 round=event.round + 1,

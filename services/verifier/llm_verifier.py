@@ -206,23 +206,21 @@ def _gatekeeper_line(inp: VerifierInput) -> str:
     return f"status {gate.status}, severity {gate.severity}, failed rules: {failed}"
 
 
+def _view(inp: VerifierInput, outcome: VerifierOutcome, prompt: Prompt) -> dict[str, Any]:
+    """What the model is shown, by the name of the prompt variable each part fills."""
+    if _compact(prompt):
+        return {"claims": _compact_claims(inp, outcome), "gatekeeper": _gatekeeper_line(inp)}
+    return {"verifier_input": _model_input(inp), "deterministic_checks": _checks(outcome)}
+
+
 def _messages(
     inp: VerifierInput, data: dict[str, Any], claims: int, language: str, prompt: Prompt
 ) -> list[dict[str, Any]]:
-    if _compact(prompt):
-        system = prompt.render(
-            query=_fenced(inp.original_query),
-            claims=_fenced(data["claims"]),
-            gatekeeper=_gatekeeper_line(inp),
-            language=language,
-        )
-    else:
-        system = prompt.render(
-            query=_fenced(inp.original_query),
-            verifier_input=_fenced(data["verifier_input"]),
-            deterministic_checks=_fenced(data["deterministic_checks"]),
-            language=language,
-        )
+    system = prompt.render(
+        query=_fenced(inp.original_query),
+        language=language,
+        **{name: _fenced(part) for name, part in data.items()},
+    )
     ask = (
         f"Judge the {claims} claim(s) against their verified excerpts "
         "and reply with the JSON object only."
@@ -256,19 +254,15 @@ def _trims(
     inp: VerifierInput, data: dict[str, Any], claims: int, language: str, prompt: Prompt
 ) -> Iterator[Trim]:
     """Smaller prompts, in order: paths, gatekeeper bindings, then ever shorter excerpts."""
-    excerpts = [
+    whole_input = [
+        (f"tool trace raw paths cut to the first {PATHS_KEPT}", _paths_summarised),
+        ("gatekeeper checked bindings summarised", _bindings_dropped),
+    ]
+    stages = [
+        *(whole_input if "verifier_input" in data else ()),
         (f"excerpts cut to {EXCERPT_CHARS} characters", _excerpts_cut(EXCERPT_CHARS)),
         (f"excerpts cut to {SHORT_EXCERPT_CHARS} characters", _excerpts_cut(SHORT_EXCERPT_CHARS)),
     ]
-    stages = (
-        excerpts
-        if _compact(prompt)
-        else [
-            (f"tool trace raw paths cut to the first {PATHS_KEPT}", _paths_summarised),
-            ("gatekeeper checked bindings summarised", _bindings_dropped),
-            *excerpts,
-        ]
-    )
     return staged_trims(data, stages, lambda d: _messages(inp, d, claims, language, prompt))
 
 
@@ -376,14 +370,7 @@ def verify_llm(
         return rules_only(lambda: deterministic)
 
     def judged(rec: StepRecorder) -> VerifierOutcome:
-        data: dict[str, Any] = (
-            {"claims": _compact_claims(inp, deterministic)}
-            if _compact(prompt)
-            else {
-                "verifier_input": _model_input(inp),
-                "deterministic_checks": _checks(deterministic),
-            }
-        )
+        data = _view(inp, deterministic, prompt)
         claims = len(deterministic.claim_checks)
         reply, _step = rec.complete(
             _messages(inp, data, claims, language, prompt),
