@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bench.llm_tokens import memory_tools
+from bench.memory_tools import memory_tools
 from services.composer.handler import ComposerHandler
 from services.executor.handler import ExecutorHandler
 from services.executor.ids import invocation_id
