@@ -26,24 +26,20 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import json
 import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracebound import topics
+from bench.incident_scores import Events, Row, Run, score_row, table, totals
+from bench.incident_stack import HarnessError, log, suite_stack
 from tracebound.errors import StackError
-from tracebound.events import AgentStep, Answer, DiagnosisRequested, Event, Verdict
-from tracebound.settings import StackSettings
-from tracebound.stack import stack as local_stack
-from tracebound.stack.services import start_services, stop_services
-from tracebound.topology import MODEL_ROLES, PIPELINE_ROLES
+from tracebound.topology import MODEL_ROLES
 
 # The harness (tests/support) and the suite (evals/incidents) are imported when the suite
 # runs: ``tracebound`` builds its parser with this module, in a wheel too.
@@ -55,206 +51,6 @@ if TYPE_CHECKING:
 DEFAULT_TIMEOUT_S = 900.0
 PROGRESS_EVERY_S = 10.0
 BACKFILL_END_S = 15.0
-WATCHED = (topics.REQUESTS, topics.VERDICTS, topics.ANSWERS, topics.AGENT_STEPS)
-
-
-class HarnessError(RuntimeError):
-    """The suite could not be run as designed (not a low score)."""
-
-
-def log(message: str) -> None:
-    """Progress goes to stderr so stdout stays the table."""
-    print(f"incidents: {message}", file=sys.stderr, flush=True)
-
-
-# ---------------------------------------------------------------- what a run left
-
-
-@dataclass
-class Run:
-    run_id: str
-    requested: DiagnosisRequested
-    answer: Answer | None = None
-    verdict: Verdict | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    reached: list[str] = field(default_factory=list)  # event types seen, in order
-
-    @property
-    def seconds(self) -> float | None:
-        if self.answer is None:
-            return None
-        return (self.answer.occurred_at - self.requested.occurred_at).total_seconds()
-
-
-class Events:
-    """Every event of the watched topics published from construction on."""
-
-    def __init__(self, stack: StackHandle) -> None:
-        from tests.support.kafka_io import TopicTail  # noqa: PLC0415
-
-        self.tails = [TopicTail(stack.kafka, name) for name in WATCHED]
-
-    def all(self) -> list[Event]:
-        return [e for tail in self.tails for e in tail.snapshot()]
-
-    def close(self) -> None:
-        for tail in self.tails:
-            tail.close()
-
-    def runs(self, incidents: Sequence[Incident]) -> dict[str, Run]:
-        """The first run of each incident (by its alerts' service and namespace), by id."""
-        events = self.all()
-        by_run: dict[str, list[Event]] = {}
-        for event in events:
-            by_run.setdefault(event.run_id, []).append(event)
-        found: dict[str, Run] = {}
-        requests = sorted(
-            (e for e in events if isinstance(e, DiagnosisRequested)), key=lambda e: e.occurred_at
-        )
-        for incident in incidents:
-            mine = [r for r in requests if _is_of(r, incident)]
-            if mine:
-                found[incident.id] = _run(mine[0], by_run.get(mine[0].run_id, []))
-        return found
-
-
-def _is_of(request: DiagnosisRequested, incident: Incident) -> bool:
-    scope = incident.scope
-    return any(
-        a.labels.get("service") == scope.service and a.labels.get("namespace") == scope.namespace
-        for a in request.request.alerts
-    )
-
-
-def _run(requested: DiagnosisRequested, events: Sequence[Event]) -> Run:
-    run = Run(run_id=requested.run_id, requested=requested)
-    run.reached = [type(e).__name__ for e in events]
-    answers = [e for e in events if isinstance(e, Answer)]
-    run.answer = answers[0] if answers else None
-    verdicts = sorted((e for e in events if isinstance(e, Verdict)), key=lambda v: v.round)
-    if verdicts:
-        same_round = [v for v in verdicts if run.answer and v.round == run.answer.round]
-        run.verdict = (same_round or verdicts)[-1]
-    steps = [e for e in events if isinstance(e, AgentStep)]
-    if any(s.prompt_tokens is not None for s in steps):
-        run.prompt_tokens = sum(s.prompt_tokens or 0 for s in steps)
-        run.completion_tokens = sum(s.completion_tokens or 0 for s in steps)
-    return run
-
-
-# ---------------------------------------------------------------- scoring and the table
-
-
-@dataclass
-class Row:
-    id: str
-    category: str
-    answered: bool
-    run_id: str | None = None
-    verdict: str | None = None
-    cause_named: bool = False
-    facts_found: list[str] = field(default_factory=list)
-    facts_missing: list[str] = field(default_factory=list)
-    false_statements: list[str] = field(default_factory=list)
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    seconds: float | None = None
-    answer: str = ""
-    claims: list[tuple[str, str]] = field(default_factory=list)
-    hypotheses: list[str] = field(default_factory=list)
-    rationale: str = ""  # the verifier's, of the verdict the answer came from
-    # claims the verifier did not support: (status, claim_text, reason), for development
-    unsupported: list[tuple[str, str, str]] = field(default_factory=list)
-
-    @property
-    def facts_total(self) -> int:
-        return len(self.facts_found) + len(self.facts_missing)
-
-
-def _ids(value: Any) -> list[str]:
-    """A score's list of ids (or of objects with an ``id``), as strings."""
-    if isinstance(value, int | bool) or value is None:
-        return []
-    return [str(getattr(v, "id", v)) for v in value]
-
-
-def score_row(incident: Incident, run: Run | None) -> Row:
-    from evals.incidents import score  # noqa: PLC0415
-
-    row = Row(id=incident.id, category=incident.category, answered=False)
-    if run is None or run.answer is None:
-        if run is not None:
-            row.run_id = run.run_id
-        return row
-    allowed = run.verdict.composer_input if run.verdict is not None else None
-    claims = [(c.claim_type, c.claim_text) for c in allowed.allowed_claims] if allowed else []
-    hypotheses = list(allowed.allowed_hypotheses) if allowed else []
-    text = run.answer.user_facing_answer
-    got = score.score(incident, claims, hypotheses, text)
-    row.answered = True
-    row.run_id = run.run_id
-    row.verdict = run.answer.verdict
-    row.cause_named = bool(got.cause_named)
-    row.facts_found = _ids(got.facts_found)
-    row.facts_missing = _ids(got.facts_missing)
-    row.false_statements = _ids(got.false_statements)
-    row.prompt_tokens, row.completion_tokens = run.prompt_tokens, run.completion_tokens
-    row.seconds = run.seconds
-    row.answer, row.claims, row.hypotheses = text, claims, hypotheses
-    row.rationale = run.verdict.rationale if run.verdict is not None else ""
-    checks = run.verdict.claim_checks if run.verdict is not None else ()
-    row.unsupported = [
-        (c.status, c.claim_text, c.reason) for c in checks if c.status != "SUPPORTED"
-    ]
-    return row
-
-
-def totals(rows: Sequence[Row]) -> dict[str, Any]:
-    answered = [r for r in rows if r.answered]
-    facts = sum(r.facts_total for r in rows)
-    found = sum(len(r.facts_found) for r in rows)
-    return {
-        "incidents": len(rows),
-        "answered": len(answered),
-        "cause_named_pct": round(100 * sum(r.cause_named for r in rows) / max(len(rows), 1), 1),
-        "facts_found": found,
-        "facts_total": facts,
-        "facts_pct": round(100 * found / facts, 1) if facts else 0.0,
-        "false_statements": sum(len(r.false_statements) for r in rows),
-    }
-
-
-def table(rows: Sequence[Row]) -> list[str]:
-    """The printed table: one line per incident, then the totals."""
-    head = ("incident", "category", "verdict", "cause", "facts", "false", "tokens", "seconds")
-    lines: list[tuple[str, ...]] = [head]
-    for r in rows:
-        tokens = f"{r.prompt_tokens}+{r.completion_tokens}" if r.prompt_tokens is not None else "-"
-        false = f"{len(r.false_statements)}" + (
-            f" ({', '.join(r.false_statements)})" if r.false_statements else ""
-        )
-        lines.append(
-            (
-                r.id,
-                r.category,
-                r.verdict or "UNANSWERED",
-                ("yes" if r.cause_named else "no") if r.answered else "-",
-                f"{len(r.facts_found)}/{r.facts_total}" if r.answered else "-",
-                false if r.answered else "-",
-                tokens,
-                f"{r.seconds:.1f}" if r.seconds is not None else "-",
-            )
-        )
-    widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    out = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) for line in lines]
-    t = totals(rows)
-    out.append(
-        f"totals: cause named {t['cause_named_pct']}%, facts {t['facts_found']}/"
-        f"{t['facts_total']} ({t['facts_pct']}%), false statements {t['false_statements']},"
-        f" answered {t['answered']}/{t['incidents']}"
-    )
-    return out
 
 
 # ---------------------------------------------------------------- running
@@ -425,101 +221,7 @@ def _firing(environment: IncidentEnvironment) -> int | str:
         return "?"
 
 
-# ---------------------------------------------------------------- the stack and the CLI
-
-
-class _Leases:
-    """Suites sharing the local stack: the last one to leave restores it.
-
-    Each running suite holds a lease (a file named by its pid) under the stack's state
-    folder; the roles a suite paused and whether a suite started the stack are noted
-    there too. Leaving, a suite restarts the paused roles and stops a stack a suite
-    started only when no other live suite holds a lease: a second suite started while
-    the first ran must not lose its broker when the first one ends.
-    """
-
-    def __init__(self, settings: StackSettings) -> None:
-        self.folder = Path(settings.state_dir) / "incident-suite"
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self.mine = self.folder / f"lease-{os.getpid()}"
-
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        with (self.folder / "lock").open("a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(lock, fcntl.LOCK_UN)
-
-    def take(self, started: bool, paused: Sequence[str]) -> None:
-        self.mine.touch()
-        if started:
-            (self.folder / "started").touch()
-        noted = self.folder / "paused"
-        before = noted.read_text().split() if noted.exists() else []
-        noted.write_text(" ".join(dict.fromkeys([*before, *paused])))
-
-    def release(self) -> tuple[bool, tuple[str, ...]] | None:
-        """``(stop the stack, roles to restart)`` when this was the last lease, else None."""
-        self.mine.unlink(missing_ok=True)
-        for lease in self.folder.glob("lease-*"):
-            with contextlib.suppress(ValueError):
-                if Path(f"/proc/{int(lease.name.removeprefix('lease-'))}").exists():
-                    return None
-            lease.unlink(missing_ok=True)  # of a suite that died without leaving
-        started, noted = self.folder / "started", self.folder / "paused"
-        stop = started.exists()
-        paused = tuple(noted.read_text().split()) if noted.exists() else ()
-        started.unlink(missing_ok=True)
-        noted.unlink(missing_ok=True)
-        return stop, paused
-
-
-@contextlib.contextmanager
-def suite_stack() -> Iterator[StackHandle]:
-    """The broker and database: an external one (``TRACEBOUND_KAFKA_BOOTSTRAP_SERVERS``) or
-    the local stack, started if needed, its own roles paused meanwhile (they would share
-    the roles' consumer groups); the last suite to leave restores it (see :class:`_Leases`)."""
-    from tests.support.stack import StackHandle, external_stack  # noqa: PLC0415
-
-    if os.environ.get("TRACEBOUND_KAFKA_BOOTSTRAP_SERVERS"):
-        yield external_stack()
-        return
-    settings = StackSettings()
-    leases = _Leases(settings)
-    with leases.locked():
-        status = local_stack.up(settings)
-        paused = tuple(s.name for s in status.services if s.running and s.name in PIPELINE_ROLES)
-        leases.take(bool(status.started), paused)
-    started = list(status.started)
-    log(f"stack at {status.kafka_bootstrap}" + (f" (started {started})" if started else ""))
-    env = {
-        "TRACEBOUND_KAFKA_BOOTSTRAP_SERVERS": status.kafka_bootstrap,
-        "TRACEBOUND_PG_DSN": status.pg_dsn,
-    }
-    try:
-        if not status.healthy:
-            raise HarnessError("the local stack is not healthy: " + "; ".join(status.messages))
-        for note in stop_services(settings, paused) if paused else ():
-            log(note)
-        yield StackHandle(
-            kind="local",
-            bootstrap=status.kafka_bootstrap,
-            pg_dsn=status.pg_dsn,
-            stack_settings=settings,
-        )
-    finally:
-        with leases.locked():
-            last = leases.release()
-            if last is None:
-                log("another suite is using the stack: left as it is")
-            elif last[0]:
-                log("stopping the stack a suite started")
-                local_stack.down(settings)
-            elif last[1]:
-                for note in start_services(settings, env, last[1]):
-                    log(note)
+# ---------------------------------------------------------------- the CLI
 
 
 def load(split: str, only: Sequence[str] = ()) -> list[Incident]:

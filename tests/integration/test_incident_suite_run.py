@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.incidents import Suite, table
+from bench.incident_scores import table
+from bench.incidents import Suite
 from evals.incidents.model import load_split
 from tests.support.stack import StackHandle
 
