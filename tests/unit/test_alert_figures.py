@@ -20,7 +20,8 @@ from services.executor.tools.prometheus import (
     map_alert,
     request_onset,
 )
-from services.executor.tools.promrules import constant, parse_condition
+from services.executor.tools.promql_constant import constant
+from services.executor.tools.promrules import parse_condition
 from services.executor.tools.refs import alert_text
 from services.executor.tools.request_alerts import RequestAlertSource, map_request_alert
 from services.executor.tools.settings import NO_LOGS_BACKEND
