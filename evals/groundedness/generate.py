@@ -18,10 +18,25 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evals.groundedness import kinds_alerts as ka
-from evals.groundedness import kinds_more as km
 from evals.groundedness.core import Edit, Kind, Names, Values, Wording, apply_edit, render
 from evals.groundedness.evidence import refs_of
+from evals.groundedness.kinds import (
+    app_logs,
+    blackbox,
+    cadvisor,
+    coredns,
+    jvm,
+    kafka,
+    kube_state,
+    nginx,
+    no_evidence,
+    node,
+    postgres,
+    redis,
+    runbooks,
+    runtime_logs,
+    tls,
+)
 from services.gatekeeper.check import check
 from services.gatekeeper.ruleset import default_ruleset
 from tracebound.events import ToolInvocation
@@ -33,41 +48,41 @@ ROOT = HERE.parents[1]
 SPLIT_FILES = {"dev": "dev.jsonl", "test": "test.jsonl"}
 
 KINDS: tuple[Kind, ...] = (
-    ka.KAFKA_LAG,
-    ka.POD_RESTARTS,
-    ka.DEPLOY_REPLICAS,
-    ka.OOM_KILLED,
-    ka.NODE_DISK,
-    ka.NODE_CPU,
-    ka.NODE_MEMORY,
-    ka.PROBE_FAILED,
-    ka.PROBE_SLOW,
-    ka.CONTAINER_CPU,
-    ka.CONTAINER_MEMORY,
-    ka.REDIS_MEMORY,
-    ka.REDIS_EVICTIONS,
-    ka.REDIS_CLIENTS,
-    ka.PG_REPLICATION,
-    ka.PG_CONNECTIONS,
-    ka.PG_DEADLOCKS,
-    km.NGINX_5XX,
-    km.NGINX_RPS,
-    km.COREDNS_SERVFAIL,
-    km.COREDNS_LATENCY,
-    km.JVM_GC_PAUSE,
-    km.JVM_HEAP,
-    km.APP_JSON_LOG,
-    km.NGINX_ACCESS,
-    km.NGINX_ERROR,
-    km.COREDNS_LOG,
-    km.JVM_GC_LOG,
-    km.PG_DEADLOCK_LOG,
-    km.PG_SLOW_LOG,
-    km.RUNBOOK,
-    km.NONE_LOGS,
-    km.NONE_METRICS,
-    km.NONE_KNOWLEDGE,
-    km.SSL_EXPIRY,  # appended last: the cases drawn before it keep their names and values
+    kafka.KAFKA_LAG,
+    kube_state.POD_RESTARTS,
+    kube_state.DEPLOY_REPLICAS,
+    kube_state.OOM_KILLED,
+    node.NODE_DISK,
+    node.NODE_CPU,
+    node.NODE_MEMORY,
+    blackbox.PROBE_FAILED,
+    blackbox.PROBE_SLOW,
+    cadvisor.CONTAINER_CPU,
+    cadvisor.CONTAINER_MEMORY,
+    redis.REDIS_MEMORY,
+    redis.REDIS_EVICTIONS,
+    redis.REDIS_CLIENTS,
+    postgres.PG_REPLICATION,
+    postgres.PG_CONNECTIONS,
+    postgres.PG_DEADLOCKS,
+    nginx.NGINX_5XX,
+    nginx.NGINX_RPS,
+    coredns.COREDNS_SERVFAIL,
+    coredns.COREDNS_LATENCY,
+    jvm.JVM_GC_PAUSE,
+    jvm.JVM_HEAP,
+    app_logs.APP_JSON_LOG,
+    app_logs.NGINX_ACCESS,
+    app_logs.NGINX_ERROR,
+    app_logs.COREDNS_LOG,
+    runtime_logs.JVM_GC_LOG,
+    runtime_logs.PG_DEADLOCK_LOG,
+    runtime_logs.PG_SLOW_LOG,
+    runbooks.RUNBOOK,
+    no_evidence.NONE_LOGS,
+    no_evidence.NONE_METRICS,
+    no_evidence.NONE_KNOWLEDGE,
+    tls.SSL_EXPIRY,  # appended last: the cases drawn before it keep their names and values
 )
 
 
