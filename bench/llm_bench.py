@@ -83,8 +83,8 @@ def _executor(body: Mapping[str, Any]) -> fake.Entry:
     claims: list[dict[str, Any]] = []
     for message in results:
         result = json.loads(message.get("content") or "{}")
-        refs = ((result.get("retrieval_details") or {}).get("evidence_refs")) or []
-        if not result.get("success") or not refs:
+        refs = result.get("evidence_refs") or []
+        if result.get("success") is False or not refs:
             continue
         ref = refs[0]
         claims.append(

@@ -4,8 +4,9 @@ Evidence does not depend on the model calling tools: the calls the plan records
 run in code first, and the conversation opens with them as an assistant turn of
 tool calls followed by their results. A model that never calls a tool therefore
 still writes its claims over the planned evidence, in one model turn; its own
-calls only add evidence. The ``small`` profile offers no tool specs when the
-plan has calls, which saves their tokens in every turn.
+calls only add evidence. The system prompt then does not repeat the plan's steps.
+The ``small`` profile offers no tool specs when the plan has calls, which saves
+their tokens in every turn.
 
 Every call, planned or the model's, passes the :class:`ToolGate` (budget,
 duplicates, failures, timeouts, parameter schemas, no widening), and the model
@@ -103,18 +104,29 @@ SMALL_EXAMPLE = (
 )
 
 
+# The scope line of the system prompt: a broad run is not told the narrow rules.
+NARROW_SCOPE = (
+    "narrow: 1-2 `observation` or `negative_observation` claims, "
+    "no root cause, fix or runbook text as fact"
+)
+BROAD_SCOPE = "broad (full diagnosis of the question)"
+
+
 def _retry_text(retry: RetryContext | None) -> str:
-    """Why the previous round was not accepted, without null fields; ``none`` on a first round."""
+    """The prompt's section on why the previous round was not accepted, without null
+    fields; nothing on a first round."""
     if retry is None:
-        return "none"
-    return json.dumps(retry.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
+        return ""
+    shown = json.dumps(retry.model_dump(mode="json", exclude_none=True), ensure_ascii=False)
+    return f"\nRetry context (why the last round was not accepted): {shown}\n"
 
 
-def _plan_text(plan: PlanSnapshot, planned: Sequence[PlannedCall], *, small: bool) -> str:
-    """The plan's steps; at the ``small`` profile not again when its calls are shown as run."""
-    if small and planned:
-        return "The planned calls ran; their results follow the question."
-    return "\n".join(plan.planner_plan.plan)
+def _plan_text(plan: PlanSnapshot, planned: Sequence[PlannedCall]) -> str:
+    """The prompt's plan section: the plan's steps, but nothing when its calls are shown
+    as run (the calls come from the routed skill, the steps' text only rewords them)."""
+    if planned:
+        return ""
+    return "\nPlan:\n" + "\n".join(plan.planner_plan.plan) + "\n"
 
 
 def planned_turn(
@@ -184,10 +196,10 @@ def run_llm_round(
 
     ``planned`` are the plan's calls: they run before the first model turn.
     """
-    scope = "narrow" if plan.narrow_scope else "broad (full diagnosis of the question)"
+    scope = NARROW_SCOPE if plan.narrow_scope else BROAD_SCOPE
     system = prompt.render(
         language=language,
-        plan=_plan_text(plan, planned, small=recorder.budget.small),
+        plan=_plan_text(plan, planned),
         scope=scope,
         retry_context=_retry_text(retry),
         example=SMALL_EXAMPLE if recorder.budget.small else EXAMPLE,

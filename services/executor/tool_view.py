@@ -18,8 +18,10 @@ read the shown part as all there is.
 Invocation ids are long (48-bit numbers cost many tokens), so the model sees each
 invocation by a short index, 1, 2, 3 in call order, and :meth:`ToolView.real_ids`
 maps the indexes of its answer back before the answer is checked. A null field is
-left out. The ``small`` profile (``TRACEBOUND_LLM_PROFILE``) shows at most
-:data:`SMALL_REFS` refs per call, each cut to :data:`SMALL_TEXT_CHARS` characters.
+left out, and so is ``success`` when it is true; the evidence status and refs stand
+at the top of the message, not nested in ``retrieval_details``, as compact JSON.
+The ``small`` profile (``TRACEBOUND_LLM_PROFILE``) shows at most :data:`SMALL_REFS`
+refs per call, each cut to :data:`SMALL_TEXT_CHARS` characters.
 
 When the whole conversation is still over the window, :meth:`ToolView.trims`
 offers smaller versions in this order: the oldest tool results first, each cut to
@@ -104,24 +106,28 @@ def tool_result(
     ``shown_id`` is the short index the model sees instead of the invocation id.
     """
     if isinstance(result, Refusal):
-        return json.dumps({"refused": True, "reason": result.reason}, ensure_ascii=False)
+        return _json({"refused": True, "reason": result.reason})
     details = result.retrieval_details
     view: dict[str, Any] = {
         "source_invocation_id": shown_id if shown_id is not None else result.source_invocation_id,
         "tool_name": result.tool_name,
-        "success": result.success,
     }
+    if not result.success:
+        view["success"] = False
     if result.error_message:
         view["error_message"] = result.error_message
     if details is not None:
         refs, truncated = shown_refs(details.evidence_refs, cap, budget)
-        view["retrieval_details"] = {
-            "evidence_status": details.evidence_status,
-            "evidence_refs": refs,
-        }
+        view["evidence_status"] = details.evidence_status
+        view["evidence_refs"] = refs
         if truncated is not None:
             view["truncated"] = truncated
-    return json.dumps(view, ensure_ascii=False)
+    return _json(view)
+
+
+def _json(value: Mapping[str, Any]) -> str:
+    """Compact JSON: the separators' spaces would cost a token each in every result."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def invalid_arguments(call: ToolCall) -> Refusal:

@@ -84,6 +84,9 @@ def test_tool_specs_and_echoed_tool_calls_count_too() -> None:
     messages = [{"role": "user", "content": "q"}]
     tools = [{"name": "query_logs", "description": "d" * 3400, "parameters": {}}]
     assert b.estimate(messages, tools) >= b.estimate(messages, None) + 1000
+    # The wire wrapper is counted once, whether the spec is wrapped yet or not.
+    wrapped = [{"type": "function", "function": t} for t in tools]
+    assert b.estimate(messages, wrapped) == b.estimate(messages, tools)
 
 
 def test_clip_fields_cuts_only_the_named_keys_at_any_depth() -> None:
@@ -131,7 +134,8 @@ def test_tool_result_message_carries_ids_refs_and_the_truncation() -> None:
     view = json.loads(tool_result(invocation(200), RefCap(tokens=600), b))
     assert view["source_invocation_id"] == 7 and view["tool_name"] == "query_logs"
     assert view["truncated"]["refs_total"] == 200
-    assert len(view["retrieval_details"]["evidence_refs"]) == view["truncated"]["refs_shown"]
+    assert len(view["evidence_refs"]) == view["truncated"]["refs_shown"]
+    assert "success" not in view and view["evidence_status"] == "supported"
     refused = Refusal(tool_name="query_logs", params={}, reason="duplicate call")
     assert json.loads(tool_result(refused, RefCap(tokens=600), b))["refused"] is True
 

@@ -142,7 +142,7 @@ def shown_refs(request: fake.RecordedRequest) -> dict[tuple[int, str], str]:
         if message.get("role") != "tool":
             continue
         result = json.loads(message["content"])
-        for ref in (result.get("retrieval_details") or {}).get("evidence_refs", ()):
+        for ref in result.get("evidence_refs", ()):
             shown[(result["source_invocation_id"], ref["raw_path"])] = ref["text"]
     return shown
 

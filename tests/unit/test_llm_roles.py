@@ -24,6 +24,8 @@ from tracebound.events import (
     EvidenceProduced,
     GatekeeperResult,
     PlanProduced,
+    RetryContext,
+    RetryRequested,
     ToolInvoked,
 )
 from tracebound.llm import LLMSettings, OpenAIChatModel
@@ -166,7 +168,7 @@ def test_llm_executor_tool_loop_produces_evidence_the_gatekeeper_passes(
     call_turn, tool_msg = server.requests[0].messages[-2:]
     assert call_turn["tool_calls"][0]["function"]["name"] == "query_metrics"
     assert tool_msg["role"] == "tool" and ref.text in tool_msg["content"]
-    assert '"source_invocation_id": 1' in tool_msg["content"]
+    assert json.loads(tool_msg["content"])["source_invocation_id"] == 1
     [result] = GatekeeperHandler(default_ruleset())(ev)
     assert isinstance(result, GatekeeperResult)
     assert result.gatekeeper_result.status == "pass", result.gatekeeper_result.errors
@@ -180,6 +182,33 @@ def test_llm_executor_unparseable_final_answer_is_recorded_not_crashed(
     assert ev.executor_output_parse_status.status == "invalid"
     assert ev.executor_structured_output is None
     assert ev.executor_final_answer.startswith("I think")
+
+
+def test_llm_executor_prompt_states_a_retry_and_not_a_plan_it_shows_as_run(
+    server: fake.FakeOpenAI,
+) -> None:
+    plan = _cpu_plan()
+    retry = plan.reply(
+        RetryRequested,
+        "verifier",
+        retry_context=RetryContext(round=2, reasons=("cite the alert's value",)),
+        plan=plan.plan,
+        request=plan.request,
+    )
+    for event in (plan, retry):
+        server.script(fake.text("not json"))
+        handler = ExecutorHandler(
+            build_tools(ToolSettings.demo()),
+            load_skills(),
+            ExecutorSettings(mode="llm"),
+            _model(server),
+        )
+        handler(event)
+    first, again = (r.messages[0]["content"] for r in server.requests)
+    assert "Retry context" not in first and "Plan:" not in first
+    assert "Retry context" in again and "cite the alert's value" in again
+    for step in plan.plan.planner_plan.plan:
+        assert step not in first and step not in again
 
 
 @pytest.mark.parametrize(

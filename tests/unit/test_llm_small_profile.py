@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Literal
 
 import pytest
 
@@ -29,6 +30,7 @@ from tracebound.events import (
 from tracebound.llm import LLMSettings, OpenAIChatModel
 
 NOW = datetime(2026, 5, 4, 10, 30, tzinfo=UTC)
+Profile = Literal["small", "default"]
 WRONG_CPU = "payment-service has a firing HighCPUUsage alert at 92% CPU, caused by a deploy."
 
 
@@ -38,9 +40,9 @@ def server() -> Iterator[fake.FakeOpenAI]:
         yield srv
 
 
-def small_model(server: fake.FakeOpenAI) -> OpenAIChatModel:
+def small_model(server: fake.FakeOpenAI, profile: Profile = "small") -> OpenAIChatModel:
     return OpenAIChatModel(
-        LLMSettings(base_url=server.base_url, max_retries=0, timeout_s=5, profile="small")
+        LLMSettings(base_url=server.base_url, max_retries=0, timeout_s=5, profile=profile)
     )
 
 
@@ -86,8 +88,9 @@ def test_a_question_still_asks_the_small_model_to_plan(server: fake.FakeOpenAI) 
     assert len(server.requests) == 1 and plan.plan.planner_mode == "llm"
 
 
+@pytest.mark.parametrize("profile", ["small", "default"])
 def test_the_executor_does_not_repeat_the_plan_its_calls_already_show(
-    server: fake.FakeOpenAI,
+    server: fake.FakeOpenAI, profile: Profile
 ) -> None:
     question = new_request("payment-service 当前是否有 HighCPUUsage 告警？")
     [plan] = PlannerHandler(load_skills())(question)
@@ -97,11 +100,11 @@ def test_the_executor_does_not_repeat_the_plan_its_calls_already_show(
         build_tools(ToolSettings.demo()),
         load_skills(),
         ExecutorSettings(mode="llm"),
-        small_model(server),
+        small_model(server, profile),
     )
     handler(plan)
     system = server.requests[0].messages[0]["content"]
-    assert "The planned calls ran; their results follow the question." in system
+    assert "Plan:" not in system and "Retry context" not in system
     for step in plan.plan.planner_plan.plan:
         assert step not in system
     assert any(m.get("tool_calls") for m in server.requests[0].messages)

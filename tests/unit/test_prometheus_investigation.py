@@ -256,3 +256,11 @@ def test_without_a_prometheus_the_call_fails_naming_the_setting() -> None:
     assert not outcome.success and "TRACEBOUND_TOOLS_PROMETHEUS_URL" in (
         outcome.error_message or ""
     )
+
+
+def test_the_description_names_the_sets_which_cover_every_query() -> None:
+    book = catalogue()
+    description = QueryPrometheusTool("", 1.0, ToolBackend(name="none")).description
+    assert all(name in description for name in book.sets)
+    assert "cpu_throttling" not in description, "single ids are left to the skills"
+    assert set(book.queries) == {q for ids in book.sets.values() for q in ids}

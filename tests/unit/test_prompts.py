@@ -14,7 +14,7 @@ from tracebound.prompts import load_prompt, load_prompts, prompt_audit
 
 EXPECTED = {
     "chat_planner": "chat-planner-v3",
-    "chat_executor": "chat-executor-v4",
+    "chat_executor": "chat-executor-v5",
     "chat_verifier": "chat-verifier-v3",
     "chat_verifier_small": "chat-verifier-small-v1",
     "chat_composer": "chat-composer-v2",
@@ -99,7 +99,7 @@ def test_audit_names_versions_and_resources_only() -> None:
     audit = prompt_audit([executor], [skill])
     assert audit.version == "chat-prompts-v1"
     names = [(ref.name, ref.version, ref.resource) for ref in audit.prompts]
-    assert names[0] == ("chat_executor", "chat-executor-v4", "prompts/chat-executor.md")
+    assert names[0] == ("chat_executor", "chat-executor-v5", "prompts/chat-executor.md")
     assert names[1][0] == skill.name and names[1][2].startswith("prompts/skills/")
     assert "VERBATIM" not in audit.model_dump_json()
 

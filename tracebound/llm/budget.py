@@ -148,8 +148,18 @@ def estimate_messages(
         total += MESSAGE_OVERHEAD + estimate_text(_message_text(message), family)
     if tools:
         total += TOOL_OVERHEAD * len(tools)
-        total += estimate_text(json.dumps(list(tools), ensure_ascii=False), family)
+        bare = [bare_tool(t) for t in tools]
+        total += estimate_text(json.dumps(bare, ensure_ascii=False), family)
     return total
+
+
+def bare_tool(spec: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A tool spec without its wire wrapper, which :data:`TOOL_OVERHEAD` already counts.
+
+    So a spec costs the same whether it is counted before the client wraps it or as sent.
+    """
+    inner = spec.get("function") if spec.get("type") == "function" else None
+    return inner if isinstance(inner, Mapping) else spec
 
 
 class PromptOverBudget(ModelError):

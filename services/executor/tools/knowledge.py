@@ -101,10 +101,8 @@ class LookupKnowledgeTool:
 
     name = TOOL_NAME
     description = (
-        "Search the runbooks (symptoms, checks, mitigation for alert types and known "
-        "failure modes). Optionally pass the alert name as a hint. Returns the most "
-        "relevant blocks as $.evidence_blocks[i] with a relevance level; runbook text is "
-        "general guidance, not a fact about the current environment."
+        "Search the runbooks (symptoms, checks, mitigation); alert_name is a hint. Blocks "
+        "are $.evidence_blocks[i]: general guidance, never a fact about this environment."
     )
     params_model: type[BaseModel] = LookupKnowledgeParams
 

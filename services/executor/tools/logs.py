@@ -134,10 +134,9 @@ class QueryLogsTool:
 
     name = TOOL_NAME
     description = (
-        "Search one log topic (application-logs, system-metrics, database-slow-query, "
-        "system-events) by full text within a time window. Service names in the query "
-        "(e.g. order-service) must match the record's service exactly. Returns log "
-        "records as $.logs[i], or $.no_evidence when nothing matched."
+        "Full-text search of one log topic (application-logs, system-metrics, "
+        "database-slow-query, system-events) in a time window; a service name must match "
+        "exactly. Records are $.logs[i]; else $.no_evidence."
     )
     params_model: type[BaseModel] = QueryLogsParams
 

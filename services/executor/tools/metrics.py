@@ -81,10 +81,9 @@ class QueryMetricsTool:
 
     name = TOOL_NAME
     description = (
-        "List the alerts of this run's alert source (the alerts the request carries, or "
-        "the active Prometheus alerts), optionally filtered by exact alert name, service "
-        "and state (firing, pending or all). Returns each alert with its current value, "
-        "threshold and duration as $.alerts[i], or $.no_evidence."
+        "List the run's alerts (from the request, or active in Prometheus), filtered by "
+        "exact alert name, service and state. Each alert, with its value, threshold and "
+        "duration, is $.alerts[i]; else $.no_evidence."
     )
     params_model: type[BaseModel] = QueryMetricsParams
 

@@ -192,12 +192,14 @@ class QueryPrometheusTool:
         self._book = book or catalogue()
         self._now = now
         self._budget_s = budget_s
-        ids = ", ".join([*self._book.sets, *self._book.queries])
+        # The sets only: they cover every query, and the whole id list would cost the
+        # model ~200 tokens per turn. A single query id (as a skill step names) still runs.
+        sets = ", ".join(self._book.sets)
         self.description = (
-            "Run declared PromQL range queries scoped to the alert's own labels "
-            f"(queries: space-separated ids or sets among {ids}). Each series is "
-            "$.series[i] with last, min, max, mean, the value at the alert's onset and an "
-            "hour before, the direction of the change and when it began; or $.no_evidence."
+            "Declared PromQL range queries scoped to the alert's labels; queries: "
+            f"space-separated sets ({sets}) or query ids. Each series is $.series[i] "
+            "(last, min, max, mean, values at onset and an hour before, direction of "
+            "change); else $.no_evidence."
         )
 
     def _range(self, promql: str, start: datetime, end: datetime, step: int) -> list[Any]:
