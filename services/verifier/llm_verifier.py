@@ -47,7 +47,6 @@ ROLE = "verifier"
 PROMPT_NAME = "chat-verifier"
 # The ``small`` profile's prompt: each claim with its excerpts and the code's check only.
 SMALL_PROMPT_NAME = "chat-verifier-small"
-WITHHELD = "(withheld: the structured output is valid and is the only source of facts)"
 REASON_LIMIT = 200
 RATIONALE_LIMIT = 300
 _SEVERITY = {SUPPORTED: 0, NOT_ENOUGH_INFO: 1, REFUTED: 2}
@@ -126,9 +125,17 @@ def _fenced(value: object) -> str:
 
 
 def _model_input(inp: VerifierInput) -> dict[str, Any]:
-    """The contract's verifier input without the final answer or the rule catalogue."""
+    """The contract's verifier input as the model is shown it: what judges a claim.
+
+    Left out: the question (it has its own fenced block), the final answer (never a
+    source of facts here), the rule catalogue and version, nulls and empty lists, and
+    ``success`` where it is true. Invocation ids are short indexes (1, 2, 3 in trace
+    order), in the claims and the trace alike: a 48-bit id costs several tokens.
+    """
+    short = {t.source_invocation_id: i for i, t in enumerate(inp.tool_trace_summary, start=1)}
     gate = inp.gatekeeper_result.model_dump(mode="json", exclude_none=True)
-    gate.pop("rules", None)  # rule metadata: long, and no help in judging a claim
+    for noise in ("rules", "rule_set_version"):  # long, and no help in judging a claim
+        gate.pop(noise, None)
     bindings = gate.get("checked_bindings") or []
     # A passed binding says only "pass": the count stands for them. The claim's own
     # excerpts carry the verified text, so no binding repeats it.
@@ -138,33 +145,68 @@ def _model_input(inp: VerifierInput) -> dict[str, Any]:
         if b.get("status") != "pass"
     ]
     gate["bindings_passed"] = len(bindings) - len(gate["checked_bindings"])
-    trace = [
-        t.model_dump(mode="json", exclude_none=True, exclude={"backend", "input_summary"})
-        for t in inp.tool_trace_summary
-    ]
-    return {
-        "original_query": inp.original_query,
-        "executor_final_answer": WITHHELD,
-        "executor_structured_output": inp.executor_structured_output,
-        "executor_output_parse_status": inp.executor_output_parse_status.model_dump(mode="json"),
+    gate = _without_empty(gate)
+    trace = []
+    for t in inp.tool_trace_summary:
+        entry = t.model_dump(mode="json", exclude_none=True, exclude={"backend", "input_summary"})
+        entry["source_invocation_id"] = short[t.source_invocation_id]
+        if entry.get("success") is True:
+            del entry["success"]
+        trace.append(_without_empty(entry))
+    view = {
+        "executor_structured_output": _short_ids(inp.executor_structured_output, short),
+        "executor_output_parse_status": inp.executor_output_parse_status.model_dump(
+            mode="json", exclude_none=True
+        ),
         "tool_trace_summary": trace,
         "gatekeeper_result": gate,
         "retry_context": inp.retry_context.model_dump(mode="json") if inp.retry_context else None,
     }
+    return _without_empty(view)
+
+
+def _without_empty(value: dict[str, Any]) -> dict[str, Any]:
+    """``value`` without its null or empty fields (one level)."""
+    return {k: v for k, v in value.items() if v not in (None, [], {}, "")}
+
+
+def _short_ids(output: dict[str, Any] | None, short: dict[int, int]) -> dict[str, Any] | None:
+    """The structured output with each cited invocation id as its short index.
+
+    An id that is in no trace entry stays as written.
+    """
+    if not isinstance(output, dict) or not isinstance(output.get("claims"), list):
+        return output
+
+    def binding(b: Any) -> Any:
+        cited = b.get("source_invocation_id") if isinstance(b, dict) else None
+        if type(cited) is int and cited in short:
+            return {**b, "source_invocation_id": short[cited]}
+        return b
+
+    def claim(c: Any) -> Any:
+        bindings = c.get("evidence_bindings") if isinstance(c, dict) else None
+        if not isinstance(bindings, list):
+            return c
+        return {**c, "evidence_bindings": [binding(b) for b in bindings]}
+
+    return _without_empty({**output, "claims": [claim(c) for c in output["claims"]]})
 
 
 def _checks(outcome: VerifierOutcome) -> list[dict[str, Any]]:
     """The deterministic verdict per claim, with the facts it did not find.
 
-    The excerpts are not repeated here: the structured output carries them.
+    The excerpts are not repeated here: the structured output carries them. A
+    SUPPORTED claim with every fact found needs no reason.
     """
-    return [
-        {
-            **check.model_dump(mode="json", exclude={"claim_text", "claim_type", "raw_paths"}),
-            **_facts(outcome, check.claim_id),
-        }
-        for check in outcome.claim_checks
-    ]
+    checks = []
+    for check in outcome.claim_checks:
+        facts = _facts(outcome, check.claim_id)
+        shown: dict[str, Any] = {"claim_id": check.claim_id, "status": check.status}
+        if check.status != SUPPORTED or facts["not_found"]:
+            shown["reason"] = check.reason
+        checks.append(_without_empty({**shown, **facts}))
+    return checks
 
 
 def _facts(outcome: VerifierOutcome, claim_id: str) -> dict[str, Any]:

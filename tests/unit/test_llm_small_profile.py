@@ -126,6 +126,8 @@ def test_the_small_verifier_sees_each_claim_once_with_its_excerpts_and_the_code_
     assert shown["claim_text"] == WRONG_CPU and shown["code"] != "SUPPORTED"
     assert shown["excerpts"] == [demo.CPU_ALERT["evidence_excerpt"]]
     assert system.count(demo.CPU_ALERT["evidence_excerpt"]) == 1
+    # Judging a claim against its excerpts needs no question.
+    assert event.original_query not in system
     assert "executor_structured_output" not in system
     # The model's "SUPPORTED" cannot lift what the code did not establish.
     assert verdict.verdict != "PASS" and verdict.claim_checks[0].status != "SUPPORTED"

@@ -101,12 +101,33 @@ def test_model_agrees_pass_with_an_agent_step(server: fake.FakeOpenAI) -> None:
     assert verdict.composer_input.allowed_claims == rules.composer_input.allowed_claims
     assert (step.token_count, step.prompt_tokens, step.completion_tokens) == (360, 300, 60)
     assert step.success and step.agent_name == "chat_verifier" and step.causation_id
-    assert step.prompt_version == "chat-verifier-v3"
+    assert step.prompt_version == "chat-verifier-v4"
     assert {p.name for p in verdict.prompt_audit.prompts} == {"chat_verifier"}
     [request] = server.requests
     sent = json.dumps(request.messages, ensure_ascii=False)
     assert "FINAL-ANSWER-MARKER" not in sent, "the final answer is never sent when parsing is valid"
     assert "current=92%" in sent and "You are the verifier" not in step.model_input
+
+
+def test_the_prompt_shows_the_question_once_and_invocations_by_short_index(
+    server: fake.FakeOpenAI,
+) -> None:
+    event = gate_event(scenario("narrow-highcpu").structured_output)
+    run(event, server, reply("PASS", ("claim-1", "SUPPORTED")))
+    system = server.requests[0].messages[0]["content"]
+    assert system.count(event.original_query) == 1
+    shown = json.loads(system.split("<<<INPUT\n", 1)[1].split("\nINPUT>>>", 1)[0])
+    assert "original_query" not in shown and "executor_final_answer" not in shown
+    trace = shown["tool_trace_summary"]
+    assert [t["source_invocation_id"] for t in trace] == list(range(1, len(trace) + 1))
+    cited = {
+        b["source_invocation_id"]
+        for c in shown["executor_structured_output"]["claims"]
+        for b in c["evidence_bindings"]
+    }
+    assert cited and cited <= set(range(1, len(trace) + 1))
+    for real in event.tool_trace_summary:
+        assert str(real.source_invocation_id) not in system
 
 
 def test_model_cannot_upgrade_a_not_established_claim(server: fake.FakeOpenAI) -> None:
