@@ -8,10 +8,10 @@ generic investigation of an unknown alert) the model cannot overrule it, so
 both planners keep one routing precedence. The model writes the plan's text;
 the calls the plan records for the executor come from the chosen skill, as in
 the rules planner. The prompt lists the catalogue as names and one-line
-descriptions, and the steps of the routed skill only; the question goes in the
-user turn alone, never twice. An alert storm that does not fit the context budget is shown
-with shorter annotations, then only its first alerts (the routing above already
-saw them all).
+descriptions (only the routed skill when the alerts decided it), and the steps of
+the routed skill only; the question goes in the user turn alone, never twice. An
+alert storm that does not fit the context budget is shown with shorter
+annotations, then only its first alerts (the routing above already saw them all).
 
 At the ``small`` profile the model is not asked when the input alerts decided
 the skill (:func:`skill_is_fixed`): it could only reword that skill's steps,
@@ -74,7 +74,7 @@ def plan_llm(
     small = recorder.budget.small
     values: dict[str, object] = {
         "language": request.language,
-        "skills": brief_catalogue(skills),
+        "skills": brief_catalogue(_offered(skills, routed)),
         "routing": deterministic_choice(routed),
         "steps": "left out (small profile)" if small else steps_text(routed.skill),
     }
@@ -113,11 +113,22 @@ def _messages(
     alerts: list[dict[str, Any]],
 ) -> list[dict[str, Any]]:
     if request.mode == "AIOPS":
-        values = {**values, "alerts": json.dumps(alerts, ensure_ascii=False)}
+        values = {**values, "alerts": json.dumps(alerts, ensure_ascii=False, separators=(",", ":"))}
     return [
         {"role": "system", "content": prompt.render(**values)},
         {"role": "user", "content": request.query},
     ]
+
+
+def _offered(skills: Sequence[Skill], routed: Selection) -> Sequence[Skill]:
+    """The catalogue the model picks from: only the routed skill when the alerts decided it.
+
+    No reply can overrule that choice (:func:`_chosen`), so the other skills' lines
+    would be read for nothing.
+    """
+    if routed.binding and routed.skill is not None:
+        return [routed.skill]
+    return skills
 
 
 def _shown_alert(alert: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from services.planner import skills as skills_module
-from services.planner.llm_planner import PlannerReply, _chosen
+from services.planner.llm_planner import PlannerReply, _chosen, _offered
 from services.planner.routing import select
 from services.planner.rules_planner import plan_rules
 from services.planner.skills import Skill, SkillStep, Triggers, load_skills
@@ -156,6 +156,14 @@ def test_llm_planner_keeps_alert_routing() -> None:
     reply = PlannerReply(selected_skill="diagnose-slow-response", selection_reason="r", plan=["x"])
     skill, reason = _chosen(reply, skills, question)
     assert skill is not None and skill.name == "diagnose-slow-response" and reason == "r"
+
+
+def test_llm_planner_is_offered_only_the_skill_the_alerts_decided() -> None:
+    skills = load_skills()
+    routed = select(skills, aiops(alert("HighDiskUsage", "mysql")))
+    assert [s.name for s in _offered(skills, routed)] == ["diagnose-high-disk-usage"]
+    question = select(skills, chat("mysql 连接池"))
+    assert list(_offered(skills, question)) == list(skills)
 
 
 def test_generic_investigation_without_a_service_skips_the_service_logs() -> None:
