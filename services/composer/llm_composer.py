@@ -48,7 +48,8 @@ STATED_VERDICTS = ("PASS", "LOW_CONFID")
 # Prompt trimming (see _trims): what an over-budget prompt keeps.
 TEXT_CHARS, SHORT_TEXT_CHARS, CLAIMS_KEPT = 300, 100, 8
 TEXT_KEYS = frozenset({"evidence_excerpts", "rationale", "missing_info", "allowed_hypotheses"})
-HIDDEN_KEYS = frozenset({"original_query", "rationale"})  # the question is shown once, above
+# The question is shown once, above; the backends only tell code to add the demo note.
+HIDDEN_KEYS = frozenset({"original_query", "rationale", "evidence_backends"})
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
@@ -98,15 +99,20 @@ def compose_rules(
 
 def _fenced(value: object) -> str:
     """Compact JSON (or text) that cannot close the prompt's ``<<<``/``>>>`` data fences."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = (
+        value
+        if isinstance(value, str)
+        else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    )
     return text.replace("<<<", "< < <").replace(">>>", "> > >")
 
 
 def shown_material(data: dict[str, Any], small: bool = False) -> dict[str, Any]:
     """The material as the model sees it, nothing twice: the question is shown once, above
     it, the verifier's rationale (its own notes) not at all, and an excerpt that only repeats
-    its claim's text is left out. The ``small`` profile also leaves out raw paths."""
-    shown = {k: v for k, v in data.items() if k not in HIDDEN_KEYS}
+    its claim's text is left out, and so is an empty list. The ``small`` profile also
+    leaves out raw paths."""
+    shown = {k: v for k, v in data.items() if k not in HIDDEN_KEYS and v != []}
     if isinstance(shown.get("allowed_claims"), list):
         shown["allowed_claims"] = [_shown_claim(c, small) for c in shown["allowed_claims"]]
     return shown

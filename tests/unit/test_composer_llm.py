@@ -96,6 +96,12 @@ def test_clean_model_answer_is_published_as_written(server: fake.FakeOpenAI) -> 
     [request] = server.requests
     system = request.messages[0]["content"]
     assert "current=92%" in system and "verdict" in system
+    # The material is compact JSON without what the model needs not read.
+    shown = system.split("<<<MATERIAL\n", 1)[1].split("\nMATERIAL>>>", 1)[0]
+    material = json.loads(shown)
+    assert material["verdict"] == "PASS" and material["allowed_claims"]
+    assert [] not in material.values() and "evidence_backends" not in material
+    assert '", "' not in shown and '": ' not in shown
 
 
 @pytest.mark.parametrize(
