@@ -76,6 +76,18 @@ def _verified(
     return out
 
 
+def _cited_texts(verified: list[tuple[str, str, str]]) -> list[str]:
+    """Each verified ref text, and each excerpt the ref text does not hold verbatim
+    (the gatekeeper matches excerpts up to case, spacing and width); an excerpt
+    inside its ref text says nothing the whole text does not, and is read once."""
+    return [
+        text
+        for _, matched, excerpt in verified
+        for text in (matched, "" if excerpt in matched else excerpt)
+        if text
+    ]
+
+
 def _aliases(rules: VerifierRules) -> dict[str, tuple[str, ...]]:
     return {
         k.casefold(): tuple(a.casefold() for a in v)
@@ -132,14 +144,18 @@ def judge_claim(
     if not verified:
         return done(NOT_ENOUGH_INFO, "no evidence binding of this claim passed the gatekeeper")
     neg_rules = rules.doc.negative_observation
-    evidence_text = "\n".join(t for _, matched, excerpt in verified for t in (matched, excerpt))
-    evidence = extract(evidence_text, rules)
-    claim_facts = extract(text, rules)
-    if claim_type in neg_rules.claim_types:
+    texts = _cited_texts(verified)
+    evidence_text = "\n".join(texts)
+    # a negative observation compares values; a positive claim's values are checked by
+    # its structure, so only its negations are read here
+    negative = claim_type in neg_rules.claim_types
+    evidence = extract(evidence_text, rules, values=negative)
+    claim_facts = extract(text, rules, values=negative)
+    if negative:
         results, refuted = _negative(
             text,
             paths,
-            [t for _, matched, excerpt in verified for t in (matched, excerpt) if t],
+            texts,
             claim_facts=claim_facts,
             evidence=evidence,
             rules=rules,
@@ -152,7 +168,7 @@ def judge_claim(
     else:
         results = _positive(
             text,
-            verified,
+            texts,
             claim_facts=claim_facts,
             evidence=evidence,
             rules=rules,
@@ -197,7 +213,7 @@ def _negative(
 
 def _positive(
     text: str,
-    verified: list[tuple[str, str, str]],
+    texts: Sequence[str],
     *,
     claim_facts: Facts,
     evidence: Facts,
@@ -206,7 +222,6 @@ def _positive(
 ) -> list[FactResult]:
     """A positive claim's fact results: its structure against the cited items
     (:mod:`services.verifier.structure`), its negations, an overclaim among them."""
-    texts = [t for _, matched, excerpt in verified for t in (matched, excerpt) if t]
     results = [
         FactResult(r.kind, r.fact, r.found, r.conflict, r.detail)
         for r in check_claim(text, texts, aliases=_aliases(rules))

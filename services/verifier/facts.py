@@ -229,15 +229,19 @@ def _cjk_negations(
 
 
 @lru_cache(maxsize=4096)
-def _extract(text: str, rules: VerifierRules) -> Facts:
+def _extract(text: str, rules: VerifierRules, values: bool) -> Facts:
     c = _compiled(rules)
     normal = normalize(text)
-    identifiers, masked = _identifiers(normal, c)
     search = normal.casefold()
     negations, plain, cjk_plain = _negations(search, c)
+    numbers: list[Number] = []
+    identifiers: list[Identifier] = []
+    if values:
+        identifiers, masked = _identifiers(normal, c)
+        numbers = _numbers(normal, masked, c)
     return Facts(
         search=search,
-        numbers=tuple(_numbers(normal, masked, c)),
+        numbers=tuple(numbers),
         identifiers=tuple(identifiers),
         negations=tuple(negations),
         plain_words=plain,
@@ -245,6 +249,7 @@ def _extract(text: str, rules: VerifierRules) -> Facts:
     )
 
 
-def extract(text: str, rules: VerifierRules) -> Facts:
-    """The facts of ``text`` under ``rules``."""
-    return _extract(text, rules)
+def extract(text: str, rules: VerifierRules, *, values: bool = True) -> Facts:
+    """The facts of ``text`` under ``rules``; ``values=False`` reads only its negations
+    and words (no numbers or identifiers), what a negation check needs."""
+    return _extract(text, rules, values)
