@@ -137,12 +137,10 @@ def _claims(t: Trace) -> list[str]:
         lines += _wrap(c.get("claim_text"), "    ")
         if verifier:
             lines += _wrap(f"verifier: {clean(verifier.get('reason'))}", "    ")
-            facts = [
-                f"{clean(f.get('fact'))} {'found' if f.get('found') else 'MISSING'}"
-                for f in verifier.get("facts") or []
-            ]
-            if facts:
-                lines += _wrap("facts: " + ", ".join(facts), "    ")
+            for f in verifier.get("facts") or []:
+                outcome = f.get("outcome") or ("checked" if f.get("found") else "not stated")
+                detail = f" ({clean(f.get('detail'))})" if f.get("detail") else ""
+                lines += _wrap(f"fact {clean(f.get('fact'))}: {outcome}{detail}", "    ")
         for note in gate.get("errors") or []:
             lines += _wrap(f"{note.get('rule')}: {note.get('message')}", "    ! ")
         for b in c.get("bindings") or []:

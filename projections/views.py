@@ -231,6 +231,8 @@ class FactView(View):
     kind: str | None
     fact: str | None
     found: bool | None
+    outcome: Literal["checked", "contradicted", "not stated"]
+    detail: str  # what the fact was checked against, "" when the verdict did not say
 
 
 class ClaimVerdict(View):

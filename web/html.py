@@ -94,7 +94,7 @@ tr.bad td.status{background:#fde7e7}
 tr.warn td.status{background:#fff3d6}
 .binding-head{background:#f7f9fc}
 .label{font-size:11px;text-transform:uppercase;color:#667085;letter-spacing:.04em;margin-bottom:2px}
-.facts{display:flex;flex-wrap:wrap;gap:4px;margin-top:6px}
+.facts{margin-top:6px;border-collapse:collapse}.facts td{padding:1px 8px 1px 0;vertical-align:top}
 .timeline td.bar{width:46%}
 .track{position:relative;height:14px;background:#eef1f5;border-radius:3px}
 .seg{position:absolute;top:0;height:14px;min-width:3px;border-radius:3px;background:#5b7fbf}

@@ -146,6 +146,19 @@ def _binding(b: Mapping[str, Any]) -> str:
     )
 
 
+FACT_TONE = {"checked": "found", "contradicted": "fail", "not stated": "skipped"}
+
+
+def _fact(fact: dict[str, Any]) -> str:
+    """One fact of a claim: its verdict, what it is, and what it was checked against."""
+    outcome = str(fact.get("outcome") or ("checked" if fact.get("found") else "not stated"))
+    return (
+        f"<tr><td>{badge(FACT_TONE.get(outcome), outcome)}</td>"
+        f"<td>{esc(fact.get('kind'))}: <code>{esc(fact.get('fact'))}</code></td>"
+        f"<td class='muted'>{esc(fact.get('detail'))}</td></tr>"
+    )
+
+
 def _claim(c: Mapping[str, Any]) -> str:
     verifier = c.get("verifier") or {}
     v_status = verifier.get("status")
@@ -153,10 +166,7 @@ def _claim(c: Mapping[str, Any]) -> str:
     tone = tone_of(v_status) if v_status else tone_of(g_status)
     if tone_of(g_status) == "bad":
         tone = "bad"
-    facts = join(
-        badge("found" if f.get("found") else "fail", f"{f.get('kind')}: {f.get('fact')}")
-        for f in verifier.get("facts") or []
-    )
+    facts = join(_fact(f) for f in verifier.get("facts") or [])
     errors = join(
         f"<div class='muted'>{esc(n.get('rule'))}: {esc(n.get('message'))}</div>"
         for n in (c.get("gatekeeper") or {}).get("errors") or []
@@ -170,7 +180,7 @@ def _claim(c: Mapping[str, Any]) -> str:
         f"<span>verifier {badge(v_status, v_status or 'not judged')}</span></div>"
         f"<div class='claim-text'>{esc(c.get('claim_text'))}</div>"
         + (f"<div class='muted'>verifier: {esc(verifier.get('reason'))}</div>" if verifier else "")
-        + (f"<div class='facts'>{facts}</div>" if facts else "")
+        + (f"<table class='facts'>{facts}</table>" if facts else "")
         + errors
         + (
             f"<table class='evidence'>{bindings}</table>"

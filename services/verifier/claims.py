@@ -24,6 +24,7 @@ from services.verifier.facts import Facts, extract
 from services.verifier.match import FactResult, compare
 from services.verifier.rules_file import OverclaimPhrases, VerifierRules
 from services.verifier.structure import check_claim, check_negative, negated_words
+from tracebound.bounds import LABEL_CHARS, cut_text
 from tracebound.events import CheckedBinding, ClaimCheck, FactCheck
 
 SUPPORTED = "SUPPORTED"
@@ -135,7 +136,15 @@ def judge_claim(
             raw_paths=paths,
         )
         facts = tuple(
-            FactCheck(claim_id=claim_id, kind=r.kind, fact=r.fact, found=r.found) for r in results
+            FactCheck(
+                claim_id=claim_id,
+                kind=r.kind,
+                fact=r.fact,
+                found=r.found,
+                conflict=r.conflict,
+                detail=cut_text(r.detail, LABEL_CHARS),
+            )
+            for r in results
         )
         return Judgement(check, facts, excerpts)
 

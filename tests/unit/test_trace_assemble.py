@@ -135,6 +135,20 @@ def sample_rows() -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, 
         ],
         "facts_checked": [
             {"claim_id": "claim-1", "kind": "number", "fact": "92%", "found": True},
+            {  # a verdict written before facts said what they were checked against
+                "claim_id": "claim-3",
+                "kind": "service",
+                "fact": "order-service",
+                "found": False,
+            },
+            {
+                "claim_id": "claim-3",
+                "kind": "number",
+                "fact": "29% [current]",
+                "found": False,
+                "conflict": True,
+                "detail": "evidence says 'current=92%'",
+            },
         ],
         "rationale": "REJECT: " + HOSTILE,
         "round": 1,
@@ -264,7 +278,23 @@ def test_trace_is_json_native_and_answers_the_replay_questions() -> None:
     assert passed["gatekeeper"]["status"] == "pass"
     assert claims["claim-1"]["verifier"]["status"] == "SUPPORTED"
     assert claims["claim-1"]["verifier"]["facts"] == [
-        {"kind": "number", "fact": "92%", "found": True}
+        {"kind": "number", "fact": "92%", "found": True, "outcome": "checked", "detail": ""}
+    ]
+    assert claims["claim-3"]["verifier"]["facts"] == [
+        {
+            "kind": "service",
+            "fact": "order-service",
+            "found": False,
+            "outcome": "not stated",
+            "detail": "",
+        },
+        {
+            "kind": "number",
+            "fact": "29% [current]",
+            "found": False,
+            "outcome": "contradicted",
+            "detail": "evidence says 'current=92%'",
+        },
     ]
     [filled] = claims["claim-2"]["bindings"]
     assert filled["gatekeeper"]["status"] == "backfilled"

@@ -310,3 +310,18 @@ def test_input_from_gatekeeper_event() -> None:
     outcome = verify(inp, rules=RULES, phrases=PHRASES)
     assert outcome.verdict == "PASS"
     assert outcome.composer_input.original_query == evidence.request.query
+
+
+def test_each_fact_says_what_it_was_checked_against() -> None:
+    base = scenario("narrow-highcpu").structured_output
+    [claim] = base["claims"]
+    wrong = {**claim, "claim_text": CPU_TEXT.replace("92%", "29%")}
+    checked = verify(make_input(base), rules=RULES, phrases=PHRASES)
+    number = next(f for f in checked.facts_checked if f.kind == "number")
+    assert (number.found, number.conflict) == (True, False)
+    assert "current=92%" in number.detail
+    refuted = verify(make_input({**base, "claims": [wrong]}), rules=RULES, phrases=PHRASES)
+    number = next(f for f in refuted.facts_checked if f.kind == "number")
+    assert (number.fact, number.found, number.conflict) == ("29%", False, True)
+    assert "92%" in number.detail  # what the cited item says instead
+    assert refuted.to_json()["facts_checked"][0].keys() >= {"conflict", "detail"}

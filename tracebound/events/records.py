@@ -228,10 +228,15 @@ class ClaimCheck(Record):
 
 
 class FactCheck(Record):
+    """One fact of a claim against its cited evidence: found, contradicted, or neither;
+    ``detail`` says what it was checked against (``stated in evidence as 'current=92%'``)."""
+
     claim_id: str
     kind: str
     fact: str
     found: bool
+    conflict: bool = False
+    detail: str = ""
 
 
 class AllowedClaim(Record):
