@@ -143,13 +143,13 @@ def claims(run: Row, evaluation: Mapping[str, Any], invocations: Sequence[Row]) 
     checks = {c.get("claim_id"): c for c in map(as_dict, as_list(evaluation.get("claim_checks")))}
     facts: dict[Any, list[dict[str, Any]]] = {}
     for fact in map(as_dict, as_list(evaluation.get("facts_checked"))):
-        found, conflict = bool(fact.get("found")), bool(fact.get("conflict"))
+        stated, conflict = bool(fact.get("found")), bool(fact.get("conflict"))
         facts.setdefault(fact.get("claim_id"), []).append(
             {
                 "kind": fact.get("kind"),
                 "fact": fact.get("fact"),
-                "found": found,
-                "outcome": "checked" if found else "contradicted" if conflict else "not stated",
+                "found": stated,
+                "outcome": "checked" if stated else "contradicted" if conflict else "not stated",
                 "detail": fact.get("detail") or "",
             }
         )
