@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 
 from services.verifier.quantities import (
     PLAIN,
@@ -71,6 +71,16 @@ class Evidence:
     search: str
     quantities: list[Typed] = field(default_factory=list)
     words: set[str] = field(default_factory=set)
+
+    @cached_property
+    def stems(self) -> frozenset[str]:
+        """The stems of its words (read once the typing is done)."""
+        return frozenset(word_stem(w) for w in self.words)
+
+    @cached_property
+    def joined(self) -> str:
+        """Its text without separators: OOM-killed as oomkilled."""
+        return re.sub(r"[-_\s]", "", self.search)
 
 
 @cache
@@ -187,6 +197,24 @@ def cues_of(text: str, q: Quantity, lex: Lexicon, neighbours: tuple[int, int] = 
 
 CONTEXT_WORD = re.compile(r"[a-z][a-z0-9_'-]*")
 _SKIPS: dict[int, frozenset[str]] = {}
+
+
+def known_terms(lex: Lexicon) -> frozenset[str]:
+    """The lexicon's product and technical terms, casefolded (once per lexicon)."""
+    if id(lex) not in _KNOWN:
+        _KNOWN[id(lex)] = frozenset(t.casefold() for t in lex.known_terms)
+    return _KNOWN[id(lex)]
+
+
+def unit_words(lex: Lexicon) -> frozenset[str]:
+    """The lexicon's units and multipliers, casefolded (once per lexicon)."""
+    if id(lex) not in _UNITS:
+        _UNITS[id(lex)] = frozenset(u.casefold() for u in (*lex.units, *lex.multipliers))
+    return _UNITS[id(lex)]
+
+
+_KNOWN: dict[int, frozenset[str]] = {}
+_UNITS: dict[int, frozenset[str]] = {}
 
 
 def _context_skip(lex: Lexicon) -> frozenset[str]:

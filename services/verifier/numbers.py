@@ -90,10 +90,14 @@ def _verbatim(normal: str, q: Quantity, evidence: Evidence) -> bool:
     # the words after the number carry its relation: at least a few of them, all the
     # claim has but a closing quote or full stop when it ends there
     least_after = max(min(VERBATIM_CHARS // 3, len(normal) - q.end - 1), 1)
+    folded = normal.casefold()
+    if len(folded) != len(normal):  # a letter that folds to two ("ß"): fold each slice
+        folded = ""
     for end in range(min(q.end + VERBATIM_CHARS, len(normal)), q.end + least_after - 1, -1):
         if (q.start - start) + (end - q.end) < VERBATIM_CHARS:
             return False
-        if normal[start:end].casefold() in evidence.search:
+        window = folded[start:end] if folded else normal[start:end].casefold()
+        if window in evidence.search:
             return True
     return False
 

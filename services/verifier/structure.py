@@ -39,7 +39,9 @@ from services.verifier.evidence_types import (
     cue_words,
     default_lexicon,
     has_any,
+    known_terms,
     type_evidence,
+    unit_words,
     word_stem,
 )
 from services.verifier.numbers import check_fractions, check_quantities
@@ -60,17 +62,16 @@ def check_tokens(
     """Every identifier of the claim, written in the cited item: as it is, without its
     separators (OOM-killed, OOMKilled), or as a declared alias (HikariCP, HikariPool);
     a product's name may stand where the item names no other."""
-    known = {t.casefold() for t in lex.known_terms}
-    units = {u.casefold() for u in (*lex.units, *lex.multipliers)}
-    joined = re.sub(r"[-_\s]", "", evidence.search)
+    known = known_terms(lex)
+    units = unit_words(lex)
     results = []
     for token in tokens:
         norm = token.norm
         if token.kind == "quoted":  # its words written in the item; its numbers read apart
             words = [w for w in LATIN.findall(norm) if w not in units]
-            stems = {word_stem(w) for w in evidence.words}
             found = norm in evidence.search or (
-                bool(words) and all(w in evidence.words or word_stem(w) in stems for w in words)
+                bool(words)
+                and all(w in evidence.words or word_stem(w) in evidence.stems for w in words)
             )
         elif token.kind in ("url", "path", "address", "time") or ":" in norm:
             found = norm in evidence.search
@@ -80,7 +81,7 @@ def check_tokens(
             boundary = rf"(?<![a-z0-9]){re.escape(norm)}(?![a-z0-9])"
             found = re.search(boundary, evidence.search) is not None
         if not found and token.kind == "name":
-            found = re.sub(r"[-_\s]", "", norm) in joined or any(
+            found = re.sub(r"[-_\s]", "", norm) in evidence.joined or any(
                 alias in evidence.search for alias in (aliases or {}).get(norm, ())
             )
         detail = "written in the cited item" if found else "not written in the cited item"
@@ -97,7 +98,7 @@ def check_entities(
         masked[token.start : token.end] = "#" * (token.end - token.start)
     text = "".join(masked)
     nouns = lex.words("entity_nouns")
-    skip = set(lex.stop_words) | {w for w in nouns if w.isascii()}
+    skip = _entity_skip(lex)
     named: list[str] = []
     for match in cue_pattern(nouns).finditer(text):
         following = re.match(r"[ \t]*([a-z][a-z0-9_]*)", text[match.end() :])
@@ -107,15 +108,26 @@ def check_entities(
             preceding = re.search(r"([a-z][a-z0-9_]*)[ \t]*(?:的)?[ \t]*$", text[: match.start()])
             if preceding and preceding[1] not in skip:
                 named.append(preceding[1])
-    known = {t.casefold() for t in lex.known_terms}
+    known = known_terms(lex)
     results = []
     for word in dict.fromkeys(named):
         if word in known or _is_english_word(word, evidence, lex):
             continue
-        found = word in evidence.words or word_stem(word) in {word_stem(w) for w in evidence.words}
+        found = word in evidence.words or word_stem(word) in evidence.stems
         detail = "written in the cited item" if found else "not written in the cited item"
         results.append(Result("entity", word, found, False, detail))
     return results
+
+
+_SKIPS: dict[int, frozenset[str]] = {}
+
+
+def _entity_skip(lex: Lexicon) -> frozenset[str]:
+    """Words after an entity noun that name no entity: stop words and the nouns themselves."""
+    if id(lex) not in _SKIPS:
+        nouns = lex.words("entity_nouns")
+        _SKIPS[id(lex)] = frozenset(lex.stop_words) | {w for w in nouns if w.isascii()}
+    return _SKIPS[id(lex)]
 
 
 def _is_english_word(word: str, evidence: Evidence, lex: Lexicon) -> bool:
