@@ -5,8 +5,9 @@ run in code first, and the conversation opens with them as an assistant turn of
 tool calls followed by their results. A model that never calls a tool therefore
 still writes its claims over the planned evidence, in one model turn; its own
 calls only add evidence. The system prompt then does not repeat the plan's steps.
-The ``small`` profile offers no tool specs when the plan has calls, which saves
-their tokens in every turn.
+A tool with no backend configured is not offered (:func:`tool_specs`). The
+``small`` profile offers no tool specs when the plan has calls, which saves their
+tokens in every turn.
 
 Every call, planned or the model's, passes the :class:`ToolGate` (budget,
 duplicates, failures, timeouts, parameter schemas, no widening), and the model
@@ -71,15 +72,27 @@ def compact_schema(value: Any) -> Any:
     }
 
 
-def tool_specs(tools: Mapping[str, EvidenceTool]) -> list[dict[str, Any]]:
-    return [
+# The backend name of a tool with nothing configured behind it (no Prometheus, no logs).
+NO_BACKEND = "none"
+
+
+def tool_specs(tools: Mapping[str, EvidenceTool]) -> list[dict[str, Any]] | None:
+    """The specs the model may call; None when no tool has a backend.
+
+    A tool without a backend is not offered: every call of it fails, saying what to
+    configure, so its spec would cost tokens in every turn for nothing. A planned
+    call of it still runs, and its failure still reaches the model and the trace.
+    """
+    specs = [
         {
             "name": tool.name,
             "description": tool.description,
             "parameters": compact_schema(tool.params_model.model_json_schema()),
         }
         for tool in tools.values()
+        if tool.backend.name != NO_BACKEND
     ]
+    return specs or None
 
 
 def _run(gate: ToolGate, call: ToolCall) -> ToolInvocation | Refusal:

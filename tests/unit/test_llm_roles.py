@@ -9,6 +9,7 @@ import pytest
 
 from services.executor.handler import ExecutorHandler
 from services.executor.ids import invocation_id
+from services.executor.llm_executor import NO_BACKEND, tool_specs
 from services.executor.settings import ExecutorSettings
 from services.executor.tools import ToolSettings, build_tools
 from services.executor.tools.base import RunContext
@@ -169,9 +170,26 @@ def test_llm_executor_tool_loop_produces_evidence_the_gatekeeper_passes(
     assert call_turn["tool_calls"][0]["function"]["name"] == "query_metrics"
     assert tool_msg["role"] == "tool" and ref.text in tool_msg["content"]
     assert json.loads(tool_msg["content"])["source_invocation_id"] == 1
+    # The demo tools have no Prometheus: its tool is not offered, its planned call fails visibly.
+    offered = [t["function"]["name"] for t in server.requests[0].tools or ()]
+    assert offered == ["query_metrics", "query_logs", "lookup_knowledge"]
     [result] = GatekeeperHandler(default_ruleset())(ev)
     assert isinstance(result, GatekeeperResult)
     assert result.gatekeeper_result.status == "pass", result.gatekeeper_result.errors
+
+
+def test_a_tool_without_a_backend_is_not_offered_to_the_model() -> None:
+    tools = build_tools(
+        ToolSettings(metrics_backend="request", logs_backend="none", prometheus_url=None)
+    )
+    assert {t.backend.name for t in tools.values()} >= {NO_BACKEND}
+    specs = tool_specs(tools) or []
+    assert [s["name"] for s in specs] == [
+        name for name, tool in tools.items() if tool.backend.name != NO_BACKEND
+    ]
+    assert "query_logs" not in [s["name"] for s in specs]
+    bare = {n: t for n, t in tools.items() if t.backend.name == NO_BACKEND}
+    assert tool_specs(bare) is None
 
 
 def test_llm_executor_unparseable_final_answer_is_recorded_not_crashed(
