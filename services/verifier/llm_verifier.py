@@ -40,6 +40,7 @@ from tracebound.llm import ChatModel, StepRecorder, Trim, parse_model
 from tracebound.llm.budget import budget_for, clip_fields, staged_trims
 from tracebound.llm.fallback import Decision, ReplyRejected, decide, rules_only
 from tracebound.llm.monitor import FallbackMonitor
+from tracebound.llm.question import shown_question
 from tracebound.llm.steps import clip
 from tracebound.prompts import Prompt, PromptSet
 
@@ -54,6 +55,8 @@ _SEVERITY = {SUPPORTED: 0, NOT_ENOUGH_INFO: 1, REFUTED: 2}
 PATHS_KEPT = 3
 EXCERPT_CHARS = 300
 SHORT_EXCERPT_CHARS = 100
+# An excerpt that is its claim's text word for word is shown as this, not twice.
+SAME_AS_CLAIM = "=claim_text"
 EXCERPT_KEYS = frozenset(
     {"evidence_excerpt", "evidence_excerpts", "excerpts", "matched_text", "not_found"}
 )
@@ -128,9 +131,10 @@ def _model_input(inp: VerifierInput) -> dict[str, Any]:
     """The contract's verifier input as the model is shown it: what judges a claim.
 
     Left out: the question (it has its own fenced block), the final answer (never a
-    source of facts here), the rule catalogue and version, nulls and empty lists, and
-    ``success`` where it is true. Invocation ids are short indexes (1, 2, 3 in trace
-    order), in the claims and the trace alike: a 48-bit id costs several tokens.
+    source of facts here), the rule catalogue and version, nulls and empty lists,
+    ``success`` where it is true, and the parse detail of a valid output. Invocation
+    ids are short indexes (1, 2, 3 in trace order), in the claims and the trace
+    alike: a 48-bit id costs several tokens.
     """
     short = {t.source_invocation_id: i for i, t in enumerate(inp.tool_trace_summary, start=1)}
     gate = inp.gatekeeper_result.model_dump(mode="json", exclude_none=True)
@@ -154,10 +158,8 @@ def _model_input(inp: VerifierInput) -> dict[str, Any]:
             del entry["success"]
         trace.append(_without_empty(entry))
     view = {
-        "executor_structured_output": _short_ids(inp.executor_structured_output, short),
-        "executor_output_parse_status": inp.executor_output_parse_status.model_dump(
-            mode="json", exclude_none=True
-        ),
+        "executor_structured_output": _shown_output(inp.executor_structured_output, short),
+        "executor_output_parse_status": _parse_status(inp),
         "tool_trace_summary": trace,
         "gatekeeper_result": gate,
         "retry_context": inp.retry_context.model_dump(mode="json") if inp.retry_context else None,
@@ -165,32 +167,54 @@ def _model_input(inp: VerifierInput) -> dict[str, Any]:
     return _without_empty(view)
 
 
+def _parse_status(inp: VerifierInput) -> dict[str, Any]:
+    """The parse status; its detail only when the output was not simply valid."""
+    status = inp.executor_output_parse_status.model_dump(mode="json", exclude_none=True)
+    if status.get("status") == "valid":
+        status.pop("detail", None)
+    return status
+
+
 def _without_empty(value: dict[str, Any]) -> dict[str, Any]:
     """``value`` without its null or empty fields (one level)."""
     return {k: v for k, v in value.items() if v not in (None, [], {}, "")}
 
 
-def _short_ids(output: dict[str, Any] | None, short: dict[int, int]) -> dict[str, Any] | None:
-    """The structured output with each cited invocation id as its short index.
+def _shown_output(output: dict[str, Any] | None, short: dict[int, int]) -> dict[str, Any] | None:
+    """The structured output as the model is shown it.
 
-    An id that is in no trace entry stays as written.
+    Each cited invocation id is its short index (an id that is in no trace entry
+    stays as written), an excerpt word for word its claim's text is
+    :data:`SAME_AS_CLAIM`, and the answer version (checked in code) is left out.
     """
     if not isinstance(output, dict) or not isinstance(output.get("claims"), list):
         return output
 
-    def binding(b: Any) -> Any:
-        cited = b.get("source_invocation_id") if isinstance(b, dict) else None
+    def binding(b: Any, text: object) -> Any:
+        if not isinstance(b, dict):
+            return b
+        shown = dict(b)
+        if "evidence_excerpt" in b:
+            shown["evidence_excerpt"] = _excerpt(b["evidence_excerpt"], text)
+        cited = b.get("source_invocation_id")
         if type(cited) is int and cited in short:
-            return {**b, "source_invocation_id": short[cited]}
-        return b
+            shown["source_invocation_id"] = short[cited]
+        return shown
 
     def claim(c: Any) -> Any:
         bindings = c.get("evidence_bindings") if isinstance(c, dict) else None
         if not isinstance(bindings, list):
             return c
-        return {**c, "evidence_bindings": [binding(b) for b in bindings]}
+        text = c.get("claim_text")
+        return {**c, "evidence_bindings": [binding(b, text) for b in bindings]}
 
-    return _without_empty({**output, "claims": [claim(c) for c in output["claims"]]})
+    shown = {k: v for k, v in output.items() if k != "answer_version"}
+    return _without_empty({**shown, "claims": [claim(c) for c in output["claims"]]})
+
+
+def _excerpt(excerpt: object, claim_text: object) -> object:
+    """``excerpt``, or :data:`SAME_AS_CLAIM` when it is the claim's text word for word."""
+    return SAME_AS_CLAIM if excerpt and excerpt == claim_text else excerpt
 
 
 def _checks(outcome: VerifierOutcome) -> list[dict[str, Any]]:
@@ -222,7 +246,7 @@ def _compact_claims(inp: VerifierInput, outcome: VerifierOutcome) -> list[dict[s
     output = inp.executor_structured_output or {}
     excerpts = {
         str(c.get("claim_id")): [
-            str(b.get("evidence_excerpt", ""))
+            str(_excerpt(b.get("evidence_excerpt", ""), c.get("claim_text")))
             for b in c.get("evidence_bindings") or ()
             if isinstance(b, dict)
         ]
@@ -259,7 +283,7 @@ def _messages(
     inp: VerifierInput, data: dict[str, Any], claims: int, language: str, prompt: Prompt
 ) -> list[dict[str, Any]]:
     system = prompt.render(
-        query=_fenced(inp.original_query),
+        query=_fenced(shown_question(inp.original_query, inp.alerts)),
         language=language,
         **{name: _fenced(part) for name, part in data.items()},
     )

@@ -15,6 +15,7 @@ from services.executor.tools import ToolSettings, build_tools
 from services.planner.handler import PlannerHandler
 from services.planner.skills import load_skills
 from services.verifier.handler import VerifierHandler, VerifierSettings
+from services.verifier.llm_verifier import SAME_AS_CLAIM
 from tests.support import demo_evidence as demo
 from tests.support import fake_openai as fake
 from tests.unit.test_verifier_llm import gate_event, reply
@@ -131,6 +132,19 @@ def test_the_small_verifier_sees_each_claim_once_with_its_excerpts_and_the_code_
     assert "executor_structured_output" not in system
     # The model's "SUPPORTED" cannot lift what the code did not establish.
     assert verdict.verdict != "PASS" and verdict.claim_checks[0].status != "SUPPORTED"
+
+
+def test_the_small_verifier_shows_an_excerpt_that_is_its_claim_text_once(
+    server: fake.FakeOpenAI,
+) -> None:
+    excerpt = demo.CPU_ALERT["evidence_excerpt"]
+    event = gate_event(demo.output(demo.claim("claim-1", "observation", excerpt, demo.CPU_ALERT)))
+    server.script(reply("PASS", ("claim-1", "SUPPORTED")))
+    VerifierHandler(VerifierSettings(max_rounds=1), small_model(server))(event)
+    system = server.requests[0].messages[0]["content"]
+    [shown] = json.loads(system.split("<<<CLAIMS\n", 1)[1].split("\nCLAIMS>>>", 1)[0])
+    assert shown["claim_text"] == excerpt and shown["excerpts"] == [SAME_AS_CLAIM]
+    assert system.count(excerpt) == 1 and f"`{SAME_AS_CLAIM}`" in system
 
 
 def test_the_small_verifier_may_still_lower_a_claim(server: fake.FakeOpenAI) -> None:

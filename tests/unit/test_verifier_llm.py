@@ -12,6 +12,7 @@ import pytest
 from services.gatekeeper import default_ruleset
 from services.gatekeeper.handler import GatekeeperHandler
 from services.verifier.handler import VerifierHandler, VerifierSettings
+from services.verifier.llm_verifier import SAME_AS_CLAIM
 from tests.support import demo_evidence as demo
 from tests.support import fake_openai as fake
 from tests.support.evidence_events import evidence_event
@@ -101,7 +102,7 @@ def test_model_agrees_pass_with_an_agent_step(server: fake.FakeOpenAI) -> None:
     assert verdict.composer_input.allowed_claims == rules.composer_input.allowed_claims
     assert (step.token_count, step.prompt_tokens, step.completion_tokens) == (360, 300, 60)
     assert step.success and step.agent_name == "chat_verifier" and step.causation_id
-    assert step.prompt_version == "chat-verifier-v4"
+    assert step.prompt_version == "chat-verifier-v5"
     assert {p.name for p in verdict.prompt_audit.prompts} == {"chat_verifier"}
     [request] = server.requests
     sent = json.dumps(request.messages, ensure_ascii=False)
@@ -128,6 +129,21 @@ def test_the_prompt_shows_the_question_once_and_invocations_by_short_index(
     assert cited and cited <= set(range(1, len(trace) + 1))
     for real in event.tool_trace_summary:
         assert str(real.source_invocation_id) not in system
+
+
+def test_an_excerpt_that_is_its_claim_text_is_shown_once(server: fake.FakeOpenAI) -> None:
+    excerpt = demo.CPU_ALERT["evidence_excerpt"]
+    event = gate_event(one_claim(excerpt))
+    run(event, server, reply("PASS", ("claim-1", "SUPPORTED")))
+    system = server.requests[0].messages[0]["content"]
+    shown = json.loads(system.split("<<<INPUT\n", 1)[1].split("\nINPUT>>>", 1)[0])
+    [claim] = shown["executor_structured_output"]["claims"]
+    assert claim["claim_text"] == excerpt
+    assert [b["evidence_excerpt"] for b in claim["evidence_bindings"]] == [SAME_AS_CLAIM]
+    assert system.count(excerpt) == 1 and f"`{SAME_AS_CLAIM}`" in system
+    # A valid output needs no parse detail, and the answer version is checked in code.
+    assert shown["executor_output_parse_status"] == {"status": "valid"}
+    assert "answer_version" not in shown["executor_structured_output"]
 
 
 def test_model_cannot_upgrade_a_not_established_claim(server: fake.FakeOpenAI) -> None:
