@@ -85,6 +85,7 @@ class ComposerHandler:
             rejected_claims=tuple(
                 c.claim_text for c in event.claim_checks if c.status == "REFUTED"
             ),
+            alerts=event.request.alerts,
         )
 
     def __call__(self, event: Verdict) -> list[Event]:

@@ -35,11 +35,12 @@ from services.composer.guard import enforce, guard_material
 from services.composer.rulebook import ComposerRules
 from services.composer.templates import language_of
 from services.verifier.material import is_evidence_action
-from tracebound.events import ComposerInput, GuardResult, RecommendedAction
+from tracebound.events import Alert, ComposerInput, GuardResult, RecommendedAction
 from tracebound.llm import StepRecorder, Trim, parse_model
 from tracebound.llm.budget import clip_fields, staged_trims
 from tracebound.llm.fallback import Decision, ReplyRejected, decide, rules_only
 from tracebound.llm.monitor import FallbackMonitor
+from tracebound.llm.question import shown_question
 from tracebound.prompts import Prompt, PromptSet
 
 ROLE = "composer"
@@ -135,11 +136,12 @@ def _messages(
     data: dict[str, Any] | None = None,
     *,
     small: bool = False,
+    alerts: Sequence[Alert] = (),
 ) -> list[dict[str, Any]]:
     lang = language_of(language)
     data = data if data is not None else material.model_dump(mode="json")
     system = prompt.render(
-        query=_fenced(material.original_query),
+        query=_fenced(shown_question(material.original_query, alerts)),
         language=lang,
         composer_input=_fenced(shown_material(data, small)),
     )
@@ -162,7 +164,11 @@ def _claims_kept(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def _trims(
-    material: ComposerInput, language: str, prompt: Prompt, small: bool = False
+    material: ComposerInput,
+    language: str,
+    prompt: Prompt,
+    small: bool = False,
+    alerts: Sequence[Alert] = (),
 ) -> Iterator[Trim]:
     """Smaller prompts, in order: raw paths, excerpts and notes, then later claims."""
     stages: list[tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = [
@@ -180,7 +186,7 @@ def _trims(
     return staged_trims(
         material.model_dump(mode="json"),
         stages,
-        partial(_messages, material, language, prompt, small=small),
+        partial(_messages, material, language, prompt, small=small, alerts=alerts),
     )
 
 
@@ -244,8 +250,14 @@ def compose_llm(
     rules: ComposerRules,
     monitor: FallbackMonitor,
     rejected_claims: Sequence[str] = (),
+    alerts: Sequence[Alert] = (),
 ) -> Decision[Composition]:
-    """Compose one answer, with the model when it may state anything; never raises on it."""
+    """Compose one answer, with the model when it may state anything; never raises on it.
+
+    ``alerts`` are the request's: the prompt shows the question without their
+    summaries (:func:`~tracebound.llm.question.shown_question`), since the answer
+    opens with the alerts quoted by code.
+    """
 
     def template() -> Composition:
         return compose_rules(material, language, rules, rejected_claims)
@@ -256,10 +268,10 @@ def compose_llm(
     def written(rec: StepRecorder) -> Composition:
         small = rec.budget.small
         reply, _step = rec.complete(
-            _messages(material, language, prompt, small=small),
+            _messages(material, language, prompt, small=small, alerts=alerts),
             json_mode=True,
             schema=ComposerReply,
-            trims=_trims(material, language, prompt, small),
+            trims=_trims(material, language, prompt, small, alerts),
         )
         outcome, parsed = parse_model(reply.text, ComposerReply)
         if parsed is None:

@@ -44,6 +44,7 @@ from tracebound.events import (
 from tracebound.llm import ChatModel, StepRecorder
 from tracebound.llm.fallback import decide, recorder_for
 from tracebound.llm.monitor import FallbackMonitor
+from tracebound.llm.question import shown_question
 from tracebound.prompts import Prompt, PromptSet, prompt_audit
 
 SERVICE = "executor"
@@ -217,7 +218,7 @@ class ExecutorHandler:
             prompt,
             recorder,
             gate,
-            query=job.request.query,
+            query=shown_question(job.request.query, job.request.alerts),
             language=job.request.language,
             plan=job.plan,
             retry=job.retry,

@@ -35,6 +35,7 @@ from tracebound.events import DiagnosisRequest, PlannerPlan, PlanSnapshot
 from tracebound.llm import StepRecorder, Trim, parse_model
 from tracebound.llm.budget import clip_fields, staged_trims
 from tracebound.llm.fallback import ReplyRejected
+from tracebound.llm.question import shown_question
 from tracebound.prompts import Prompt, PromptSet
 
 # Prompt trimming (see _trims): what an over-budget prompt keeps of the input alerts.
@@ -116,7 +117,7 @@ def _messages(
         values = {**values, "alerts": json.dumps(alerts, ensure_ascii=False, separators=(",", ":"))}
     return [
         {"role": "system", "content": prompt.render(**values)},
-        {"role": "user", "content": request.query},
+        {"role": "user", "content": shown_question(request.query, request.alerts)},
     ]
 
 
