@@ -18,8 +18,10 @@ read the shown part as all there is.
 Invocation ids are long (48-bit numbers cost many tokens), so the model sees each
 invocation by a short index, 1, 2, 3 in call order, and :meth:`ToolView.real_ids`
 maps the indexes of its answer back before the answer is checked. A null field is
-left out, and so is ``success`` when it is true; the evidence status and refs stand
-at the top of the message, not nested in ``retrieval_details``, as compact JSON.
+left out, and so are ``success`` when it is true, the evidence status when it is
+``supported`` (the refs show it) and an empty ref list; the evidence status and
+refs stand at the top of the message, not nested in ``retrieval_details``, as
+compact JSON.
 The ``small`` profile (``TRACEBOUND_LLM_PROFILE``) shows at most :data:`SMALL_REFS`
 refs per call, each cut to :data:`SMALL_TEXT_CHARS` characters.
 
@@ -46,6 +48,7 @@ COMPACT_TOKENS = 150
 SHORT_TEXT_CHARS = 160
 SMALL_REFS = 3
 SMALL_TEXT_CHARS = 240
+SUPPORTED = "supported"  # the evidence status a shown ref list speaks for itself
 
 Result = ToolInvocation | Refusal
 
@@ -118,8 +121,10 @@ def tool_result(
         view["error_message"] = result.error_message
     if details is not None:
         refs, truncated = shown_refs(details.evidence_refs, cap, budget)
-        view["evidence_status"] = details.evidence_status
-        view["evidence_refs"] = refs
+        if details.evidence_status != SUPPORTED:
+            view["evidence_status"] = details.evidence_status
+        if refs:
+            view["evidence_refs"] = refs
         if truncated is not None:
             view["truncated"] = truncated
     return _json(view)
