@@ -51,6 +51,10 @@ TEXT_CHARS, SHORT_TEXT_CHARS, CLAIMS_KEPT = 300, 100, 8
 TEXT_KEYS = frozenset({"evidence_excerpts", "rationale", "missing_info", "allowed_hypotheses"})
 # The question is shown once, above; the backends only tell code to add the demo note.
 HIDDEN_KEYS = frozenset({"original_query", "rationale", "evidence_backends"})
+# A claim's id names it for the verifier only; the answer never cites it. A claim
+# type is shown when it is not the plain observation (the prompt's rules name the others).
+HIDDEN_CLAIM_KEYS = ("claim_id", "evidence_excerpts")
+PLAIN_CLAIM_TYPE = "observation"
 
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
@@ -111,8 +115,8 @@ def _fenced(value: object) -> str:
 def shown_material(data: dict[str, Any], small: bool = False) -> dict[str, Any]:
     """The material as the model sees it, nothing twice: the question is shown once, above
     it, the verifier's rationale (its own notes) not at all, and an excerpt that only repeats
-    its claim's text is left out, and so is an empty list. The ``small`` profile also
-    leaves out raw paths."""
+    its claim's text is left out, and so is an empty list, a claim's id and the claim type
+    ``observation``. The ``small`` profile also leaves out raw paths."""
     shown = {k: v for k, v in data.items() if k not in HIDDEN_KEYS and v != []}
     if isinstance(shown.get("allowed_claims"), list):
         shown["allowed_claims"] = [_shown_claim(c, small) for c in shown["allowed_claims"]]
@@ -124,8 +128,10 @@ def _shown_claim(claim: Any, small: bool) -> Any:
         return claim
     text = str(claim.get("claim_text", ""))
     excerpts = [e for e in claim.get("evidence_excerpts") or [] if str(e) not in text]
-    hidden = ("raw_paths", "evidence_excerpts") if small else ("evidence_excerpts",)
+    hidden = (*HIDDEN_CLAIM_KEYS, "raw_paths") if small else HIDDEN_CLAIM_KEYS
     kept = {k: v for k, v in claim.items() if k not in hidden}
+    if kept.get("claim_type") == PLAIN_CLAIM_TYPE:
+        del kept["claim_type"]
     return {**kept, "evidence_excerpts": excerpts} if excerpts else kept
 
 

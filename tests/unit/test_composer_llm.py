@@ -10,6 +10,7 @@ import pytest
 
 from services.composer.guard import safe_answer
 from services.composer.handler import ComposerHandler
+from services.composer.llm_composer import shown_material
 from services.composer.templates import default_templates
 from services.gatekeeper import default_ruleset
 from services.gatekeeper.handler import GatekeeperHandler
@@ -101,7 +102,18 @@ def test_clean_model_answer_is_published_as_written(server: fake.FakeOpenAI) -> 
     material = json.loads(shown)
     assert material["verdict"] == "PASS" and material["allowed_claims"]
     assert [] not in material.values() and "evidence_backends" not in material
+    # No claim id (the answer never cites one), no claim type for a plain observation.
+    claims = material["allowed_claims"]
+    assert all("claim_id" not in c and "claim_type" not in c for c in claims)
+    assert all(c.claim_type == "observation" for c in verdict.composer_input.allowed_claims)
     assert '", "' not in shown and '": ' not in shown
+
+
+def test_a_claim_type_other_than_observation_is_shown() -> None:
+    claim = {"claim_id": "c", "claim_type": "negative_observation", "claim_text": "t"}
+    assert shown_material({"allowed_claims": [claim]})["allowed_claims"] == [
+        {"claim_type": "negative_observation", "claim_text": "t"}
+    ]
 
 
 @pytest.mark.parametrize(
