@@ -90,9 +90,13 @@ def cue_pattern(words: tuple[str, ...], prefix: bool = False) -> re.Pattern[str]
     cjk = sorted((w for w in words if not w.isascii()), key=len, reverse=True)
     tail = "" if prefix else r"(?![a-z0-9_])"
     parts = []
-    if latin:
-        alternatives = "|".join(re.escape(w) for w in latin)
+    worded = [w for w in latin if re.match(r"[a-z0-9_]", w)]
+    if worded:
+        alternatives = "|".join(re.escape(w) for w in worded)
         parts.append(rf"(?<![a-z0-9_])(?:{alternatives}){tail}")
+    if len(worded) < len(latin):  # ", so": a cue that begins with punctuation may follow a digit
+        alternatives = "|".join(re.escape(w) for w in latin if w not in worded)
+        parts.append(rf"(?:{alternatives}){tail}")
     if cjk:
         parts.append("|".join(re.escape(w) for w in cjk))
     return re.compile("|".join(parts))
@@ -138,6 +142,7 @@ class Cues:
     approx: bool
     total: bool = False  # the whole a value is part of: "of 2048M", "979M / 1024M"
     window: bool = False  # the window a figure is over: "in the last 5 minutes", "最近 5 分钟"
+    inclusive: bool = False  # a relation that holds at the number too: "at least", "不超过"
 
 
 def cues_of(text: str, q: Quantity, lex: Lexicon, neighbours: tuple[int, int] = (0, -1)) -> Cues:
@@ -184,15 +189,21 @@ def cues_of(text: str, q: Quantity, lex: Lexicon, neighbours: tuple[int, int] = 
     tight_before = _last_words(before, WINDOW_WORDS)
     # a Chinese relation follows its number, past a measure word: 3.1 万个段以内, 8 天多
     postfix = _first_words(after, 1)[:4] if not after.strip()[:1].isascii() else ""
+    # "under the threshold of 3": a bound's relation stands before the words that name it
+    related = _last_words(before, WINDOW_WORDS + 2) if bound else tight_before
     relation = ""
-    if has_any(greater, tight_before) or has_any(greater, postfix):
+    if has_any(greater, related) or has_any(greater, postfix):
         relation = "gt"
-    elif has_any(less, tight_before) or has_any(less, postfix):
+    elif has_any(less, related) or has_any(less, postfix):
         relation = "lt"
     approximate = lex.words("approximate_cues")
     approx = has_any(approximate, tight_before) or has_any(approximate, postfix)
     window = q.dimension == "duration" and has_any(lex.words("window_cues"), tight_before)
-    return Cues(bound, relation, approx, total, window)
+    inclusive = bool(relation) and (
+        has_any(lex.words("inclusive_cues"), tight_before)
+        or has_any(lex.words("inclusive_cues"), postfix)
+    )
+    return Cues(bound, relation, approx, total, window, inclusive)
 
 
 CONTEXT_WORD = re.compile(r"[a-z][a-z0-9_'-]*")

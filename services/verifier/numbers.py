@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import math
 import re
+from itertools import pairwise
 
 from services.verifier.evidence_types import (
+    CLAUSE,
     TOLERANCE,
     Cues,
     Evidence,
@@ -21,6 +23,7 @@ from services.verifier.evidence_types import (
     Typed,
     context_of,
     cues_of,
+    has_any,
     neighbours,
 )
 from services.verifier.quantities import (
@@ -111,10 +114,12 @@ def check_quantities(
     # what the item says there ("failure ratio 0.54 over 200 calls" of a quoted log line)
     claimed = read_quantities(normal, tokens, lex)
     typed: list[tuple[Quantity, Cues, list[Typed]]] = []
+    compared: list[tuple[Quantity, Cues, list[Typed]]] = []  # every number, for comparisons
     for position, q in enumerate(claimed):
-        if _verbatim(normal, q, evidence):
-            continue
         cues = cues_of(normal, q, lex, neighbours(claimed, position))
+        if _verbatim(normal, q, evidence):  # established; it may still be compared
+            compared.append((q, cues, [e for e in evidence.quantities if matches(q, False, e)]))
+            continue
         context = context_of(normal, q, claimed, position, lex)
         found = [e for e in evidence.quantities if matches(q, cues.approx, e)]
         same_place = _same_place(q, context, evidence)
@@ -126,10 +131,13 @@ def check_quantities(
             said = ", ".join(dict.fromkeys(e.quantity.text for e in same_place))
             results.append(Result("number", q.text, False, True, f"the item says {said} there"))
             typed.append((q, cues, []))
+            compared.append(typed[-1])
             continue
         typed.append((q, cues, found))
+        compared.append(typed[-1])
         results.append(_number_result(q, cues, found, evidence))
-    results += _comparisons(typed)
+    results += _comparisons(compared)
+    results += _bound_first(normal, compared, lex)
     results += _repeats(typed)
     ordered = _order(typed)
     if ordered is not None:
@@ -191,6 +199,14 @@ def _other_value(q: Quantity, cues: Cues, evidence: Evidence) -> str | None:
     return None
 
 
+def _only_exact(q: Quantity, found: list[Typed]) -> bool:
+    """Whether every match is a field's exact value (``attempts=5``): no bound, total or
+    relation of the item's own. A duration is left out: "over 5m" is as often a window."""
+    return q.dimension != "duration" and all(
+        e.key and not (e.bound or e.total or e.relation) for e in found
+    )
+
+
 def _number_result(  # noqa: PLR0911 - one outcome per role a claim can give a number
     q: Quantity, cues: Cues, found: list[Typed], evidence: Evidence
 ) -> Result:
@@ -211,6 +227,10 @@ def _number_result(  # noqa: PLR0911 - one outcome per role a claim can give a n
             return Result("relation", fact, False, True, "the item states the opposite relation")
         if _held_by_values(q, cues.relation, found, evidence) is False:
             detail = "the item's value does not stand in this relation to it"
+            return Result("relation", fact, False, True, detail)
+        if not cues.inclusive and _only_exact(q, found):
+            # "more than 5 times" where the item counts attempts=5
+            detail = f"the item states exactly {found[0].label!r}"
             return Result("relation", fact, False, True, detail)
         return _matched(q, found, "number", True, "stated in the cited item")
     if not cues.total and all(e.bound or e.total for e in found):
@@ -261,7 +281,13 @@ def _comparisons(typed: list[tuple[Quantity, Cues, list[Typed]]]) -> list[Result
     for index, (bound, cues, _found) in enumerate(typed):
         if not (cues.bound and cues.relation):
             continue
-        values = [q for q, c, _ in typed[:index] if not c.bound and _comparable(q, bound)]
+        # a value: not a bound in the claim's words, or a value of the item ("91.5% of maxmemory")
+        values = [
+            q
+            for q, c, found in typed[:index]
+            if (not c.bound or any(not (e.bound or e.total) for e in found))
+            and _comparable(q, bound)
+        ]
         if not values:
             continue
         outcomes = []
@@ -276,6 +302,40 @@ def _comparisons(typed: list[tuple[Quantity, Cues, list[Typed]]]) -> list[Result
         fact = f"{values[-1].text} {word} {bound.text}"
         detail = "holds" if holds else "does not hold"
         results.append(Result("relation", fact, holds, not holds, detail))
+    return results
+
+
+# Keys of how long a condition held (an alert's ``for``), never a value compared with a bound.
+HELD_KEYS = ("for",)
+
+
+def _bound_first(
+    normal: str, typed: list[tuple[Quantity, Cues, list[Typed]]], lex: Lexicon
+) -> list[Result]:
+    """A bound of the item written first and compared with a value of the item after it,
+    in one clause: "the 1000-message threshold exceeds the 4210 messages queued" must hold."""
+    results = []
+    greater, less = lex.words("greater_cues"), lex.words("less_cues")
+    for (bound, _, bounds), (value, cues, values) in pairwise(typed):
+        if not bounds or not values or not all(e.bound for e in bounds):
+            continue
+        if any(e.bound or e.total or e.key in HELD_KEYS for e in values) or cues.window:
+            continue  # "over 0.25s for at least 10 minutes": how long, not a value
+        if not _comparable(bound, value):
+            continue
+        between = normal[bound.end : value.start].casefold()
+        if CLAUSE.search(between):
+            continue
+        relation = "gt" if has_any(greater, between) else "lt" if has_any(less, between) else ""
+        pair = _value_of(bound, value) if relation else None
+        if pair is None:
+            continue
+        holds = pair[0] > pair[1] if relation == "gt" else pair[0] < pair[1]
+        word = "above" if relation == "gt" else "below"
+        detail = "holds" if holds else "does not hold"
+        results.append(
+            Result("relation", f"{bound.text} {word} {value.text}", holds, not holds, detail)
+        )
     return results
 
 

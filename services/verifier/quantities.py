@@ -47,6 +47,8 @@ class Lexicon(BaseModel):
     less_cues: dict[str, tuple[str, ...]]
     approximate_cues: dict[str, tuple[str, ...]]
     inference_cues: dict[str, tuple[str, ...]]
+    inclusive_cues: dict[str, tuple[str, ...]] = {}
+    hedge_cues: dict[str, tuple[str, ...]] = {}
     window_cues: dict[str, tuple[str, ...]]
     entity_nouns: dict[str, tuple[str, ...]]
     stop_words: tuple[str, ...]

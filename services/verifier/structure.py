@@ -140,13 +140,17 @@ def check_inference(normal: str, evidence: Evidence, lex: Lexicon) -> list[Resul
 
     A link is allowed when the item states it too, or when all that follows it in
     the clause is written in the item ("原因是 Allocation Failure": the reason the
-    log line gives).
+    log line gives) and the item does not hedge it ("likely causes: …" names
+    candidates, not the cause).
     """
     folded = normal.casefold()
+    hedged = has_any(lex.words("hedge_cues"), evidence.search)
     results = []
     for match in cue_pattern(lex.words("inference_cues")).finditer(folded):
         cue = match.group()
-        if has_any((cue,), evidence.search) or _restates(folded[match.end() :], evidence, lex):
+        if has_any((cue,), evidence.search):
+            continue
+        if not hedged and _restates(folded[match.end() :], evidence, lex):
             continue
         detail = "an inference or conclusion is not an observation"
         results.append(Result("inference", cue, False, False, detail))

@@ -1,0 +1,61 @@
+"""Comparisons, exact values and hedged causes in wordings of their own, over items the
+tools print: the structural check must hold them, not only the corpus's templates."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.verifier.structure import check_claim
+
+QUEUE = (
+    "QueueDepthHigh, service=sorrel-mail, state=firing, current=4210, threshold=1000, "
+    "comparison=>, for=15m, duration=1h05m; Queue outbound of sorrel-mail holds 4210 messages"
+)
+REDIS = (
+    "RedisMemoryHigh, service=brine-cache, state=firing, current=91.5%, threshold=90%, "
+    "comparison=>, for=5m, duration=12m"
+)
+DISK = (
+    "NodeFilesystemAlmostFull, service=node-exporter, state=firing, current=8.2%, threshold=10%, "
+    "comparison=<, for=15m, duration=41m, instance=10.0.4.12:9100"
+)
+RUNBOOK = (
+    "Kafka consumer lag / Likely causes: A slow consumer or a partition skew. "
+    "Check per-partition lag before scaling consumers."
+)
+LOG = "2026-12-05T08:40:00Z WARN tern-gc 10.0.0.5:8080 GC pause 2.1s; cause=Allocation Failure"
+
+
+def outcome(claim: str, item: str) -> str:
+    results = check_claim(claim, [item])
+    if any(r.conflict for r in results):
+        return "refuted"
+    return "supported" if all(r.found for r in results) else "unproven"
+
+
+@pytest.mark.parametrize(
+    ("claim", "item", "expected"),
+    [
+        # a bound written first, compared with the value after it
+        ("The 1000-message threshold exceeds the 4210 messages queued.", QUEUE, "refuted"),
+        ("The threshold of 1000 is below the 4210 messages queued.", QUEUE, "supported"),
+        ("4210 messages are queued, above the threshold of 1000.", QUEUE, "supported"),
+        # a strict relation to a field's exact value
+        ("brine-cache uses more than 91.5% of its memory.", REDIS, "refuted"),
+        ("brine-cache uses at least 91.5% of its memory.", REDIS, "supported"),
+        ("brine-cache uses 91.5% of its memory, above the 90% threshold.", REDIS, "supported"),
+        # a conclusion after ", so" right behind a number
+        ("Only 8.2% is left on 10.0.4.12, so container logs filled the disk.", DISK, "unproven"),
+        # a cause the item names only as a candidate is not an observation
+        ("The lag is caused by partition skew.", RUNBOOK, "unproven"),
+        (
+            "The runbook lists a slow consumer or a partition skew as likely causes.",
+            RUNBOOK,
+            "supported",
+        ),
+        # a reason the item states plainly may be restated as one
+        ("tern-gc paused 2.1s because of an Allocation Failure.", LOG, "supported"),
+    ],
+)
+def test_relations_and_links(claim: str, item: str, expected: str) -> None:
+    assert outcome(claim, item) == expected
