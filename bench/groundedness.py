@@ -1,16 +1,23 @@
 """The rules verifier on the held-out groundedness corpus (evals/groundedness/).
 
 ``.venv/bin/python -m bench.groundedness --split dev|test|both``
+``.venv/bin/python -m bench.groundedness --wordings``
 
 Each case is one verifier input; it is judged in-process by the function
 ``tracebound verifier check`` uses. A true claim should PASS; an edit should
 not. The test split is for the final measurement only: changing the verifier
 while looking at its cases would make it a second dev split.
+
+``--wordings`` judges ``wordings.json``: hand-written claims in wordings of their
+own (comparisons, exact values, orders, conclusions) over items printed as the
+tools print them, in two sets written at different times.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import json
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -62,6 +69,51 @@ def judge(split: str, corpus: Path = CORPUS) -> list[Result]:
             )
         )
     return out
+
+
+def judge_wordings(corpus: Path = CORPUS) -> dict[str, list[tuple[str, str, str]]]:
+    """(expected, verdict, claim) of every claim of ``wordings.json``, per set.
+
+    Each case is the envelope of the corpus's first case with the cited ref text,
+    its excerpt and the claim replaced: one claim citing one whole item.
+    """
+    rules = load_verifier_rules(), load_overclaim_phrases()
+    doc = json.loads((corpus / "wordings.json").read_text(encoding="utf-8"))
+    with (corpus / FILES["dev"]).open(encoding="utf-8") as lines:
+        envelope = json.loads(lines.readline())
+    out: dict[str, list[tuple[str, str, str]]] = {}
+    for name in ("first", "second"):
+        cases = []
+        for case in doc[name]:
+            ref, claim = doc["items"][case["item"]], case["claim"]
+            raw = copy.deepcopy(envelope)
+            raw["executor_structured_output"]["claims"][0]["claim_text"] = claim
+            raw["executor_structured_output"]["claims"][0]["evidence_bindings"][0][
+                "evidence_excerpt"
+            ] = ref
+            raw["gatekeeper_result"]["checked_bindings"][0]["matched_text"] = ref
+            cases.append(json.dumps(raw, ensure_ascii=False))
+        verdicts = [verify(item, *rules).verdict for item in parse_inputs("\n".join(cases))]
+        out[name] = [(c["expect"], v, c["claim"]) for c, v in zip(doc[name], verdicts, strict=True)]
+    return out
+
+
+def wordings_table(judged: dict[str, list[tuple[str, str, str]]]) -> list[str]:
+    """Per set: true claims that PASS, edits that PASS (each should be 0), and the misses."""
+    lines = []
+    for name, rows in judged.items():
+        true = [v for e, v, _ in rows if e == "PASS"]
+        edits = [v for e, v, _ in rows if e != "PASS"]
+        lines.append(
+            f"{name:6}  true claims PASS {true.count('PASS')}/{len(true)}"
+            f"  edits PASS {edits.count('PASS')}/{len(edits)}"
+        )
+        lines += [
+            f"        {v:10} expected {e:8} {c}"
+            for e, v, c in rows
+            if (v == "PASS") != (e == "PASS")
+        ]
+    return lines
 
 
 def _pct(part: int, whole: int) -> str:
@@ -131,7 +183,11 @@ def kinds(results: Sequence[Result]) -> list[str]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--split", choices=("dev", "test", "both"), default="dev")
+    parser.add_argument("--wordings", action="store_true", help="judge wordings.json instead")
     args = parser.parse_args(argv)
+    if args.wordings:
+        print("\n".join(wordings_table(judge_wordings())))
+        return 0
     splits = ("dev", "test") if args.split == "both" else (args.split,)
     if "test" in splits:
         print(TEST_WARNING, file=sys.stderr)
