@@ -46,6 +46,9 @@ def outcome(claim: str, item: str) -> str:
         ("brine-cache uses 91.5% of its memory, above the 90% threshold.", REDIS, "supported"),
         # a conclusion after ", so" right behind a number
         ("Only 8.2% is left on 10.0.4.12, so container logs filled the disk.", DISK, "unproven"),
+        # a relative clause that concludes is not an observation; one that restates is
+        ("Only 8.2% is left on 10.0.4.12, which points to a log flood.", DISK, "unproven"),
+        ("8.2% is left on 10.0.4.12, which is under the 10% threshold.", DISK, "supported"),
         # a cause the item names only as a candidate is not an observation
         ("The lag is caused by partition skew.", RUNBOOK, "unproven"),
         (
