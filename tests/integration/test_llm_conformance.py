@@ -48,7 +48,7 @@ def _evidence(request: fake.RecordedRequest) -> str:
         if message.get("role") != "tool":
             continue
         result = json.loads(str(message["content"]))
-        refs = (result.get("retrieval_details") or {}).get("evidence_refs") or []
+        refs = result.get("evidence_refs") or []  # the executor's compact tool result
         if refs:
             binding = {
                 "tool_name": result["tool_name"],
