@@ -328,10 +328,29 @@ def _type_evidence(texts: Sequence[str], lex: Lexicon) -> Evidence:
                 else context_of(normal, q, quantities, position, lex)
             )
             evidence.quantities.append(
-                Typed(q, readings, bound, cues.relation, cues.total, False, index, context, key)
+                Typed(
+                    q,
+                    readings,
+                    bound,
+                    cues.relation or _symbol_relation(normal, q),
+                    cues.total,
+                    False,
+                    index,
+                    context,
+                    key,
+                )
             )
         evidence.words.update(LATIN.findall(normal.casefold()))
     return evidence
+
+
+_SYMBOL = re.compile(r"([<>≥≤])=?\s*$")
+
+
+def _symbol_relation(text: str, q: Quantity) -> str:
+    """ "(> 80%)": a comparison sign right before a number is its relation."""
+    match = _SYMBOL.search(text, max(0, q.start - 3), q.start)
+    return "" if match is None else "gt" if match[1] in ">≥" else "lt"
 
 
 def word_stem(word: str) -> str:

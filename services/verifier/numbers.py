@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from itertools import pairwise
 
 from services.verifier.evidence_types import (
@@ -117,6 +118,8 @@ def check_quantities(
     compared: list[tuple[Quantity, Cues, list[Typed]]] = []  # every number, for comparisons
     for position, q in enumerate(claimed):
         cues = cues_of(normal, q, lex, neighbours(claimed, position))
+        if cues.relation and _after_compared_bound(normal, claimed, position, lex):
+            cues = replace(cues, relation="")  # "the threshold of 1000 is below 4210": the bound's
         if _verbatim(normal, q, evidence):  # established; it may still be compared
             compared.append((q, cues, [e for e in evidence.quantities if matches(q, False, e)]))
             continue
@@ -200,11 +203,10 @@ def _other_value(q: Quantity, cues: Cues, evidence: Evidence) -> str | None:
 
 
 def _only_exact(q: Quantity, found: list[Typed]) -> bool:
-    """Whether every match is a field's exact value (``attempts=5``): no bound, total or
-    relation of the item's own. A duration is left out: "over 5m" is as often a window."""
-    return q.dimension != "duration" and all(
-        e.key and not (e.bound or e.total or e.relation) for e in found
-    )
+    """Whether every match is an exact value of the item (``attempts=5``, "restarted 6
+    times"): no bound, total or relation of its own. A duration is left out: "over 5m"
+    is as often a window."""
+    return q.dimension != "duration" and all(not (e.bound or e.total or e.relation) for e in found)
 
 
 def _number_result(  # noqa: PLR0911 - one outcome per role a claim can give a number
@@ -305,6 +307,22 @@ def _comparisons(typed: list[tuple[Quantity, Cues, list[Typed]]]) -> list[Result
     return results
 
 
+def _after_compared_bound(
+    normal: str, claimed: list[Quantity], position: int, lex: Lexicon
+) -> bool:
+    """Whether the relation word before this number compares the bound just before it
+    with it, in one clause ("the 1000-message threshold exceeds the 4210 queued")."""
+    if position == 0:
+        return False
+    previous = claimed[position - 1]
+    if not cues_of(normal, previous, lex, neighbours(claimed, position - 1)).bound:
+        return False
+    between = normal[previous.end : claimed[position].start].casefold()
+    if CLAUSE.search(between):
+        return False
+    return has_any(lex.words("greater_cues"), between) or has_any(lex.words("less_cues"), between)
+
+
 # Keys of how long a condition held (an alert's ``for``), never a value compared with a bound.
 HELD_KEYS = ("for",)
 
@@ -319,8 +337,10 @@ def _bound_first(
     for (bound, _, bounds), (value, cues, values) in pairwise(typed):
         if not bounds or not values or not all(e.bound for e in bounds):
             continue
-        if any(e.bound or e.total or e.key in HELD_KEYS for e in values) or cues.window:
+        if any(e.key in HELD_KEYS for e in values) or cues.window:
             continue  # "over 0.25s for at least 10 minutes": how long, not a value
+        if all(e.bound or e.total for e in values):
+            continue  # a bound compared with a bound or a total
         if not _comparable(bound, value):
             continue
         between = normal[bound.end : value.start].casefold()

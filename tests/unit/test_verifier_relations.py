@@ -23,6 +23,7 @@ RUNBOOK = (
     "Kafka consumer lag / Likely causes: A slow consumer or a partition skew. "
     "Check per-partition lag before scaling consumers."
 )
+PG = "PostgresqlTooManyConnections, current=0.89; PostgreSQL too many connections (> 80%)"
 LOG = "2026-12-05T08:40:00Z WARN tern-gc 10.0.0.5:8080 GC pause 2.1s; cause=Allocation Failure"
 
 
@@ -44,6 +45,10 @@ def outcome(claim: str, item: str) -> str:
         ("brine-cache uses more than 91.5% of its memory.", REDIS, "refuted"),
         ("brine-cache uses at least 91.5% of its memory.", REDIS, "supported"),
         ("brine-cache uses 91.5% of its memory, above the 90% threshold.", REDIS, "supported"),
+        # a strict relation to a value the item writes in prose, and to one it compares
+        ("tern-gc paused for more than 2.1s once.", LOG, "supported"),
+        ("The queue of sorrel-mail holds fewer than 4210 messages.", QUEUE, "refuted"),
+        ("PostgreSQL has too many connections (above 80%).", PG, "supported"),
         # a conclusion after ", so" right behind a number
         ("Only 8.2% is left on 10.0.4.12, so container logs filled the disk.", DISK, "unproven"),
         # a relative clause that concludes is not an observation; one that restates is
