@@ -4,7 +4,8 @@ A number must be a value of the cited item in any of its written forms; a
 number the claim calls a bound must be a bound of the item, and one it states
 plainly must not be only a bound (a swapped threshold); rounding is allowed
 only where the claim says "about". A comparison between a value and a bound
-must hold, plain numbers named by nothing keep the item's order, and a
+must hold (:mod:`services.verifier.comparisons`), plain numbers named by nothing
+keep the item's order, and a
 fraction (``50/50``) is one fact.
 """
 
@@ -13,10 +14,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import replace
-from itertools import pairwise
 
+from services.verifier.comparisons import Compared, comparisons, relation_between
 from services.verifier.evidence_types import (
-    CLAUSE,
     TOLERANCE,
     Cues,
     Evidence,
@@ -24,7 +24,6 @@ from services.verifier.evidence_types import (
     Typed,
     context_of,
     cues_of,
-    has_any,
     neighbours,
 )
 from services.verifier.quantities import (
@@ -114,12 +113,16 @@ def check_quantities(
     # a number the claim writes in the item's own words, several words each side, says
     # what the item says there ("failure ratio 0.54 over 200 calls" of a quoted log line)
     claimed = read_quantities(normal, tokens, lex)
-    typed: list[tuple[Quantity, Cues, list[Typed]]] = []
-    compared: list[tuple[Quantity, Cues, list[Typed]]] = []  # every number, for comparisons
+    typed: list[Compared] = []
+    compared: list[Compared] = []  # every number, for comparisons
+    previous: Cues | None = None
     for position, q in enumerate(claimed):
         cues = cues_of(normal, q, lex, neighbours(claimed, position))
-        if cues.relation and _after_compared_bound(normal, claimed, position, lex):
-            cues = replace(cues, relation="")  # "the threshold of 1000 is below 4210": the bound's
+        # "the threshold of 1000 is below 4210": the relation word is the bound's
+        after_bound = previous is not None and previous.bound and cues.relation
+        if after_bound and relation_between(normal, claimed[position - 1], q, lex):
+            cues = replace(cues, relation="")
+        previous = cues
         if _verbatim(normal, q, evidence):  # established; it may still be compared
             compared.append((q, cues, [e for e in evidence.quantities if matches(q, False, e)]))
             continue
@@ -139,8 +142,7 @@ def check_quantities(
         typed.append((q, cues, found))
         compared.append(typed[-1])
         results.append(_number_result(q, cues, found, evidence))
-    results += _comparisons(compared)
-    results += _bound_first(normal, compared, lex)
+    results += comparisons(normal, compared, lex)
     results += _repeats(typed)
     ordered = _order(typed)
     if ordered is not None:
@@ -259,107 +261,7 @@ def _matched(q: Quantity, found: list[Typed], kind: str, ok: bool, why: str) -> 
     return Result(kind, fact, ok, False, f"{why}: {best.label!r}")
 
 
-def _comparable(a: Quantity, b: Quantity) -> bool:
-    return {d for d, _ in a.readings} & {d for d, _ in b.readings} != set() or PLAIN in (
-        a.dimension,
-        b.dimension,
-    )
-
-
-def _value_of(q: Quantity, other: Quantity) -> tuple[float, float] | None:
-    """The two quantities in one dimension (their base values)."""
-    for d, v in q.readings:
-        for od, ov in other.readings:
-            if d == od:
-                return v, ov
-    if PLAIN in (q.dimension, other.dimension):
-        return q.raw, other.raw
-    return None
-
-
-def _comparisons(typed: list[tuple[Quantity, Cues, list[Typed]]]) -> list[Result]:
-    """A bound the claim compares a value with ("above the 80 % threshold"): it must hold."""
-    results = []
-    for index, (bound, cues, _found) in enumerate(typed):
-        if not (cues.bound and cues.relation):
-            continue
-        # a value: not a bound in the claim's words, or a value of the item ("91.5% of maxmemory")
-        values = [
-            q
-            for q, c, found in typed[:index]
-            if (not c.bound or any(not (e.bound or e.total) for e in found))
-            and _comparable(q, bound)
-        ]
-        if not values:
-            continue
-        outcomes = []
-        for value in values:  # "p99 3.4s, p50 260ms, above 3s": one of them stands above it
-            pair = _value_of(value, bound)
-            if pair is not None:
-                outcomes.append(pair[0] > pair[1] if cues.relation == "gt" else pair[0] < pair[1])
-        if not outcomes:
-            continue
-        holds = any(outcomes)
-        word = "above" if cues.relation == "gt" else "below"
-        fact = f"{values[-1].text} {word} {bound.text}"
-        detail = "holds" if holds else "does not hold"
-        results.append(Result("relation", fact, holds, not holds, detail))
-    return results
-
-
-def _after_compared_bound(
-    normal: str, claimed: list[Quantity], position: int, lex: Lexicon
-) -> bool:
-    """Whether the relation word before this number compares the bound just before it
-    with it, in one clause ("the 1000-message threshold exceeds the 4210 queued")."""
-    if position == 0:
-        return False
-    previous = claimed[position - 1]
-    if not cues_of(normal, previous, lex, neighbours(claimed, position - 1)).bound:
-        return False
-    between = normal[previous.end : claimed[position].start].casefold()
-    if CLAUSE.search(between):
-        return False
-    return has_any(lex.words("greater_cues"), between) or has_any(lex.words("less_cues"), between)
-
-
-# Keys of how long a condition held (an alert's ``for``), never a value compared with a bound.
-HELD_KEYS = ("for",)
-
-
-def _bound_first(
-    normal: str, typed: list[tuple[Quantity, Cues, list[Typed]]], lex: Lexicon
-) -> list[Result]:
-    """A bound of the item written first and compared with a value of the item after it,
-    in one clause: "the 1000-message threshold exceeds the 4210 messages queued" must hold."""
-    results = []
-    greater, less = lex.words("greater_cues"), lex.words("less_cues")
-    for (bound, _, bounds), (value, cues, values) in pairwise(typed):
-        if not bounds or not values or not all(e.bound for e in bounds):
-            continue
-        if any(e.key in HELD_KEYS for e in values) or cues.window:
-            continue  # "over 0.25s for at least 10 minutes": how long, not a value
-        if all(e.bound or e.total for e in values):
-            continue  # a bound compared with a bound or a total
-        if not _comparable(bound, value):
-            continue
-        between = normal[bound.end : value.start].casefold()
-        if CLAUSE.search(between):
-            continue
-        relation = "gt" if has_any(greater, between) else "lt" if has_any(less, between) else ""
-        pair = _value_of(bound, value) if relation else None
-        if pair is None:
-            continue
-        holds = pair[0] > pair[1] if relation == "gt" else pair[0] < pair[1]
-        word = "above" if relation == "gt" else "below"
-        detail = "holds" if holds else "does not hold"
-        results.append(
-            Result("relation", f"{bound.text} {word} {value.text}", holds, not holds, detail)
-        )
-    return results
-
-
-def _repeats(typed: list[tuple[Quantity, Cues, list[Typed]]]) -> list[Result]:
+def _repeats(typed: list[Compared]) -> list[Result]:
     """A value stated more often than the item states it ("3.3 GB / 3.3 GB" where the item
     says 3.3 GB / 4 GB): one of the two is not the item's."""
     results = []
@@ -381,7 +283,7 @@ def _repeats(typed: list[tuple[Quantity, Cues, list[Typed]]]) -> list[Result]:
     return results
 
 
-def _order(typed: list[tuple[Quantity, Cues, list[Typed]]]) -> Result | None:
+def _order(typed: list[Compared]) -> Result | None:
     """Numbers of one kind named by nothing (two pids, two durations) keep the item's order."""
     for dimension in {q.dimension for q, _, _ in typed}:
         plain = [
