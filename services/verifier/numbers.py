@@ -5,8 +5,7 @@ number the claim calls a bound must be a bound of the item, and one it states
 plainly must not be only a bound (a swapped threshold); rounding is allowed
 only where the claim says "about". A comparison between a value and a bound
 must hold (:mod:`services.verifier.comparisons`), plain numbers named by nothing
-keep the item's order, and a
-fraction (``50/50``) is one fact.
+keep the item's order, and a fraction (``50/50``) is one fact.
 """
 
 from __future__ import annotations
