@@ -15,7 +15,7 @@ from services.executor.tools import ToolSettings, build_tools
 from services.planner.handler import PlannerHandler
 from services.planner.skills import load_skills
 from services.verifier.handler import VerifierHandler, VerifierSettings
-from services.verifier.llm_verifier import SAME_AS_CLAIM
+from services.verifier.prompt_view import SAME_AS_CLAIM
 from tests.support import demo_evidence as demo
 from tests.support import fake_openai as fake
 from tests.unit.test_verifier_llm import gate_event, reply

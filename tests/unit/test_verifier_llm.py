@@ -12,7 +12,7 @@ import pytest
 from services.gatekeeper import default_ruleset
 from services.gatekeeper.handler import GatekeeperHandler
 from services.verifier.handler import VerifierHandler, VerifierSettings
-from services.verifier.llm_verifier import SAME_AS_CLAIM
+from services.verifier.prompt_view import SAME_AS_CLAIM
 from tests.support import demo_evidence as demo
 from tests.support import fake_openai as fake
 from tests.support.evidence_events import evidence_event
