@@ -207,32 +207,25 @@ def cues_of(text: str, q: Quantity, lex: Lexicon, neighbours: tuple[int, int] = 
 
 
 CONTEXT_WORD = re.compile(r"[a-z][a-z0-9_'-]*")
-_SKIPS: dict[int, frozenset[str]] = {}
 
 
 def known_terms(lex: Lexicon) -> frozenset[str]:
-    """The lexicon's product and technical terms, casefolded (once per lexicon)."""
-    if id(lex) not in _KNOWN:
-        _KNOWN[id(lex)] = frozenset(t.casefold() for t in lex.known_terms)
-    return _KNOWN[id(lex)]
+    """The lexicon's product and technical terms, casefolded."""
+    return lex.derived("known_terms", lambda x: frozenset(t.casefold() for t in x.known_terms))
 
 
 def unit_words(lex: Lexicon) -> frozenset[str]:
-    """The lexicon's units and multipliers, casefolded (once per lexicon)."""
-    if id(lex) not in _UNITS:
-        _UNITS[id(lex)] = frozenset(u.casefold() for u in (*lex.units, *lex.multipliers))
-    return _UNITS[id(lex)]
-
-
-_KNOWN: dict[int, frozenset[str]] = {}
-_UNITS: dict[int, frozenset[str]] = {}
+    """The lexicon's units and multipliers, casefolded."""
+    return lex.derived(
+        "unit_words", lambda x: frozenset(u.casefold() for u in (*x.units, *x.multipliers))
+    )
 
 
 def _context_skip(lex: Lexicon) -> frozenset[str]:
-    """Words that name nothing: stop words, cue words and units (once per lexicon)."""
-    if id(lex) not in _SKIPS:
-        _SKIPS[id(lex)] = frozenset(lex.stop_words) | cue_words(lex) | frozenset(lex.units)
-    return _SKIPS[id(lex)]
+    """Words that name nothing: stop words, cue words and units."""
+    return lex.derived(
+        "context_skip", lambda x: frozenset(x.stop_words) | cue_words(x) | frozenset(x.units)
+    )
 
 
 def context_of(
@@ -360,13 +353,12 @@ def word_stem(word: str) -> str:
     return word
 
 
-_CUE_WORDS: dict[int, frozenset[str]] = {}
+CUE_FIELDS = ("bound_cues", "greater_cues", "less_cues", "approximate_cues", "inference_cues")
 
 
 def cue_words(lex: Lexicon) -> frozenset[str]:
-    """Every word of the cue classes (once per lexicon)."""
-    if id(lex) not in _CUE_WORDS:
-        fields = ("bound_cues", "greater_cues", "less_cues", "approximate_cues", "inference_cues")
-        phrases = (w for f in fields for w in lex.words(f))
-        _CUE_WORDS[id(lex)] = frozenset(w for phrase in phrases for w in phrase.split())
-    return _CUE_WORDS[id(lex)]
+    """Every word of the cue classes."""
+    return lex.derived(
+        "cue_words",
+        lambda x: frozenset(w for f in CUE_FIELDS for phrase in x.words(f) for w in phrase.split()),
+    )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -63,8 +64,16 @@ class Lexicon(BaseModel):
             _WORDS[key] = tuple(w for words in table.values() for w in words)
         return _WORDS[key]
 
+    def derived(self, name: str, build: Callable[[Lexicon], frozenset[str]]) -> frozenset[str]:
+        """A word set built from this lexicon once, by ``name`` (stop and cue words, units)."""
+        key = (id(self), name)
+        if key not in _DERIVED:
+            _DERIVED[key] = build(self)
+        return _DERIVED[key]
+
 
 _WORDS: dict[tuple[int, str], tuple[str, ...]] = {}
+_DERIVED: dict[tuple[int, str], frozenset[str]] = {}
 
 
 @cache

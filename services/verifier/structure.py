@@ -119,15 +119,12 @@ def check_entities(
     return results
 
 
-_SKIPS: dict[int, frozenset[str]] = {}
-
-
 def _entity_skip(lex: Lexicon) -> frozenset[str]:
     """Words after an entity noun that name no entity: stop words and the nouns themselves."""
-    if id(lex) not in _SKIPS:
-        nouns = lex.words("entity_nouns")
-        _SKIPS[id(lex)] = frozenset(lex.stop_words) | {w for w in nouns if w.isascii()}
-    return _SKIPS[id(lex)]
+    return lex.derived(
+        "entity_skip",
+        lambda x: frozenset(x.stop_words) | {w for w in x.words("entity_nouns") if w.isascii()},
+    )
 
 
 def _is_english_word(word: str, evidence: Evidence, lex: Lexicon) -> bool:
