@@ -33,7 +33,7 @@ from typing import Any
 from services.executor.evidence_shape import ExecutorEvidenceShape
 from services.executor.gate import Refusal, ToolGate
 from services.executor.tool_view import ToolView, invalid_arguments
-from services.executor.tools.base import EvidenceTool
+from services.executor.tools.base import NO_BACKEND, EvidenceTool
 from tracebound.events import PlannedCall, PlanSnapshot, RetryContext, ToolInvocation
 from tracebound.llm import (
     ParseOutcome,
@@ -70,10 +70,6 @@ def compact_schema(value: Any) -> Any:
         for k, v in value.items()
         if k not in _SCHEMA_NOISE and not (k == "default" and v is None)
     }
-
-
-# The backend name of a tool with nothing configured behind it (no Prometheus, no logs).
-NO_BACKEND = "none"
 
 
 def tool_specs(tools: Mapping[str, EvidenceTool]) -> list[dict[str, Any]] | None:

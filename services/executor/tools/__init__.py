@@ -11,6 +11,7 @@ and every tool names its backend so each invocation records where it came from.
 from __future__ import annotations
 
 from services.executor.tools.base import (
+    NO_BACKEND,
     EvidenceTool,
     RunContext,
     ToolBackendError,
@@ -95,7 +96,7 @@ def build_tools(settings: ToolSettings | None = None) -> dict[str, EvidenceTool]
     ]
     # Without a Prometheus the PromQL investigation fails visibly, saying what to set.
     url = (s.prometheus_url or "").rstrip("/")
-    backend = ToolBackend(name="prometheus" if url else "none", url=public_url(url))
+    backend = ToolBackend(name="prometheus" if url else NO_BACKEND, url=public_url(url))
     tools.append(QueryPrometheusTool(url, s.http_timeout_s, backend))
     return {tool.name: tool for tool in tools}
 

@@ -23,6 +23,8 @@ from tracebound.events import Alert, RetrievalDetails, ToolBackend
 from tracebound.events.records import EPOCH
 
 PREVIEW_LIMIT = 300
+# The backend name of a tool with nothing configured behind it (no Prometheus, no logs).
+NO_BACKEND = "none"
 
 P = TypeVar("P", bound=BaseModel)
 

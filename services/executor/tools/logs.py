@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from services.executor.tools import refs
 from services.executor.tools.base import (
+    NO_BACKEND,
     RunContext,
     ToolBackendError,
     ToolOutcome,
@@ -77,7 +78,7 @@ class LogSearch(Protocol):
 class NoLogBackend:
     """No logs backend configured: every search fails, so no query reads as "no logs"."""
 
-    layer = "none"
+    layer = NO_BACKEND
 
     def __init__(self, reason: str) -> None:
         self._reason = reason
