@@ -9,10 +9,10 @@ import pytest
 
 from services.executor.handler import ExecutorHandler
 from services.executor.ids import invocation_id
-from services.executor.llm_executor import NO_BACKEND, tool_specs
+from services.executor.llm_executor import tool_specs
 from services.executor.settings import ExecutorSettings
 from services.executor.tools import ToolSettings, build_tools
-from services.executor.tools.base import RunContext
+from services.executor.tools.base import NO_BACKEND, RunContext
 from services.gatekeeper import default_ruleset
 from services.gatekeeper.handler import GatekeeperHandler
 from services.planner.handler import PlannerHandler
