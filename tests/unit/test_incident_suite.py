@@ -44,7 +44,7 @@ def test_manifest_lists_exactly_the_files() -> None:
     listed = set(model.read_manifest())
     on_disk = {f"{s}/{p.name}" for s in model.SPLITS for p in (model.ROOT / s).glob("*.json")}
     assert listed == on_disk
-    assert len([x for x in listed if x.startswith("dev/")]) == 8
+    assert len([x for x in listed if x.startswith("dev/")]) == 14
     assert len([x for x in listed if x.startswith("test/")]) == 4
 
 
@@ -59,7 +59,7 @@ def _copy_split(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_load_split_rejects_a_changed_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = _copy_split(tmp_path, monkeypatch)
-    assert len(load_split("dev")) == 8
+    assert len(load_split("dev")) == 14
     victim = sorted((root / "dev").glob("*.json"))[0]
     victim.write_bytes(victim.read_bytes() + b"\n")
     with pytest.raises(ValueError, match="sha256 mismatch"):
@@ -80,25 +80,26 @@ def test_load_split_rejects_missing_and_unlisted_files(
         load_split("dev")
 
 
-def test_dev_split_covers_every_category_once(dev: list[Incident]) -> None:
-    assert sorted(i.category for i in dev) == sorted(CATEGORIES)
-    assert {i.key.cause.category for i in dev} == CATEGORIES
+def test_dev_split_covers_every_category(dev: list[Incident]) -> None:
+    assert {i.category for i in dev} == CATEGORIES
+    assert all(i.key.cause.category == i.category for i in dev)
+    # a second stack per category: other exporters, runtimes and naming conventions
+    assert all(sum(i.category == c for i in dev) <= 2 for c in CATEGORIES)
 
 
 def test_test_split_is_distinct_from_dev(dev: list[Incident], held: list[Incident]) -> None:
     cats = [i.category for i in held]
     dev_services = {i.scope.service for i in dev}
     dev_namespaces = {i.scope.namespace for i in dev}
-    dev_alerts = {i.alert.alert for i in dev}
     ok = (
         len(held) == 4
         and len(set(cats)) == 4
         and set(cats) <= CATEGORIES
         and not {i.scope.service for i in held} & dev_services
         and not {i.scope.namespace for i in held} & dev_namespaces
-        and not {i.alert.alert for i in held} & dev_alerts
         and not {i.id for i in held} & {i.id for i in dev}
     )
+    # alert names may repeat: the standard mixins' alerts fire for many services
     assert ok, "the test split must hold 4 distinct categories on new services"
 
 
@@ -296,7 +297,7 @@ def test_exposition_declares_types(dev: list[Incident]) -> None:
 
 
 def test_conflicting_family_types_are_refused(dev: list[Incident]) -> None:
-    inc = dev[0]
+    inc = next(i for i in dev if any(s.name == "http_requests_total" for s in i.series))
     clash = inc.model_copy(
         update={
             "id": "clash",
