@@ -16,6 +16,7 @@ every firing alert of the request ends up in a claim or in ``missing_info``
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
@@ -294,6 +295,25 @@ def build_evidence(
 _LEVEL_ORDER = {"CRITICAL": 0, "FATAL": 0, "ERROR": 1, "WARN": 2, "WARNING": 2}
 
 
+_VARYING = re.compile(r"[0-9a-fA-F]*[0-9][0-9a-fA-F]*")
+
+
+def _distinct_first(logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each message shape's first line, then its repeats (numbers and ids set aside).
+
+    The same message at another time or with another id says nothing new; a
+    different message may.
+    """
+    seen: set[str] = set()
+    first: list[dict[str, Any]] = []
+    again: list[dict[str, Any]] = []
+    for claim in logs:
+        shape = _VARYING.sub("#", claim["claim_text"].split(" logged ", 1)[-1])
+        (again if shape in seen else first).append(claim)
+        seen.add(shape)
+    return [*first, *again]
+
+
 def _series(acc: _Round) -> list[str]:
     """Claims in the order the claim limit keeps them; the causes of the rules that held.
 
@@ -312,6 +332,7 @@ def _series(acc: _Round) -> list[str]:
     alerts = [c for c in acc.claims if c["claim_text"] in acc.items]
     negatives = [c for c in acc.claims if c["claim_type"] == "negative_observation"]
     logs = [c for c in acc.claims if c not in alerts and c not in negatives]
+    logs = _distinct_first(logs)
     logs.sort(key=lambda c: _LEVEL_ORDER.get(acc.levels.get(c["claim_text"], ""), 3))
     acc.claims[:] = [
         *alerts,

@@ -34,12 +34,20 @@ class Premise(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     query: str
-    test: Literal["present", "rose", "fell", "steady", "increased", "appeared", "reaches", "below"]
+    test: Literal[
+        "present", "rose", "fell", "steady", "increased", "appeared", "reaches", "peaks", "below"
+    ]
     labels: dict[str, str] = Field(default_factory=dict)
     of: str | None = None
     share: float = Field(default=1.0, gt=0, le=10)
+    # ``increased``: by at least this much (two restarts: memory climbed back twice)
+    at_least: float = Field(default=0.0, ge=0)
     optional: bool = False
     new_version: bool = False
+    # the change began after one of these queries' changes (or first sighting) and
+    # no more than ``within_minutes`` later: the order of cause and effect
+    after: tuple[str, ...] = ()
+    within_minutes: float = Field(default=30.0, gt=0)
 
 
 class Rule(BaseModel):
@@ -125,17 +133,18 @@ def _now(s: Series) -> float | None:
     return s.value("at_onset") if s.value("at_onset") is not None else s.value("last")
 
 
-def _level(s: Series, test: str) -> bool:
+def _level(s: Series, p: Premise) -> bool:
     """``steady``: no change in the window; ``increased``: higher at the onset than at its start."""
-    if test == "steady":
+    if p.test == "steady":
         return bool(s.item.get("facts", {}).get("direction") == "steady")
     first, now = s.value("first"), _now(s)
-    return first is not None and now is not None and now > first
+    return first is not None and now is not None and now > first and now - first >= p.at_least
 
 
 def _compared(s: Series, p: Premise, series: Sequence[Series]) -> bool:
-    """``reaches``: at least ``share`` of the other query's level; ``below``: under it."""
-    level = _now(s)
+    """``reaches``: at least ``share`` of the other query's level (``peaks``: at its
+    highest in the window); ``below``: under it."""
+    level = s.value("max") if p.test == "peaks" else _now(s)
     shared = [o for o in series if o.query == p.of and _same_group(o.labels, s.labels)]
     others = [v for o in shared if (v := _now(o)) is not None and v > 0]
     if level is None or not others:
@@ -165,6 +174,27 @@ def _on_new(s: Series, series: Sequence[Series], book: Rulebook) -> bool:
     return bool(version) and (version in new if new else True)
 
 
+# change points are found on a grid of 15-30 s steps and a rollout takes minutes
+_SLACK_S = 120.0
+
+
+def _moment(s: Series) -> float | None:
+    """When ``s`` changed: where its change began, else when it was first seen."""
+    began = s.value("change_began")
+    return began if began is not None else s.value("first_seen")
+
+
+def _follows(p: Premise, s: Series, held: Sequence[Series]) -> bool:
+    """``s`` changed after a held series of ``p.after`` did, within ``p.within_minutes``."""
+    if not p.after:
+        return True
+    began = s.value("change_began")
+    causes = [m for o in held if o.query in p.after and (m := _moment(o)) is not None]
+    return began is not None and any(
+        m - _SLACK_S <= began <= m + p.within_minutes * 60 for m in causes
+    )
+
+
 def _holds(p: Premise, s: Series, series: Sequence[Series], book: Rulebook) -> bool:
     if s.query != p.query or any(s.labels.get(k) != v for k, v in p.labels.items()):
         return False
@@ -175,7 +205,7 @@ def _holds(p: Premise, s: Series, series: Sequence[Series], book: Rulebook) -> b
     if p.test == "appeared":
         return _in_window(s.value("first_seen"), s.onset, book)
     if p.test in ("steady", "increased"):
-        return _level(s, p.test)
+        return _level(s, p)
     return p.of is not None and _compared(s, p, series)
 
 
@@ -187,8 +217,11 @@ def evaluate(series: Sequence[Series], book: Rulebook | None = None) -> list[Fin
         held: list[Series] = []
         ok = True
         names: set[str] = set()
-        for p in rule.premises:
-            match = next((s for s in series if _holds(p, s, series, book)), None)
+        # premises that follow another change are matched once those changes are held
+        for p in sorted(rule.premises, key=lambda p: bool(p.after)):
+            match = next(
+                (s for s in series if _holds(p, s, series, book) and _follows(p, s, held)), None
+            )
             if match is None:
                 if not p.optional:
                     ok = False

@@ -11,6 +11,7 @@ labelled hypothesis naming its rule, listed before any runbook hypothesis.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 from services.executor import diagnosis
 from services.executor.diagnosis import Series
 from services.executor.tools.promql import catalogue
+from services.executor.tools.series_facts import hour_shows
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,10 +50,31 @@ def wording(item: Mapping[str, Any], lang: str, t: Mapping[str, Any]) -> str:
     elif f.get("direction") == "steady":
         key = "steady"
     elif f.get("at_onset") is not None and f.get("hour_before") is not None:
-        key = "changed"
+        raw: Mapping[str, Any] = f.get("values") or {}
+        shown = hour_shows(str(f.get("direction")), raw.get("hour_before"), raw.get("at_onset"))
+        key = "changed" if shown else "changed_earlier"
     else:
         key = "changed_short" if f.get("change_began") else "steady"
-    return str(t[key][lang]).format(subject=subject, **values)
+    names = {
+        "what": item["what"],
+        "query": item["query"],
+        "labels": _labels(item.get("labels") or {}),
+    }
+    return str(t[key][lang]).format(subject=subject, **names, **values)
+
+
+_SLOT = re.compile(r"\{(\w+)\|([^{}]*)\}")
+_SLOT_CHARS = 60
+
+
+def _filled(cause: str, premises: Sequence[Series]) -> str:
+    """``{label|otherwise}`` in a cause: the label's value on the first premise that has it."""
+
+    def value(m: re.Match[str]) -> str:
+        found = next((s.labels[m[1]] for s in premises if s.labels.get(m[1])), "")
+        return str(found)[:_SLOT_CHARS] or m[2]
+
+    return _SLOT.sub(value, cause)
 
 
 def _changed(s: Series) -> bool:
@@ -82,7 +105,8 @@ def diagnose(refs: Sequence[SeriesRef], lang: str) -> Diagnosed:
     ordered: list[SeriesRef] = []
     causes: list[tuple[str, str]] = []
     for finding in findings:
-        causes.append((finding.rule.id, finding.rule.cause["zh" if lang == "zh" else "en"]))
+        cause = finding.rule.cause["zh" if lang == "zh" else "en"]
+        causes.append((finding.rule.id, _filled(cause, finding.premises)))
         for s in finding.premises:
             if by_key[s.key] not in ordered:
                 ordered.append(by_key[s.key])

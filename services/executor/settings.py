@@ -18,7 +18,7 @@ class ExecutorSettings(TraceboundSettings):
     max_failures_per_tool: int = Field(default=2, ge=1, le=20)
     tool_timeout_s: float = Field(default=10.0, gt=0, le=300)
     max_claims_narrow: int = Field(default=2, ge=1, le=2)
-    max_claims_broad: int = Field(default=12, ge=1, le=20)
+    max_claims_broad: int = Field(default=16, ge=1, le=24)
     max_model_turns: int = Field(default=6, ge=1, le=20)
     # llm mode: one repair turn when the gatekeeper's rules would reject the model's output
     repair_turn: bool = True

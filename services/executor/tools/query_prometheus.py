@@ -33,13 +33,13 @@ from services.executor.tools.base import (
 )
 from services.executor.tools.httpjson import get_json
 from services.executor.tools.promql import SCOPE_LABELS, Catalogue, catalogue, matchers, render
-from services.executor.tools.series_facts import SeriesFacts, clock, series_facts
+from services.executor.tools.series_facts import SeriesFacts, clock, hour_shows, series_facts
 from services.executor.tools.units import format_quantity
 from tracebound.events import Alert, ToolBackend
 from tracebound.rfc3339 import parse_time
 
 TOOL_NAME = "query_prometheus"
-MAX_QUERIES = 40
+MAX_QUERIES = 48
 MAX_SERIES_PER_QUERY = 6
 MAX_SERIES = 60
 MAX_POINTS = 240
@@ -116,17 +116,25 @@ def series_text(item: Mapping[str, Any]) -> str:
             parts.append(f"last seen {f['last_seen']}")
         return f"{head}: " + ", ".join(parts)
     parts = [str(f["direction"])]
+    onset = ""
     if f.get("at_onset") is not None:
         onset = f"{f['at_onset']} at the alert's onset {f['onset']}"
         if f.get("hour_before") is not None:
-            onset = f"{f['hour_before']} one hour before the alert's onset and " + onset
+            onset += f", from {f['hour_before']} one hour before"
+    raw: Mapping[str, Any] = f.get("values") or {}
+    # a change that came before the last hour is told from the window first
+    hour_first = hour_shows(str(f["direction"]), raw.get("hour_before"), raw.get("at_onset"))
+    if onset and hour_first:
         parts[0] += ", " + onset
-    if f.get("change_began"):
-        parts.append(f"change began {f['change_began']}")
-    parts.append(
+    window = (
         f"first {f['first']}, last {f['last']}, min {f['min']}, max {f['max']}, mean {f['mean']} "
         f"({f['window']} window)"
     )
+    began = [f"change began {f['change_began']}"] if f.get("change_began") else []
+    if hour_first:
+        parts += [*began, window]
+    else:
+        parts += [window, *began, *([onset] if onset else [])]
     for key, word in (("first_seen", "first seen"), ("last_seen", "last seen")):
         if f.get(key):
             parts.append(f"{word} {f[key]}")

@@ -60,6 +60,17 @@ def _value_at(points: Sequence[tuple[float, float]], moment: float, step: float)
     return best
 
 
+def hour_shows(direction: str, hour_before: float | None, at_onset: float | None) -> bool:
+    """The last hour before the onset moved the way ``direction`` says.
+
+    When it did not, the change came earlier (its direction was read across its
+    change point), and the series is told from its window, not from that hour.
+    """
+    if hour_before is None or at_onset is None or direction not in ("rose", "fell"):
+        return True
+    return at_onset > hour_before if direction == "rose" else at_onset < hour_before
+
+
 def _direction(before: float, after: float, least: float = MIN_RELATIVE_CHANGE) -> str:
     scale = max(abs(before), abs(after) * 0.1, 1e-9)
     if abs(after - before) / scale < least:
