@@ -45,6 +45,7 @@ def wording(item: Mapping[str, Any], lang: str, t: Mapping[str, Any]) -> str:
     if direction:
         values["direction"] = direction[lang]
     values["began"] = t["began"][lang].format(**values) if f.get("change_began") else ""
+    values["trend"] = _trend(f, lang, t)
     if item.get("unit") == "presence":
         key = "appeared" if f.get("first_seen") else "present"
     elif f.get("direction") == "steady":
@@ -75,6 +76,17 @@ def _filled(cause: str, premises: Sequence[Series]) -> str:
         return str(found)[:_SLOT_CHARS] or m[2]
 
     return _SLOT.sub(value, cause)
+
+
+def _trend(f: Mapping[str, Any], lang: str, t: Mapping[str, Any]) -> str:
+    """``; growing 16 MiB/min in the last 30m`` and when the level would run out, or nothing."""
+    if not f.get("trend"):
+        return ""
+    word = t["trends"][str(f["trend"])][lang]
+    text = str(t["trend"][lang]).format(trend=word, per_minute=f["per_minute"])
+    if f.get("empty_in"):
+        text += str(t["empty"][lang]).format(empty_in=f["empty_in"])
+    return text
 
 
 def _changed(s: Series) -> bool:

@@ -3,51 +3,25 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
-from datetime import UTC, datetime
-from typing import Any
 
 import pytest
 
 from services.executor.claims import templates, with_findings
-from services.executor.diagnosis import Series, evaluate
+from services.executor.diagnosis import evaluate
 from services.executor.series_claims import wording
 from services.executor.tools.base import RunContext
 from services.executor.tools.promql import catalogue, matchers
 from services.executor.tools.query_prometheus import (
     QueryPrometheusParams,
     QueryPrometheusTool,
-    _facts,
     scope_labels,
     series_text,
 )
-from services.executor.tools.series_facts import change_point, clock, series_facts
+from services.executor.tools.series_facts import change_point, series_facts
 from services.executor.tools.units import format_quantity, plain
 from services.verifier.structure import check_claim
+from tests.support.series_items import END, ONSET, START, STEP, item, points, series_of
 from tracebound.events import Alert, ToolBackend
-
-END = datetime(2026, 12, 5, 15, 0, tzinfo=UTC).timestamp()
-START = END - 7200
-STEP = 30
-ONSET = END - 60
-
-
-def points(fn: Callable[[int], float]) -> list[tuple[float, float]]:
-    return [(START + i * STEP, fn(i)) for i in range(241)]
-
-
-def item(fn: Callable[[int], float], unit: str, query: str, **labels: str) -> dict[str, Any]:
-    facts = series_facts(points(fn), start=START, end=END, onset=ONSET, step=STEP)
-    assert facts is not None
-    shown = _facts(facts, unit, 120, datetime.fromtimestamp(ONSET, UTC))
-    shown["last_time"] = clock(END)
-    return {
-        "query": query,
-        "what": query.replace("_", " "),
-        "unit": unit,
-        "labels": labels,
-        "facts": shown,
-    }
 
 
 def test_a_step_change_is_dated_and_its_direction_read() -> None:
@@ -57,6 +31,21 @@ def test_a_step_change_is_dated_and_its_direction_read() -> None:
     assert f is not None and f.direction == "rose"
     assert f.change_began == START + 150 * STEP
     assert f.at_onset == 40.0 and f.hour_before == 5.0
+
+
+def test_a_level_states_its_rate_per_minute_and_when_it_runs_out() -> None:
+    minutes = STEP / 60
+    free = item(lambda i: 0.45 - max(0, i - 120) * 0.0025, "ratio", "fs_free_ratio")["facts"]
+    per_min = 0.25 / minutes
+    assert free["trend"] == "shrinking" and free["per_minute"] == f"{per_min:.3g}%/min"
+    left = float(free["at_onset"].rstrip("%"))
+    assert free["empty_in"] == f"{round(left / per_min)} min"
+    saw = item(lambda i: 2e8 + (i % 80) * 8e6, "bytes", "memory_working_set")["facts"]
+    assert saw["trend"] == "growing" and saw["empty_in"] is None
+    flat = item(lambda i: 5e8 + (i % 2) * 1e6, "bytes", "memory_working_set")["facts"]
+    assert flat["trend"] is None
+    lag = item(lambda i: 100.0 + i, "/s", "request_rate")["facts"]
+    assert lag["trend"] is None  # a rate's change per minute is no level's
 
 
 def test_a_change_older_than_the_hour_is_read_across_its_change_point() -> None:
@@ -129,26 +118,22 @@ def test_scope_labels_come_from_the_runs_matching_alerts() -> None:
     assert onset.startswith("2026-12-05T14:50")
 
 
-def _series(items: list[dict[str, Any]]) -> list[Series]:
-    return [Series((1, f"$.series[{i}]"), it) for i, it in enumerate(items)]
-
-
 def test_oom_rule_holds_on_its_premises_and_not_on_a_change_after_the_alert() -> None:
     oom = item(lambda i: 1, "presence", "last_terminated_reason", reason="OOMKilled", pod="x-1")
     restarts = item(lambda i: 0 if i < 200 else 3, "count", "restarts", pod="x-1")
     late = item(lambda i: 0 if i < 239 else 3, "count", "restarts", pod="x-1")
-    [finding] = [f for f in evaluate(_series([oom, restarts])) if f.rule.id == "oom-killed"]
+    [finding] = [f for f in evaluate(series_of([oom, restarts])) if f.rule.id == "oom-killed"]
     assert [s.query for s in finding.premises] == ["last_terminated_reason", "restarts"]
-    assert not [f for f in evaluate(_series([oom, late])) if f.rule.id == "oom-killed"]
+    assert not [f for f in evaluate(series_of([oom, late])) if f.rule.id == "oom-killed"]
 
 
 def test_a_change_long_before_the_alert_is_no_premise() -> None:
     early = item(lambda i: 1 if i < 20 else 9, "count", "pool_pending", pool="p")
     active = item(lambda i: 20, "count", "pool_active", pool="p")
     ceiling = item(lambda i: 20, "count", "pool_max", pool="p")
-    assert not evaluate(_series([early, active, ceiling]))
+    assert not evaluate(series_of([early, active, ceiling]))
     recent = item(lambda i: 0 if i < 200 else 9, "count", "pool_pending", pool="p")
-    assert [f.rule.id for f in evaluate(_series([recent, active, ceiling]))] == ["pool-exhausted"]
+    assert [f.rule.id for f in evaluate(series_of([recent, active, ceiling]))] == ["pool-exhausted"]
 
 
 def test_deploy_regression_needs_the_error_rise_on_the_new_version() -> None:
@@ -160,8 +145,8 @@ def test_deploy_regression_needs_the_error_rise_on_the_new_version() -> None:
     new_errors = item(
         lambda i: 0.01 if i < 180 else 0.2, "ratio", "error_ratio_by_version", version="v2"
     )
-    assert not evaluate(_series([new, old_errors]))
-    [finding] = evaluate(_series([new, new_errors]))
+    assert not evaluate(series_of([new, old_errors]))
+    [finding] = evaluate(series_of([new, new_errors]))
     assert finding.rule.id == "deploy-regression"
 
 
@@ -172,15 +157,15 @@ def test_logs_fill_the_disk_only_when_the_log_rate_rose_with_the_fall() -> None:
     debug = item(lambda i: 0 if i < 100 else 2600, "/s", "log_events_rate", level="debug")
     info = item(lambda i: 45, "/s", "log_events_rate", level="info")
     reloads = item(lambda i: 3 if i < 99 else 4, "count", "config_reloads")
-    rules = [f.rule.id for f in evaluate(_series([free, debug, info, reloads]))]
+    rules = [f.rule.id for f in evaluate(series_of([free, debug, info, reloads]))]
     assert rules[0] == "logs-fill-disk" and "disk-filling" in rules
-    [finding] = [f for f in evaluate(_series([free, debug, reloads])) if f.rule.id == rules[0]]
+    [finding] = [f for f in evaluate(series_of([free, debug, reloads])) if f.rule.id == rules[0]]
     assert [s.query for s in finding.premises] == [
         "fs_free_ratio",
         "log_events_rate",
         "config_reloads",
     ]
-    assert [f.rule.id for f in evaluate(_series([free, info]))] == ["disk-filling"]
+    assert [f.rule.id for f in evaluate(series_of([free, info]))] == ["disk-filling"]
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -194,6 +179,10 @@ def test_series_claims_pass_the_verifier_and_their_edits_do_not(lang: str) -> No
         item(lambda i: 1, "presence", "last_terminated_reason", reason="OOMKilled"),
         # rose long before the last hour, then eased: worded from the window, not the hour
         item(lambda i: 0.2 if i < 40 else (1.16 if i < 200 else 1.04), "cores", "cpu_usage"),
+        # free space falling fast: its rate per minute and when it runs out
+        item(lambda i: 0.45 - max(0, i - 120) * 0.0025, "ratio", "fs_free_ratio", mountpoint="/"),
+        # a saw-tooth climb: a restart's drop does not hide the growth per minute
+        item(lambda i: 2e8 + (i % 80) * 8e6, "bytes", "memory_working_set", pod="p"),
     ]
     for case in cases:
         ref = series_text(case)

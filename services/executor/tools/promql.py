@@ -46,6 +46,10 @@ class Query(BaseModel):
     min_change: float = Field(default=0.25, gt=0, le=10)
     # stated even when steady: what changed (or did not) around the alert
     always: bool = False
+    # a level that accumulates (memory, lag, free space): state its change per minute
+    trend: bool = False
+    # a level that runs out at zero (free space): say when, at the recent rate
+    empties: bool = False
 
 
 class Catalogue(BaseModel):

@@ -131,18 +131,47 @@ def series_text(item: Mapping[str, Any]) -> str:
         f"({f['window']} window)"
     )
     began = [f"change began {f['change_began']}"] if f.get("change_began") else []
+    trend = [f"{f['trend']} {f['per_minute']} in the last 30m"] if f.get("trend") else []
+    if f.get("empty_in"):
+        trend.append(f"full in {f['empty_in']} at that rate")
     if hour_first:
-        parts += [*began, window]
+        parts += [*trend, *began, window]
     else:
-        parts += [window, *began, *([onset] if onset else [])]
+        parts += [window, *began, *([onset] if onset else []), *trend]
     for key, word in (("first_seen", "first seen"), ("last_seen", "last seen")):
         if f.get(key):
             parts.append(f"{word} {f[key]}")
     return f"{head}: " + "; ".join(parts)
 
 
+# The longest time to empty worth stating, in minutes.
+MAX_EMPTY_MIN = 24 * 60
+
+
+def _trend(facts: SeriesFacts, unit: str, trend: bool, empties: bool) -> dict[str, str | None]:
+    """``growing 16 MiB/min``; for a level that runs out, when it would reach zero."""
+    slope = facts.per_minute
+    if slope is None or not trend:
+        return {"trend": None, "per_minute": None, "empty_in": None}
+    level = facts.at_onset if facts.at_onset is not None else facts.last
+    empty_in = None
+    if empties and slope < 0 and level > 0 and level / -slope <= MAX_EMPTY_MIN:
+        empty_in = f"{max(1, round(level / -slope))} min"
+    return {
+        "trend": "growing" if slope > 0 else "shrinking",
+        "per_minute": f"{format_quantity(abs(slope), unit)}/min",
+        "empty_in": empty_in,
+    }
+
+
 def _facts(
-    facts: SeriesFacts, unit: str, window_min: int, onset: datetime | None
+    facts: SeriesFacts,
+    unit: str,
+    window_min: int,
+    onset: datetime | None,
+    *,
+    trend: bool = False,
+    empties: bool = False,
 ) -> dict[str, Any]:
     def q(value: float | None) -> str | None:
         return None if value is None else format_quantity(value, unit)
@@ -165,6 +194,7 @@ def _facts(
         "first_seen": at(facts.first_seen),
         "last_seen": at(facts.last_seen),
         "last_time": None,
+        **_trend(facts, unit, trend, empties),
         "values": {
             "first": facts.first,
             "last": facts.last,
@@ -348,7 +378,9 @@ class QueryPrometheusTool:
             )
             if facts is None:
                 continue
-            shown = _facts(facts, query.unit, window_min, onset)
+            shown = _facts(
+                facts, query.unit, window_min, onset, trend=query.trend, empties=query.empties
+            )
             shown["last_time"] = clock(max(t for t, _ in points))
             out.append(
                 {

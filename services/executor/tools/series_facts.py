@@ -21,6 +21,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import pairwise
 
 # A change smaller than this share of the level before it is no change.
 MIN_RELATIVE_CHANGE = 0.25
@@ -47,6 +48,10 @@ class SeriesFacts:
     first_seen: float | None  # set when the series began inside the window
     last_seen: float | None  # set when the series ended inside the window
     samples: int
+    # the typical change per minute over the half hour before the onset (the median
+    # step, so a restart's drop in a saw-tooth does not hide the climb); None when
+    # that is small against the level
+    per_minute: float | None = None
 
 
 def _value_at(points: Sequence[tuple[float, float]], moment: float, step: float) -> float | None:
@@ -168,7 +173,28 @@ def series_facts(
         first_seen=pts[0][0] if pts[0][0] > start + 2 * step else None,
         last_seen=pts[-1][0] if pts[-1][0] < end - 2 * step else None,
         samples=len(pts),
+        per_minute=_per_minute(pts, onset) if onset is not None else None,
     )
+
+
+# How far back the trend per minute reads, and the least it must add up to there.
+TREND_S = 1800.0
+TREND_SHARE = 0.1
+
+
+def _per_minute(pts: Sequence[tuple[float, float]], onset: float) -> float | None:
+    """The median change per minute in the half hour up to ``onset``, if it is large."""
+    recent = [(t, v) for t, v in pts if onset - TREND_S <= t <= onset]
+    steps = [(v1 - v0) / (t1 - t0) * 60 for (t0, v0), (t1, v1) in pairwise(recent) if t1 > t0]
+    if len(steps) < 5:
+        return None
+    steps.sort()
+    middle = len(steps) // 2
+    slope = steps[middle] if len(steps) % 2 else (steps[middle - 1] + steps[middle]) / 2
+    level = max(abs(v) for _, v in recent)
+    if level == 0 or abs(slope) * TREND_S / 60 < TREND_SHARE * level:
+        return None
+    return slope
 
 
 def clock(moment: float) -> str:

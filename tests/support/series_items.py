@@ -1,0 +1,42 @@
+"""Series items as query_prometheus makes them, from a function of the sample index."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from services.executor.diagnosis import Series
+from services.executor.tools.promql import catalogue
+from services.executor.tools.query_prometheus import _facts
+from services.executor.tools.series_facts import clock, series_facts
+
+END = datetime(2026, 12, 5, 15, 0, tzinfo=UTC).timestamp()
+START = END - 7200
+STEP = 30
+ONSET = END - 60
+
+
+def points(fn: Callable[[int], float]) -> list[tuple[float, float]]:
+    return [(START + i * STEP, fn(i)) for i in range(241)]
+
+
+def item(fn: Callable[[int], float], unit: str, query: str, **labels: str) -> dict[str, Any]:
+    facts = series_facts(points(fn), start=START, end=END, onset=ONSET, step=STEP)
+    assert facts is not None
+    book = catalogue().queries.get(query)
+    trend, empties = (book.trend, book.empties) if book else (False, False)
+    onset = datetime.fromtimestamp(ONSET, UTC)
+    shown = _facts(facts, unit, 120, onset, trend=trend, empties=empties)
+    shown["last_time"] = clock(END)
+    return {
+        "query": query,
+        "what": query.replace("_", " "),
+        "unit": unit,
+        "labels": labels,
+        "facts": shown,
+    }
+
+
+def series_of(items: list[dict[str, Any]]) -> list[Series]:
+    return [Series((1, f"$.series[{i}]"), it) for i, it in enumerate(items)]

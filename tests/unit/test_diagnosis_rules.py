@@ -1,0 +1,74 @@
+"""Diagnosis rules that read order, peaks, repeats and labels; the order of log lines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.executor.claims import _distinct_first
+from services.executor.diagnosis import evaluate
+from services.executor.series_claims import SeriesRef, diagnose
+from tests.support.series_items import START, STEP, item, series_of
+
+# the series start at sample 0; the onset is sample 238; a rule window starts at sample 88
+DEPLOY = 170
+
+
+def _deployed() -> dict[str, Any]:
+    new = item(lambda i: 1, "presence", "versions", version="v2")
+    new["facts"]["values"]["first_seen"] = START + DEPLOY * STEP
+    return new
+
+
+def _rules(items: list[dict[str, Any]]) -> list[str]:
+    return [f.rule.id for f in evaluate(series_of(items))]
+
+
+def test_a_slowdown_counts_only_when_it_follows_the_deploy() -> None:
+    after = item(lambda i: 0.2 if i < DEPLOY + 6 else 0.7, "seconds", "latency_p99")
+    before = item(lambda i: 0.2 if i < DEPLOY - 30 else 0.7, "seconds", "latency_p99")
+    assert "deploy-slowdown" in _rules([_deployed(), after])
+    assert "deploy-slowdown" not in _rules([_deployed(), before])
+    assert "deploy-slowdown" not in _rules([after])
+
+
+def test_more_database_calls_at_the_same_traffic_after_a_deploy_is_an_n_plus_one() -> None:
+    calls = item(lambda i: 120.0 if i < DEPLOY + 4 else 1200.0, "/s", "db_call_rate")
+    steady = item(lambda i: 90.0, "/s", "request_rate")
+    surge = item(lambda i: 90.0 if i < DEPLOY + 4 else 900.0, "/s", "request_rate")
+    assert _rules([_deployed(), calls, steady])[0] == "deploy-more-db-calls"
+    assert "deploy-more-db-calls" not in _rules([_deployed(), calls, surge])
+
+
+def test_a_leak_is_two_climbs_to_the_limit_and_two_oom_kills() -> None:
+    def oom(restarts: int) -> list[dict[str, Any]]:
+        return [
+            item(lambda i: 1, "presence", "last_terminated_reason", reason="OOMKilled", pod="p"),
+            item(lambda i: min(restarts, i // 80), "count", "restarts", pod="p"),
+            item(lambda i: 2e8 + (i % 80) * 1e7, "bytes", "memory_working_set", pod="p"),
+            item(lambda i: 1e9, "bytes", "memory_limit", pod="p"),
+        ]
+
+    assert _rules(oom(2))[0] == "memory-leak-oom"
+    assert "memory-leak-oom" not in _rules(oom(1))
+    assert "oom-killed" in _rules(oom(1))
+
+
+def test_a_cause_names_the_failing_dependency_its_series_name() -> None:
+    failing = item(lambda i: 0 if i < 200 else 40.0, "/s", "dependency_errors", dependency="redis")
+    unnamed = item(lambda i: 0 if i < 200 else 40.0, "/s", "dependency_errors", operation="get")
+
+    def cause(it: dict[str, Any]) -> str:
+        [s] = series_of([it])
+        return diagnose([SeriesRef({}, s)], "en").causes[0][1]
+
+    assert "calls to redis are failing" in cause(failing)
+    assert "calls to its database or cache are failing" in cause(unnamed)
+
+
+def test_a_repeated_log_message_comes_after_the_other_messages() -> None:
+    def line(text: str) -> dict[str, Any]:
+        return {"claim_text": f"At 2026-12-05 14:0{len(text) % 9}:00, api logged WARN: {text}"}
+
+    logs = [line("retry 1 of job 8812"), line("retry 2 of job 8813"), line("disk 91% full")]
+    ordered = [c["claim_text"].split(": ", 1)[1] for c in _distinct_first(logs)]
+    assert ordered == ["retry 1 of job 8812", "disk 91% full", "retry 2 of job 8813"]
