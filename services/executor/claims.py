@@ -332,8 +332,8 @@ def _series(acc: _Round) -> list[str]:
     alerts = [c for c in acc.claims if c["claim_text"] in acc.items]
     negatives = [c for c in acc.claims if c["claim_type"] == "negative_observation"]
     logs = [c for c in acc.claims if c not in alerts and c not in negatives]
-    logs = _distinct_first(logs)
     logs.sort(key=lambda c: _LEVEL_ORDER.get(acc.levels.get(c["claim_text"], ""), 3))
+    logs = _distinct_first(logs)
     acc.claims[:] = [
         *alerts,
         *series[: found.premises],
