@@ -46,6 +46,8 @@ def wording(item: Mapping[str, Any], lang: str, t: Mapping[str, Any]) -> str:
         values["direction"] = direction[lang]
     values["began"] = t["began"][lang].format(**values) if f.get("change_began") else ""
     values["trend"] = _trend(f, lang, t)
+    shared = {k: f.get(k) for k in ("limit", "limit_what", "share")}
+    values["of_limit"] = str(t["of_limit"][lang]).format(**shared) if f.get("share") else ""
     if item.get("unit") == "presence":
         key = "appeared" if f.get("first_seen") else "present"
     elif f.get("direction") == "steady":

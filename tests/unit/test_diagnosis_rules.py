@@ -1,12 +1,17 @@
-"""Diagnosis rules that read order, peaks, repeats and labels; the order of log lines."""
+"""Diagnosis rules that read order, peaks, repeats and labels; shares of a limit; log order."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from services.executor.claims import _distinct_first
+from services.executor.claims import _distinct_first, templates
 from services.executor.diagnosis import evaluate
-from services.executor.series_claims import SeriesRef, diagnose
+from services.executor.series_claims import SeriesRef, diagnose, wording
+from services.executor.tools.promql import catalogue
+from services.executor.tools.query_prometheus import series_text
+from services.executor.tools.series_shares import add_shares
+from services.executor.tools.units import format_quantity
+from services.verifier.structure import check_claim
 from tests.support.series_items import START, STEP, item, series_of
 
 # the series start at sample 0; the onset is sample 238; a rule window starts at sample 88
@@ -72,3 +77,31 @@ def test_a_repeated_log_message_comes_after_the_other_messages() -> None:
     logs = [line("retry 1 of job 8812"), line("retry 2 of job 8813"), line("disk 91% full")]
     ordered = [c["claim_text"].split(": ", 1)[1] for c in _distinct_first(logs)]
     assert ordered == ["retry 1 of job 8812", "disk 91% full", "retry 2 of job 8813"]
+
+
+def test_a_usage_states_its_share_of_its_limit_and_the_verifier_holds_it() -> None:
+    used = item(lambda i: 4e8 + i * 2.5e6, "bytes", "memory_working_set", pod="p")
+    other_pod = item(lambda i: 5e8, "bytes", "memory_limit", pod="q")
+    limit = item(lambda i: 1073741824.0, "bytes", "memory_limit", pod="p")
+    add_shares([used, other_pod, limit], catalogue())
+    f = used["facts"]
+    assert (f["limit"], f["limit_what"]) == ("1 GiB", "memory limit")
+    assert f["share"] == format_quantity(f["values"]["at_onset"] / 1073741824.0, "ratio")
+    t = templates()["series"]
+    for lang in ("en", "zh"):
+        claim, ref = wording(used, lang, t), series_text(used)
+        assert f["share"] in claim
+        assert all(r.found and not r.conflict for r in check_claim(claim, [ref])), claim
+        for old, new in ((f["share"], "12.5%"), ("1 GiB", "2 GiB")):
+            edited = check_claim(claim.replace(old, new), [ref])
+            assert any(r.conflict or not r.found for r in edited), (lang, old)
+    alone = item(lambda i: 4e8, "bytes", "memory_working_set", pod="p")
+    add_shares([alone], catalogue())
+    assert "share" not in alone["facts"]
+
+
+def test_no_share_is_stated_above_the_limit() -> None:
+    used = item(lambda i: 4.3e9, "bytes", "heap_used")
+    ceiling = item(lambda i: 4e9, "bytes", "heap_max")
+    add_shares([used, ceiling], catalogue())
+    assert "share" not in used["facts"]

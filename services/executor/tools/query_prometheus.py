@@ -34,6 +34,7 @@ from services.executor.tools.base import (
 from services.executor.tools.httpjson import get_json
 from services.executor.tools.promql import SCOPE_LABELS, Catalogue, catalogue, matchers, render
 from services.executor.tools.series_facts import SeriesFacts, clock, hour_shows, series_facts
+from services.executor.tools.series_shares import add_shares
 from services.executor.tools.units import format_quantity
 from tracebound.events import Alert, ToolBackend
 from tracebound.rfc3339 import parse_time
@@ -103,6 +104,13 @@ def _labels_text(labels: Mapping[str, str]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
 
+def of_limit(f: Mapping[str, Any]) -> str:
+    """`` (97.2% of the 1 GiB memory limit)`` when the usage's limit is known, else nothing."""
+    if not f.get("share"):
+        return ""
+    return f" ({f['share']} of the {f['limit']} {f['limit_what']})"
+
+
 def series_text(item: Mapping[str, Any]) -> str:
     """``<what> (<id>) for k=v, …: last …, min …, max …, mean … over 120m; …``."""
     f: Mapping[str, Any] = item["facts"]
@@ -118,7 +126,7 @@ def series_text(item: Mapping[str, Any]) -> str:
     parts = [str(f["direction"])]
     onset = ""
     if f.get("at_onset") is not None:
-        onset = f"{f['at_onset']} at the alert's onset {f['onset']}"
+        onset = f"{f['at_onset']}{of_limit(f)} at the alert's onset {f['onset']}"
         if f.get("hour_before") is not None:
             onset += f", from {f['hour_before']} one hour before"
     raw: Mapping[str, Any] = f.get("values") or {}
@@ -281,6 +289,7 @@ class QueryPrometheusTool:
             items = self._collect(ids, labels, p, ctx, onset_text=onset_text, envelope=envelope)
         except ToolBackendError as exc:
             return failed_outcome(envelope, str(exc), "prometheus")
+        add_shares(items, self._book)
         query_text = f"{p.queries} scope {_labels_text(labels) or '-'}"
         if not envelope["queries"]:
             return failed_outcome(envelope, "no query ran within the time budget", "prometheus")
