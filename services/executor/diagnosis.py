@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from services.executor.tools.series_shares import level_now, same_group
 from tracebound import resources
 from tracebound.errors import ConfigError
 from tracebound.rfc3339 import parse_time
@@ -129,33 +130,25 @@ def _changed(s: Series, direction: str, book: Rulebook) -> bool:
     return s.value("hour_before") is not None
 
 
-def _now(s: Series) -> float | None:
-    return s.value("at_onset") if s.value("at_onset") is not None else s.value("last")
-
-
 def _level(s: Series, p: Premise) -> bool:
     """``steady``: no change in the window; ``increased``: higher at the onset than at its start."""
     if p.test == "steady":
         return bool(s.item.get("facts", {}).get("direction") == "steady")
-    first, now = s.value("first"), _now(s)
+    first, now = s.value("first"), level_now(s.item)
     return first is not None and now is not None and now > first and now - first >= p.at_least
 
 
 def _compared(s: Series, p: Premise, series: Sequence[Series]) -> bool:
     """``reaches``: at least ``share`` of the other query's level (``peaks``: at its
     highest in the window); ``below``: under it."""
-    level = s.value("max") if p.test == "peaks" else _now(s)
-    shared = [o for o in series if o.query == p.of and _same_group(o.labels, s.labels)]
-    others = [v for o in shared if (v := _now(o)) is not None and v > 0]
+    level = s.value("max") if p.test == "peaks" else level_now(s.item)
+    shared = [o for o in series if o.query == p.of and same_group(o.labels, s.labels)]
+    others = [v for o in shared if (v := level_now(o.item)) is not None and v > 0]
     if level is None or not others:
         return False
     if p.test == "below":
         return level < p.share * min(others)
     return level >= p.share * max(others)
-
-
-def _same_group(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
-    return all(a[k] == b[k] for k in a.keys() & b.keys())
 
 
 def _new_versions(series: Sequence[Series], book: Rulebook) -> set[str]:

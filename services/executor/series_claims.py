@@ -19,7 +19,7 @@ from typing import Any
 from services.executor import diagnosis
 from services.executor.diagnosis import Series
 from services.executor.tools.promql import catalogue
-from services.executor.tools.series_facts import hour_shows
+from services.executor.tools.series_text import hour_told, series_scope
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,16 +30,15 @@ class SeriesRef:
     series: Series
 
 
-def _labels(labels: Mapping[str, str]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in sorted(labels.items())) or "all matching series"
-
-
 def wording(item: Mapping[str, Any], lang: str, t: Mapping[str, Any]) -> str:
     """The claim for one series item in ``lang`` with the templates ``t`` (``series``)."""
     f: Mapping[str, Any] = item["facts"]
-    subject = t["subject"][lang].format(
-        what=item["what"], query=item["query"], labels=_labels(item.get("labels") or {})
-    )
+    names = {
+        "what": item["what"],
+        "query": item["query"],
+        "labels": series_scope(item.get("labels") or {}),
+    }
+    subject = t["subject"][lang].format(**names)
     values = {k: ("-" if v is None else v) for k, v in f.items() if k != "values"}
     direction = t["directions"].get(str(f.get("direction")))
     if direction:
@@ -53,16 +52,9 @@ def wording(item: Mapping[str, Any], lang: str, t: Mapping[str, Any]) -> str:
     elif f.get("direction") == "steady":
         key = "steady"
     elif f.get("at_onset") is not None and f.get("hour_before") is not None:
-        raw: Mapping[str, Any] = f.get("values") or {}
-        shown = hour_shows(str(f.get("direction")), raw.get("hour_before"), raw.get("at_onset"))
-        key = "changed" if shown else "changed_earlier"
+        key = "changed" if hour_told(f) else "changed_earlier"
     else:
         key = "changed_short" if f.get("change_began") else "steady"
-    names = {
-        "what": item["what"],
-        "query": item["query"],
-        "labels": _labels(item.get("labels") or {}),
-    }
     return str(t[key][lang]).format(subject=subject, **names, **values)
 
 

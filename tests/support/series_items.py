@@ -8,8 +8,8 @@ from typing import Any
 
 from services.executor.diagnosis import Series
 from services.executor.tools.promql import catalogue
-from services.executor.tools.query_prometheus import _facts
 from services.executor.tools.series_facts import clock, series_facts
+from services.executor.tools.series_text import item_facts
 
 END = datetime(2026, 12, 5, 15, 0, tzinfo=UTC).timestamp()
 START = END - 7200
@@ -27,7 +27,7 @@ def item(fn: Callable[[int], float], unit: str, query: str, **labels: str) -> di
     book = catalogue().queries.get(query)
     trend, empties = (book.trend, book.empties) if book else (False, False)
     onset = datetime.fromtimestamp(ONSET, UTC)
-    shown = _facts(facts, unit, 120, onset, trend=trend, empties=empties)
+    shown = item_facts(facts, unit, 120, onset, trend=trend, empties=empties)
     shown["last_time"] = clock(END)
     return {
         "query": query,

@@ -8,8 +8,8 @@ from services.executor.claims import _distinct_first, templates
 from services.executor.diagnosis import evaluate
 from services.executor.series_claims import SeriesRef, diagnose, wording
 from services.executor.tools.promql import catalogue
-from services.executor.tools.query_prometheus import series_text
 from services.executor.tools.series_shares import add_shares
+from services.executor.tools.series_text import series_text
 from services.executor.tools.units import format_quantity
 from services.verifier.structure import check_claim
 from tests.support.series_items import START, STEP, item, series_of

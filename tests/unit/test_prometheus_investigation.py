@@ -15,9 +15,9 @@ from services.executor.tools.query_prometheus import (
     QueryPrometheusParams,
     QueryPrometheusTool,
     scope_labels,
-    series_text,
 )
 from services.executor.tools.series_facts import change_point, series_facts
+from services.executor.tools.series_text import series_text
 from services.executor.tools.units import format_quantity, plain
 from services.verifier.structure import check_claim
 from tests.support.series_items import END, ONSET, START, STEP, item, points, series_of

@@ -17,7 +17,8 @@ from services.executor.tools.promql import Catalogue
 from services.executor.tools.units import format_quantity
 
 
-def _now(item: Mapping[str, Any]) -> float | None:
+def level_now(item: Mapping[str, Any]) -> float | None:
+    """The item's value at the alert's onset, else its last value."""
     raw: Mapping[str, Any] = item["facts"].get("values") or {}
     value = raw.get("at_onset")
     if value is None:
@@ -25,7 +26,8 @@ def _now(item: Mapping[str, Any]) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def _same_group(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
+def same_group(a: Mapping[str, str], b: Mapping[str, str]) -> bool:
+    """Two series of the same pod, pool or group: their common labels agree."""
     return all(a[k] == b[k] for k in a.keys() & b.keys())
 
 
@@ -35,13 +37,13 @@ def add_shares(items: Sequence[dict[str, Any]], book: Catalogue) -> None:
         query = book.queries.get(str(item.get("query")))
         if query is None or query.of is None:
             continue
-        used = _now(item)
+        used = level_now(item)
         limits = [
             (value, other)
             for other in items
             if other.get("query") == query.of
-            and _same_group(item["labels"], other["labels"])
-            and (value := _now(other)) is not None
+            and same_group(item["labels"], other["labels"])
+            and (value := level_now(other)) is not None
             and value > 0
         ]
         if used is None or not limits:

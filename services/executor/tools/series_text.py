@@ -1,0 +1,144 @@
+"""A series item's facts as evidence prints them, and its ref text.
+
+Why one module: the ref text is what the verifier checks a series claim
+against, and the claim (``series_claims.wording``) is worded from the same
+facts; both print each quantity with :func:`units.format_quantity`, and both
+tell a change that came before the last hour from the window first
+(:func:`series_facts.hour_shows`), so a claim states its values in the order
+its ref text does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from services.executor.tools.series_facts import SeriesFacts, clock, hour_shows
+from services.executor.tools.units import format_quantity
+
+
+def labels_text(labels: Mapping[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+
+def series_scope(labels: Mapping[str, str]) -> str:
+    """The labels a series is of, as its ref text and its claim name them."""
+    return labels_text(labels) or "all matching series"
+
+
+def of_limit(f: Mapping[str, Any]) -> str:
+    """`` (97.2% of the 1 GiB memory limit)`` when the usage's limit is known, else nothing."""
+    if not f.get("share"):
+        return ""
+    return f" ({f['share']} of the {f['limit']} {f['limit_what']})"
+
+
+def hour_told(f: Mapping[str, Any]) -> bool:
+    """The last hour before the onset shows the change the facts' direction names."""
+    raw: Mapping[str, Any] = f.get("values") or {}
+    return hour_shows(str(f.get("direction")), raw.get("hour_before"), raw.get("at_onset"))
+
+
+def series_text(item: Mapping[str, Any]) -> str:
+    """``<what> (<id>) for k=v, …: last …, min …, max …, mean … over 120m; …``."""
+    f: Mapping[str, Any] = item["facts"]
+    scope = series_scope(item["labels"])
+    head = f"{item['what']} ({item['query']}) for {scope}"
+    if item["unit"] == "presence":
+        parts = [f"present at {f['last_time']}"]
+        if f.get("first_seen"):
+            parts.append(f"first seen {f['first_seen']}")
+        if f.get("last_seen"):
+            parts.append(f"last seen {f['last_seen']}")
+        return f"{head}: " + ", ".join(parts)
+    parts = [str(f["direction"])]
+    onset = ""
+    if f.get("at_onset") is not None:
+        onset = f"{f['at_onset']}{of_limit(f)} at the alert's onset {f['onset']}"
+        if f.get("hour_before") is not None:
+            onset += f", from {f['hour_before']} one hour before"
+    # a change that came before the last hour is told from the window first
+    hour_first = hour_told(f)
+    if onset and hour_first:
+        parts[0] += ", " + onset
+    window = (
+        f"first {f['first']}, last {f['last']}, min {f['min']}, max {f['max']}, mean {f['mean']} "
+        f"({f['window']} window)"
+    )
+    began = [f"change began {f['change_began']}"] if f.get("change_began") else []
+    trend = [f"{f['trend']} {f['per_minute']} in the last 30m"] if f.get("trend") else []
+    if f.get("empty_in"):
+        trend.append(f"full in {f['empty_in']} at that rate")
+    if hour_first:
+        parts += [*trend, *began, window]
+    else:
+        parts += [window, *began, *([onset] if onset else []), *trend]
+    for key, word in (("first_seen", "first seen"), ("last_seen", "last seen")):
+        if f.get(key):
+            parts.append(f"{word} {f[key]}")
+    return f"{head}: " + "; ".join(parts)
+
+
+# The longest time to empty worth stating, in minutes.
+MAX_EMPTY_MIN = 24 * 60
+
+
+def _trend(facts: SeriesFacts, unit: str, trend: bool, empties: bool) -> dict[str, str | None]:
+    """``growing 16 MiB/min``; for a level that runs out, when it would reach zero."""
+    slope = facts.per_minute
+    if slope is None or not trend:
+        return {"trend": None, "per_minute": None, "empty_in": None}
+    level = facts.at_onset if facts.at_onset is not None else facts.last
+    empty_in = None
+    if empties and slope < 0 and level > 0 and level / -slope <= MAX_EMPTY_MIN:
+        empty_in = f"{max(1, round(level / -slope))} min"
+    return {
+        "trend": "growing" if slope > 0 else "shrinking",
+        "per_minute": f"{format_quantity(abs(slope), unit)}/min",
+        "empty_in": empty_in,
+    }
+
+
+def item_facts(
+    facts: SeriesFacts,
+    unit: str,
+    window_min: int,
+    onset: datetime | None,
+    *,
+    trend: bool = False,
+    empties: bool = False,
+) -> dict[str, Any]:
+    def q(value: float | None) -> str | None:
+        return None if value is None else format_quantity(value, unit)
+
+    def at(moment: float | None) -> str | None:
+        return None if moment is None else clock(moment)
+
+    return {
+        "first": q(facts.first),
+        "last": q(facts.last),
+        "min": q(facts.minimum),
+        "max": q(facts.maximum),
+        "mean": q(facts.mean),
+        "window": f"{window_min}m",
+        "onset": at(onset.timestamp()) if onset else None,
+        "at_onset": q(facts.at_onset),
+        "hour_before": q(facts.hour_before),
+        "direction": facts.direction,
+        "change_began": at(facts.change_began),
+        "first_seen": at(facts.first_seen),
+        "last_seen": at(facts.last_seen),
+        "last_time": None,
+        **_trend(facts, unit, trend, empties),
+        "values": {
+            "first": facts.first,
+            "last": facts.last,
+            "min": facts.minimum,
+            "max": facts.maximum,
+            "at_onset": facts.at_onset,
+            "hour_before": facts.hour_before,
+            "change_began": facts.change_began,
+            "first_seen": facts.first_seen,
+        },
+    }
