@@ -6,6 +6,9 @@ first hypothesis. A fact is found when any of its patterns matches the answer te
 any verified claim. A false statement is made when one of its patterns matches its
 scope: ``cause`` (root-cause claims and hypotheses) or ``any`` (answer text, every
 claim and every hypothesis).
+
+A ``\\b`` before a number in a pattern marks where the number starts: it does not
+match inside a decimal, so ``\\b8\\s*GiB`` does not match the ``8`` of ``3.8 GiB``.
 """
 
 from __future__ import annotations
@@ -25,8 +28,16 @@ class Score:
     false_statements: tuple[str, ...]
 
 
+# ``\b`` followed by a digit, a digit class, or a group whose first branch starts with one
+_NUMBER_START = re.compile(r"\\b(?=(?:\((?:\?:)?)?(?:\d|\\d|\[\d))")
+
+
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile(_NUMBER_START.sub(r"(?<![\\d.])\\b", pattern), re.IGNORECASE)
+
+
 def _matches(patterns: Iterable[str], texts: Sequence[str]) -> bool:
-    compiled = [re.compile(p, re.IGNORECASE) for p in patterns]
+    compiled = [_compiled(p) for p in patterns]
     return any(c.search(t) for c in compiled for t in texts)
 
 

@@ -141,6 +141,14 @@ def test_score_catches_false_statements_in_their_scope(dev: list[Incident]) -> N
     assert anywhere.false_statements == ("latency_10x",)
 
 
+def test_a_number_in_a_pattern_is_not_matched_inside_a_decimal(dev: list[Incident]) -> None:
+    inc = by_id(dev, "tariff-calc-full-gc-storm")
+    pool = "old gen used 3.8 GiB (96.1% of the 4 GiB maximum); max 3.8 GiB in the window"
+    assert score(inc, [], [], pool).false_statements == ()
+    assert score(inc, [], [], "the heap maximum is 8 GiB").false_statements == ("heap_max_wrong",)
+    assert "old_gen" in score(inc, [], [], pool).facts_found
+
+
 def test_the_key_recognises_its_own_statements(every: list[Incident]) -> None:
     failures = 0
     for inc in every:
