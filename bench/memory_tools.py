@@ -37,14 +37,14 @@ class MemoryLogs:
 
     def search(self, query: LogQuery) -> LogPage:
         words = [w.lower() for w in _WORD.findall(query.text)]
-        since = self.now.timestamp() - query.window_minutes * 60
+        since, until = (t.timestamp() for t in query.bounds(self.now))
         found = [
             r
             for r in self.rows
             if r.topic == query.topic
             and all(s == r.service for s in query.services)
             and (query.level is None or r.level.upper() == query.level)
-            and since < r.ts.timestamp() <= self.now.timestamp()
+            and since < r.ts.timestamp() <= until
             and all(w in r.message.lower() or w in r.service.lower() for w in words)
         ]
         found.sort(key=lambda r: r.ts, reverse=True)

@@ -11,7 +11,7 @@ outside the demo would present the shipped records as a live system's logs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any, LiteralString
 
@@ -117,13 +117,13 @@ class PostgresLogStore:
         return loaded
 
     def search(self, query: LogQuery) -> LogPage:
-        until = self._now()
+        since, until = query.bounds(self._now())
         params: dict[str, Any] = {
             "topic": query.topic,
             "text": query.text,
             "services": list(query.services),
             "level": query.level,
-            "since": until - timedelta(minutes=query.window_minutes),
+            "since": since,
             "until": until,
             "limit": query.limit,
         }

@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from services.executor.tools import refs
 from services.executor.tools.base import (
@@ -36,6 +37,13 @@ _LEVEL_ALIASES = {"WARNING": "WARN", "ERR": "ERROR", "FATAL": "CRITICAL"}
 SCOPE_LABELS = ("service", "namespace", "pod")
 
 
+MAX_SPAN = timedelta(minutes=1440)
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
 class QueryLogsParams(ToolParams):
     log_topic: str = Field(default="application-logs", min_length=1, max_length=200)
     query: str = Field(min_length=1, max_length=500)
@@ -43,6 +51,20 @@ class QueryLogsParams(ToolParams):
     level: str | None = Field(default=None, max_length=20)
     window_minutes: int = Field(default=60, ge=1, le=1440)
     limit: int = Field(default=20, ge=1, le=200)
+    # A fixed span (both set) instead of the last ``window_minutes``: the moment a
+    # change began, however long ago. Times without a zone are UTC.
+    start: datetime | None = None
+    end: datetime | None = None
+
+    @model_validator(mode="after")
+    def _span(self) -> QueryLogsParams:
+        if (self.start is None) != (self.end is None):
+            raise ValueError("start and end go together")
+        if self.start is not None and self.end is not None:
+            start, end = _utc(self.start), _utc(self.end)
+            if not start < end <= start + MAX_SPAN:
+                raise ValueError(f"end must follow start, by at most {MAX_SPAN}")
+        return self
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +79,14 @@ class LogQuery:
     limit: int
     # Labels every alert of the queried service agrees on: see :func:`alert_scope`.
     scope: tuple[tuple[str, str], ...] = ()
+    span: tuple[datetime, datetime] | None = None  # fixed, in UTC; else the last window
+
+    def bounds(self, now: datetime) -> tuple[datetime, datetime]:
+        """The searched span: the fixed one, else ``window_minutes`` up to ``now``."""
+        if self.span is not None:
+            return self.span
+        end = _utc(now)
+        return end - timedelta(minutes=self.window_minutes), end
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +157,11 @@ def to_log_query(params: QueryLogsParams, alerts: Sequence[Alert] = ()) -> LogQu
         window_minutes=params.window_minutes,
         limit=params.limit,
         scope=alert_scope(alerts, services),
+        span=(
+            (_utc(params.start), _utc(params.end))
+            if params.start is not None and params.end is not None
+            else None
+        ),
     )
 
 

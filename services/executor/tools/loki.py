@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from services.executor.tools.base import ToolBackendError
@@ -95,8 +95,7 @@ class LokiLogSearch:
     def search(self, query: LogQuery) -> LogPage:
         if len(query.services) > 1:
             return LogPage(records=[], total=0)  # no record has two services
-        end = self._now()
-        start = end - timedelta(minutes=query.window_minutes)
+        start, end = query.bounds(self._now())
         params = {
             "query": build_logql(query),
             "start": str(int(start.timestamp() * 1e9)),

@@ -21,7 +21,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from services.executor.tools.base import ToolBackendError
@@ -199,8 +199,7 @@ class VictoriaLogsSearch:
         self._fetch = fetch or http_get(timeout_s)
 
     def window(self, query: LogQuery) -> dict[str, str]:
-        end = self._now().astimezone(UTC)
-        start = end - timedelta(minutes=query.window_minutes)
+        start, end = query.bounds(self._now())
         return {"start": start.isoformat(), "end": end.isoformat()}
 
     def search(self, query: LogQuery) -> LogPage:
