@@ -16,18 +16,19 @@ every firing alert of the request ends up in a claim or in ``missing_info``
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from services.executor import coverage, series_claims
+from services.executor import coverage, log_lines, series_claims
 from services.executor.diagnosis import Series
+from services.executor.onset_logs import is_onset_search
 from services.executor.tools.refs import ALERT_REF_LABELS, alert_figures
 from services.executor.tools.runbook_items import section_items, section_kind
 from tracebound import resources
 from tracebound.errors import ConfigError
 from tracebound.events import Alert, ExecutionPlan, ToolInvocation
+from tracebound.rfc3339 import parse_time
 
 CLAIMS_PATH = resources.path("rules", "executor-claims.json")
 NO_EVIDENCE = "$.no_evidence"
@@ -170,6 +171,7 @@ class _Round:
         self.missing: list[str] = []
         self.series: list[series_claims.SeriesRef] = []
         self.levels: dict[str, str] = {}  # log claim text -> its level
+        self.onset: dict[str, float] = {}  # log claim text of the onset search -> its time
 
     def text(self, key: str, **values: Any) -> str:
         return _fill(self.t[key][self.lang], values)
@@ -184,6 +186,10 @@ class _Round:
 
     def add(self, inv: ToolInvocation) -> None:
         details = inv.retrieval_details
+        params = inv.input_params if isinstance(inv.input_params, Mapping) else {}
+        if is_onset_search(params):
+            self.onset_lines(inv)
+            return
         if details is None or not inv.success:
             self.missing.append(
                 self.text(
@@ -218,6 +224,21 @@ class _Round:
                     self.items[wording] = item
                 else:
                     self.levels[wording] = str(item.get("level") or "").upper()
+
+    def onset_lines(self, inv: ToolInvocation) -> None:
+        """The onset search's lines, kept aside; none or a failure goes unsaid (the planned
+        search already says whether logs could be read)."""
+        details = inv.retrieval_details
+        for ref in details.evidence_refs if details is not None and inv.success else ():
+            item = _item(inv, ref.raw_path)
+            moment = parse_time(str(item.get("timestamp") or "")) if item else None
+            wording = _observation_text(inv, item, self.lang) if item else None
+            if item is None or moment is None or not wording or not _relevant(item, self.focus):
+                continue
+            if wording not in self.onset:
+                self.onset[wording] = moment.timestamp()
+                b = _binding(inv, ref.raw_path, ref.text)
+                self.claims.append(_claim("observation", wording, [b]))
 
     def knowledge(self, inv: ToolInvocation, block: Mapping[str, Any]) -> None:
         """A runbook block's causes as hypotheses and its checks as steps, one line each.
@@ -292,33 +313,12 @@ def build_evidence(
     }
 
 
-_LEVEL_ORDER = {"CRITICAL": 0, "FATAL": 0, "ERROR": 1, "WARN": 2, "WARNING": 2}
-
-
-_VARYING = re.compile(r"[0-9a-fA-F]*[0-9][0-9a-fA-F]*")
-
-
-def _distinct_first(logs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each message shape's first line, then its repeats (numbers and ids set aside).
-
-    The same message at another time or with another id says nothing new; a
-    different message may.
-    """
-    seen: set[str] = set()
-    first: list[dict[str, Any]] = []
-    again: list[dict[str, Any]] = []
-    for claim in logs:
-        shape = _VARYING.sub("#", claim["claim_text"].split(" logged ", 1)[-1])
-        (again if shape in seen else first).append(claim)
-        seen.add(shape)
-    return [*first, *again]
-
-
 def _series(acc: _Round) -> list[str]:
     """Claims in the order the claim limit keeps them; the causes of the rules that held.
 
     The alert itself first, then the premises of the causes, then the first
-    logs (errors before warnings before the rest), what changed, the other
+    logs (errors before warnings before the rest), the lines written when the
+    first premise began to change, what changed, the other
     series that changed, the other logs, then what was not found. A series
     that changed near the onset is a computed fact of the incident; a log line
     past the first few is one sample among many.
@@ -331,13 +331,15 @@ def _series(acc: _Round) -> list[str]:
     ]
     alerts = [c for c in acc.claims if c["claim_text"] in acc.items]
     negatives = [c for c in acc.claims if c["claim_type"] == "negative_observation"]
-    logs = [c for c in acc.claims if c not in alerts and c not in negatives]
-    logs.sort(key=lambda c: _LEVEL_ORDER.get(acc.levels.get(c["claim_text"], ""), 3))
-    logs = _distinct_first(logs)
+    onset = [c for c in acc.claims if c["claim_text"] in acc.onset]
+    logs = [c for c in acc.claims if c not in alerts and c not in negatives and c not in onset]
+    logs = log_lines.by_level(logs, acc.levels)
+    near = log_lines.near_change(onset, acc.onset, logs)
     acc.claims[:] = [
         *alerts,
         *series[: found.premises],
         *logs[:3],
+        *near,
         *series[found.premises :],
         *logs[3:],
         *negatives,

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.executor.claims import _distinct_first, templates
+from services.executor.claims import templates
 from services.executor.diagnosis import evaluate
+from services.executor.log_lines import distinct_first
 from services.executor.series_claims import SeriesRef, diagnose, wording
 from services.executor.tools.promql import catalogue
 from services.executor.tools.series_shares import add_shares
@@ -75,7 +76,7 @@ def test_a_repeated_log_message_comes_after_the_other_messages() -> None:
         return {"claim_text": f"At 2026-12-05 14:0{len(text) % 9}:00, api logged WARN: {text}"}
 
     logs = [line("retry 1 of job 8812"), line("retry 2 of job 8813"), line("disk 91% full")]
-    ordered = [c["claim_text"].split(": ", 1)[1] for c in _distinct_first(logs)]
+    ordered = [c["claim_text"].split(": ", 1)[1] for c in distinct_first(logs)]
     assert ordered == ["retry 1 of job 8812", "disk 91% full", "retry 2 of job 8813"]
 
 

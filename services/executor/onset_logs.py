@@ -1,0 +1,77 @@
+"""A second log search, around the moment the incident's first change began.
+
+Why: the planned log search returns the newest lines before the alert. The line
+that explains an incident was often written when its first change began: a config
+reload that switched the log level, an export that started, a session that
+opened a transaction. That can be an hour before the alert, under thousands of
+newer lines. The diagnosis rules that held name the series the cause rests on,
+and their computed change points say when to look.
+
+The search repeats the planned one (same topic, text and service) over a fixed
+span around the earliest change point, so a replay of the same tool output asks
+the same question.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from services.executor import diagnosis
+from services.executor.diagnosis import Series
+from tracebound.events import ExecutionPlan, PlannedCall, ToolInvocation
+
+LOG_TOOL = "query_logs"
+SERIES_TOOL = "query_prometheus"
+# the span searched: a few minutes before the change point (its cause) and one after
+LEAD = timedelta(minutes=5)
+TRAIL = timedelta(minutes=1)
+LIMIT = 20
+SPAN_PARAMS = ("start", "end")
+
+
+def _series(trace: Sequence[ToolInvocation]) -> list[Series]:
+    out: list[Series] = []
+    for inv in trace:
+        output = inv.output if isinstance(inv.output, Mapping) else {}
+        items = output.get("series") if inv.tool_name == SERIES_TOOL and inv.success else None
+        if isinstance(items, list):
+            out.extend(
+                Series((inv.source_invocation_id, f"$.series[{i}]"), item)
+                for i, item in enumerate(items)
+                if isinstance(item, Mapping)
+            )
+    return out
+
+
+def first_change(trace: Sequence[ToolInvocation]) -> float | None:
+    """When the earliest premise of a diagnosis rule that held began to change (epoch s)."""
+    moments = [
+        began
+        for finding in diagnosis.evaluate(_series(trace))
+        for premise in finding.premises
+        if (began := premise.value("change_began")) is not None
+    ]
+    return min(moments) if moments else None
+
+
+def is_onset_search(params: Mapping[str, Any]) -> bool:
+    """Whether a log call searched a fixed span (this module's search), not the last window."""
+    return all(params.get(name) for name in SPAN_PARAMS)
+
+
+def onset_call(trace: Sequence[ToolInvocation], execution: ExecutionPlan) -> PlannedCall | None:
+    """The search around the first change, when a log search was planned and answered."""
+    planned = next((c for c in execution.calls if c.tool == LOG_TOOL), None)
+    answered = any(inv.tool_name == LOG_TOOL and inv.success for inv in trace)
+    if planned is None or not answered:
+        return None
+    began = first_change(trace)
+    if began is None:
+        return None
+    moment = datetime.fromtimestamp(began, UTC)
+    base = planned.params if isinstance(planned.params, Mapping) else {}
+    params: dict[str, Any] = {k: v for k, v in base.items() if k not in ("window_minutes", "limit")}
+    params.update(start=(moment - LEAD).isoformat(), end=(moment + TRAIL).isoformat(), limit=LIMIT)
+    return PlannedCall(tool=LOG_TOOL, params=params, purpose="logs when the first change began")
