@@ -1,10 +1,10 @@
-"""The typed facts of a cited item, and the cues that give a number its role.
+"""The typed facts of a cited item.
 
 A claim is checked against what its cited texts state (:mod:`services.verifier.structure`).
 Each text is read once into quantities, each with its key (``key=value``), its
 role (a bound such as a threshold, or a value), a relation the words give it
 ("under 26000") and the words around it; the same reading of the words around
-a number (:func:`cues_of`) gives a claim's number its role.
+a number (:func:`services.verifier.cues.cues_of`) gives a claim's number its role.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 
+from services.verifier.cues import clause_around, cues_of
 from services.verifier.quantities import (
     PLAIN,
     Lexicon,
@@ -25,10 +26,6 @@ from services.verifier.quantities import (
 )
 
 TOLERANCE = 1e-9
-WINDOW_WORDS = 3
-WINDOW_CJK = 6
-CLAUSE = re.compile(r"[;；。，,\[\]]\s*|\.\s+|\s-\s")
-_WORD = re.compile(r"[a-z][a-z'_-]*|[\u4e00-\u9fff]+")
 _KEY_BEFORE = re.compile(r"\"?([A-Za-z_][\w.-]*)\"?\s*[=:]\s*\"?$")
 LATIN = re.compile(r"[a-z][a-z0-9_]*")
 
@@ -83,129 +80,6 @@ class Evidence:
         return re.sub(r"[-_\s]", "", self.search)
 
 
-@cache
-def cue_pattern(words: tuple[str, ...], prefix: bool = False) -> re.Pattern[str]:
-    """Any of ``words``: Latin ones as whole words (or word starts), CJK ones anywhere."""
-    latin = sorted((w for w in words if w.isascii()), key=len, reverse=True)
-    cjk = sorted((w for w in words if not w.isascii()), key=len, reverse=True)
-    tail = "" if prefix else r"(?![a-z0-9_])"
-    parts = []
-    worded = [w for w in latin if re.match(r"[a-z0-9_]", w)]
-    if worded:
-        alternatives = "|".join(re.escape(w) for w in worded)
-        parts.append(rf"(?<![a-z0-9_])(?:{alternatives}){tail}")
-    if len(worded) < len(latin):  # ", so": a cue that begins with punctuation may follow a digit
-        alternatives = "|".join(re.escape(w) for w in latin if w not in worded)
-        parts.append(rf"(?:{alternatives}){tail}")
-    if cjk:
-        parts.append("|".join(re.escape(w) for w in cjk))
-    return re.compile("|".join(parts))
-
-
-def _clause(text: str, start: int, end: int) -> tuple[str, str]:
-    """The text before ``start`` and after ``end`` within their clause."""
-    before_start = 0
-    for match in CLAUSE.finditer(text, 0, start):
-        before_start = match.end()
-    after = CLAUSE.search(text, end)
-    return text[before_start:start], text[end : after.start() if after else len(text)]
-
-
-def _last_words(text: str, count: int) -> str:
-    """The last ``count`` words of ``text`` (a CJK run counts as one, by its last characters)."""
-    words = _WORD.findall(text.casefold())
-    out = [w if w.isascii() else w[-WINDOW_CJK:] for w in words[-count:]]
-    return " ".join(out)
-
-
-def _first_words(text: str, count: int) -> str:
-    words = _WORD.findall(text.casefold())
-    out: list[str] = []
-    for word in words:
-        if not word.isascii():
-            out.append(word[:WINDOW_CJK])
-            break
-        out.append(word)
-        if len(out) >= count:
-            break
-    return " ".join(out)
-
-
-def has_any(words: tuple[str, ...], text: str, prefix: bool = False) -> bool:
-    return bool(text) and cue_pattern(words, prefix).search(text) is not None
-
-
-@dataclass(frozen=True, slots=True)
-class Cues:
-    bound: bool  # named a threshold, limit, maximum, desired count
-    relation: str
-    approx: bool
-    total: bool = False  # the whole a value is part of: "of 2048M", "979M / 1024M"
-    window: bool = False  # the window a figure is over: "in the last 5 minutes", "最近 5 分钟"
-    inclusive: bool = False  # a relation that holds at the number too: "at least", "不超过"
-
-
-def cues_of(text: str, q: Quantity, lex: Lexicon, neighbours: tuple[int, int] = (0, -1)) -> Cues:
-    """What the words around a number make of it, within its clause and between the
-    numbers beside it (``neighbours``: where the previous one ends, the next one starts)."""
-    before, after = _clause(text, q.start, q.end)
-    low, high = neighbours
-    if not text[q.end : q.end + 2].lstrip().startswith((")", "）")):
-        before = re.split(r"[(（]", before)[-1]  # "max_connections (500)" is named from outside
-    previous_in_clause = low > q.start - len(before)
-    if previous_in_clause:
-        before = text[low : q.start]
-        # "an 85% threshold for 15 min": the cue right after a number is that number's
-        head = re.match(r"[\s-]*([a-z]+)", before.casefold())
-        if head and has_any(lex.words("bound_cues"), head[1], prefix=True):
-            before = before[head.end() :]
-    after = re.split(r"[(（]", after)[0]  # a parenthesis after a number speaks of the next
-    if high >= 0 and high < q.end + len(after):
-        after = text[q.end : high]
-    near_before = _last_words(before, WINDOW_WORDS + 1)
-    near_after = _first_words(after, 2)
-    if high >= 0 and q.end + len(after) >= high:  # "90% against target 70%": the cue is 70%'s
-        last = _last_words(after, 1)
-        if last and has_any(lex.words("bound_cues"), last, prefix=True):
-            near_after = ""
-    bound_words = lex.words("bound_cues")
-    ratio = re.search(r"\d\s*[A-Za-z%]*\s*/\s*$", text[max(0, q.start - 12) : q.start])
-    # "1824M used of 2048M", "1 of 9 desired": the total a value before it is part of
-    of_total = previous_in_clause and re.search(
-        r"\bof(?:\s+(?:its|the|a|an))?\s*$", before.casefold()
-    )
-    bound = (
-        has_any(bound_words, near_before, prefix=True)
-        or has_any(bound_words, near_after, prefix=True)
-        or has_any(lex.words("bound_verbs"), before.casefold())  # "caps the backlog at 31k"
-    )
-    total_words = lex.words("total_cues")
-    total = (
-        bool(ratio)  # the denominator of 3782M / 4096M
-        or bool(of_total)
-        or has_any(total_words, _last_words(before, 2))
-    )
-    greater, less = lex.words("greater_cues"), lex.words("less_cues")
-    tight_before = _last_words(before, WINDOW_WORDS)
-    # a Chinese relation follows its number, past a measure word: 3.1 万个段以内, 8 天多
-    postfix = _first_words(after, 1)[:4] if not after.strip()[:1].isascii() else ""
-    # "under the threshold of 3": a bound's relation stands before the words that name it
-    related = _last_words(before, WINDOW_WORDS + 2) if bound else tight_before
-    relation = ""
-    if has_any(greater, related) or has_any(greater, postfix):
-        relation = "gt"
-    elif has_any(less, related) or has_any(less, postfix):
-        relation = "lt"
-    approximate = lex.words("approximate_cues")
-    approx = has_any(approximate, tight_before) or has_any(approximate, postfix)
-    window = q.dimension == "duration" and has_any(lex.words("window_cues"), tight_before)
-    inclusive = bool(relation) and (
-        has_any(lex.words("inclusive_cues"), tight_before)
-        or has_any(lex.words("inclusive_cues"), postfix)
-    )
-    return Cues(bound, relation, approx, total, window, inclusive)
-
-
 CONTEXT_WORD = re.compile(r"[a-z][a-z0-9_'-]*")
 
 
@@ -233,7 +107,7 @@ def context_of(
 ) -> frozenset[str]:
     """Up to two content words on each side of a number, within its clause and its
     neighbours: what a claim that restates it in the item's own words shares with it."""
-    before, after = _clause(text, q.start, q.end)
+    before, after = clause_around(text, q.start, q.end)
     low, high = neighbours(quantities, position)
     if low > q.start - len(before):
         before = text[low : q.start]

@@ -15,14 +15,13 @@ import re
 from dataclasses import replace
 
 from services.verifier.comparisons import Compared, comparisons, relation_between
+from services.verifier.cues import Cues, cues_of
 from services.verifier.evidence_types import (
     TOLERANCE,
-    Cues,
     Evidence,
     Result,
     Typed,
     context_of,
-    cues_of,
     neighbours,
 )
 from services.verifier.quantities import (

@@ -121,24 +121,33 @@ def normalize(text: str) -> str:
 
 
 _NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
-_IDENTIFIERS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("url", re.compile(r"[a-z][a-z0-9+.-]*://[^\s\"'<>()\[\]{}，。；]+", re.I)),
-    ("time", re.compile(r"\d{4}-\d{2}-\d{2}(?: \d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z?)?")),
-    ("time", re.compile(r"\d{1,2}/[A-Za-z]{3}/\d{4}(?::\d{2}:\d{2}:\d{2})?")),
-    ("time", re.compile(r"\d{4}/\d{2}/\d{2}")),
-    ("time", re.compile(r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?![\d:])")),
-    ("address", re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?(?!\w|\.\d)")),
-    ("path", re.compile(r"(?<![\w/])/[\w.-]+(?:/[\w.:-]*)*")),
-    ("quoted", re.compile(r"\"([^\"]{1,200})\"|“([^”]{1,200})”|「([^」]{1,200})」")),
+# Each kind, its pattern, and the characters it cannot match without (one of them must
+# be in the text, or the pattern is not tried). A pattern that would start with a
+# lookbehind starts with the character it is about instead: the regex engine skips to
+# that character rather than trying the whole pattern at every position.
+_IDENTIFIERS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = (
+    ("url", re.compile(r"[a-z][a-z0-9+.-]*://[^\s\"'<>()\[\]{}，。；]+", re.I), ("://",)),
+    ("time", re.compile(r"\d{4}-\d{2}-\d{2}(?: \d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z?)?"), ("-",)),
+    ("time", re.compile(r"\d{1,2}/[A-Za-z]{3}/\d{4}(?::\d{2}:\d{2}:\d{2})?"), ("/",)),
+    ("time", re.compile(r"\d\d{3}/\d{2}/\d{2}"), ("/",)),
+    ("time", re.compile(r"\d(?<![\d:]\d)\d?:\d{2}(?::\d{2}(?:\.\d+)?)?(?![\d:])"), (":",)),
+    ("address", re.compile(r"\d(?<![\w.]\d)\d{0,2}(?:\.\d{1,3}){3}(?::\d+)?(?!\w|\.\d)"), (".",)),
+    ("path", re.compile(r"/(?<![\w/]/)[\w.-]+(?:/[\w.:-]*)*"), ("/",)),
+    ("quoted", re.compile(r"\"([^\"]{1,200})\"|“([^”]{1,200})”|「([^」]{1,200})」"), ('"', "“", "「")),
     (
         "name",
         re.compile(
             r"(?<![\w,.])(?=[A-Za-z0-9_]*[A-Za-z_])[A-Za-z0-9_]+(?:[-._:/@#][A-Za-z0-9_]+)+"
         ),
+        tuple("-._:/@#"),
     ),
-    ("name", re.compile(r"\b(?=[A-Za-z0-9_]*\d)(?=[A-Za-z0-9_]*[A-Za-z])[A-Za-z0-9_]{2,}\b")),
+    ("name", re.compile(r"\b(?=[A-Za-z0-9_]*\d)(?=[A-Za-z0-9_]*[A-Za-z])[A-Za-z0-9_]{2,}\b"), ()),
     # CamelCase and mixed-case names: HikariCP, OOMKilled, ShareLock, PostgreSQL
-    ("name", re.compile(r"\b(?=\w*[a-z])(?=\w*[A-Z]\w*[A-Z]|\w*[a-z][A-Z])[A-Za-z][A-Za-z0-9]+\b")),
+    (
+        "name",
+        re.compile(r"\b(?=\w*[a-z])(?=\w*[A-Z]\w*[A-Z]|\w*[a-z][A-Z])[A-Za-z][A-Za-z0-9]+\b"),
+        (),
+    ),
 )
 
 
@@ -182,6 +191,8 @@ def _make_compound_pattern(lex: Lexicon) -> re.Pattern[str]:
 
 def _quantity_token(text: str, lex: Lexicon) -> bool:
     """Whether a name-like token (``4.24s``, ``2h05m``, ``3072Mi``, ``1.2k``) is a quantity."""
+    if not text[:1].isdecimal():  # both patterns begin with a number
+        return False
     if _compound_pattern(lex).fullmatch(text):
         return True
     match = _unit_pattern(lex).fullmatch(text)
@@ -193,10 +204,12 @@ def read_tokens(text: str, lex: Lexicon | None = None) -> list[Token]:
     lex = lex or lexicon()
     found: list[Token] = []
     taken: list[tuple[int, int]] = []
-    for kind, pattern in _IDENTIFIERS:
+    for kind, pattern, needs in _IDENTIFIERS:
+        if needs and not any(n in text for n in needs):
+            continue
         for match in pattern.finditer(text):
             start, end = match.span()
-            if any(s < end and start < e for s, e in taken):
+            if taken and any(s < end and start < e for s, e in taken):
                 continue
             value = (
                 next((g for g in match.groups() if g), match.group())
@@ -209,7 +222,8 @@ def read_tokens(text: str, lex: Lexicon | None = None) -> list[Token]:
             if kind != "quoted":  # a quote's own names and numbers are read as well
                 taken.append((start, end))
             found.append(Token(kind, value, " ".join(value.casefold().split()), start, end))
-    return sorted(found, key=lambda t: t.start)
+    found.sort(key=lambda t: t.start)
+    return found
 
 
 def _decimals(number: str) -> int:

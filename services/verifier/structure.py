@@ -29,16 +29,14 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from services.verifier.cues import CLAUSE, cue_pattern, has_any
 from services.verifier.evidence_types import (
-    CLAUSE,
     CONTEXT_WORD,
     LATIN,
     Evidence,
     Result,
-    cue_pattern,
     cue_words,
     default_lexicon,
-    has_any,
     known_terms,
     type_evidence,
     unit_words,
