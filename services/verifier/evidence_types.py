@@ -10,11 +10,11 @@ a number (:func:`services.verifier.cues.cues_of`) gives a claim's number its rol
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 
-from services.verifier.cues import clause_around, cues_of
+from services.verifier.cues import clause_around, cues_of, has_any
 from services.verifier.quantities import (
     PLAIN,
     Lexicon,
@@ -68,6 +68,22 @@ class Evidence:
     search: str
     quantities: list[Typed] = field(default_factory=list)
     words: set[str] = field(default_factory=set)
+    said: dict[tuple[str, ...], bool] = field(default_factory=dict, repr=False)
+
+    def says(self, words: tuple[str, ...]) -> bool:
+        """Whether its text writes any of ``words`` (:func:`has_any`), asked once per class."""
+        known = self.said.get(words)
+        if known is None:
+            known = self.said[words] = has_any(words, self.search)
+        return known
+
+    @cached_property
+    def pairs(self) -> dict[str, set[str]]:
+        """The values it states per key of its ``key=value`` pairs."""
+        stated: dict[str, set[str]] = {}
+        for key, value, _ in key_values(self.search):
+            stated.setdefault(key, set()).add(value)
+        return stated
 
     @cached_property
     def stems(self) -> frozenset[str]:
@@ -78,6 +94,20 @@ class Evidence:
     def joined(self) -> str:
         """Its text without separators: OOM-killed as oomkilled."""
         return re.sub(r"[-_\s]", "", self.search)
+
+
+_PAIR = re.compile(
+    r"(?<![\w.-])([a-z_][a-z0-9_]*)=([^\s,;()\"'“”「」\u3000-\u9fff\uff00-\uffef]+)", re.IGNORECASE
+)
+
+
+def key_values(text: str) -> Iterator[tuple[str, str, str]]:
+    """The ``key=value`` pairs of ``text`` whose value is no quantity: key, value, as written."""
+    for match in _PAIR.finditer(text):
+        value = match.group(2).casefold().rstrip(".:")
+        # a quantity (p99=4200ms) is compared by value elsewhere, not as text
+        if value and not value[0].isdigit() and value[0] not in "+-.":
+            yield match.group(1).casefold(), value, match.group(0)
 
 
 CONTEXT_WORD = re.compile(r"[a-z][a-z0-9_'-]*")
