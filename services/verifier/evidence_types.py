@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cache, cached_property, lru_cache
 
 from services.verifier.cues import clause_around, cues_of, has_any
 from services.verifier.quantities import (
@@ -250,6 +250,7 @@ def _symbol_relation(text: str, q: Quantity) -> str:
     return "" if match is None else "gt" if match[1] in ">≥" else "lt"
 
 
+@lru_cache(maxsize=16384)  # a word at a time: the vocabulary of the tools' output recurs
 def word_stem(word: str) -> str:
     for suffix in ("ing", "es", "ed", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:

@@ -112,6 +112,7 @@ def normalize(text: str) -> str:
     return _ISO_Z.sub(r"\1", _ISO_T.sub(r"\1 \2", text))
 
 
+@lru_cache(maxsize=16384)  # a word at a time: the vocabulary of the tools' output recurs
 def stem(word: str) -> str:
     """A crude English stem, enough to match "exhausted" with "exhausts"."""
     for suffix in ("ing", "ed", "es", "s"):
