@@ -155,14 +155,18 @@ _IDENTIFIERS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = (
 )
 
 
-_PATTERNS: dict[int, tuple[re.Pattern[str], re.Pattern[str]]] = {}
+_PATTERNS: dict[int, tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]] = {}
 
 
-def _patterns(lex: Lexicon) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """The unit and compound-duration patterns of ``lex``, compiled once per lexicon."""
+def _patterns(lex: Lexicon) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """The unit, compound-duration and duration-part patterns of ``lex``, compiled once."""
     key = id(lex)
     if key not in _PATTERNS:
-        _PATTERNS[key] = (_make_unit_pattern(lex), _make_compound_pattern(lex))
+        _PATTERNS[key] = (
+            _make_unit_pattern(lex),
+            _make_compound_pattern(lex),
+            _make_compound_part(lex),
+        )
     return _PATTERNS[key]
 
 
@@ -174,23 +178,41 @@ def _compound_pattern(lex: Lexicon) -> re.Pattern[str]:
     return _patterns(lex)[1]
 
 
+def _leading_number(not_after: str) -> str:
+    """``_NUMBER`` not right after any of the characters ``not_after``: its first digit is
+    matched before that lookbehind, so the regex engine skips from digit to digit."""
+    rest = r"\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d*(?:\.\d+)?"
+    return rf"\d(?<![{not_after}]\d)(?:{rest})"
+
+
 def _make_unit_pattern(lex: Lexicon) -> re.Pattern[str]:
     names = sorted(lex.units, key=len, reverse=True)
     multipliers = "".join(re.escape(m) for m in lex.multipliers)
     units = "|".join(re.escape(u) for u in names)
+    number = _leading_number(r"\w.,")
     # a number, an optional multiplier (k, M, 万), an optional unit; a Latin unit must end a word
     return re.compile(
-        rf"(?<![\w.,])(?P<n>{_NUMBER})(?:\s?(?P<x>[{multipliers}])(?![A-Za-z]))?"
+        rf"(?P<n>{number})(?:\s?(?P<x>[{multipliers}])(?![A-Za-z]))?"
         rf"(?:(?:\s?|-)(?P<u>{units})(?![A-Za-z]))?"
     )
 
 
-def _make_compound_pattern(lex: Lexicon) -> re.Pattern[str]:
+def _duration_units(lex: Lexicon) -> str:
     durations = sorted(
         (u for u, (dim, _) in lex.units.items() if dim == "duration"), key=len, reverse=True
     )
-    part = rf"(?:{_NUMBER})\s?(?:{'|'.join(re.escape(u) for u in durations)})(?![A-Za-z])"
-    return re.compile(rf"(?<![\w.]){part}(?:(?:\s|\s?and\s|,\s)?{part})+")
+    return "|".join(re.escape(u) for u in durations)
+
+
+def _make_compound_pattern(lex: Lexicon) -> re.Pattern[str]:
+    unit = rf"\s?(?:{_duration_units(lex)})(?![A-Za-z])"
+    part = rf"(?:{_NUMBER}){unit}"
+    first = _leading_number(r"\w.") + unit
+    return re.compile(rf"{first}(?:(?:\s|\s?and\s|,\s)?{part})+")
+
+
+def _make_compound_part(lex: Lexicon) -> re.Pattern[str]:
+    return re.compile(rf"({_NUMBER})\s?({_duration_units(lex)})")
 
 
 def _quantity_token(text: str, lex: Lexicon) -> bool:
@@ -236,10 +258,7 @@ def _decimals(number: str) -> int:
 
 def _compound(text: str, lex: Lexicon) -> float:
     """The seconds of a compound duration (``2h05m``, ``1m 7.2s``, ``3 天 6 小时``)."""
-    durations = sorted(
-        (u for u, (dim, _) in lex.units.items() if dim == "duration"), key=len, reverse=True
-    )
-    part = re.compile(rf"({_NUMBER})\s?({'|'.join(re.escape(u) for u in durations)})")
+    part = _patterns(lex)[2]
     return sum(float(m[1].replace(",", "")) * lex.units[m[2]][1] for m in part.finditer(text))
 
 
