@@ -11,6 +11,7 @@ Each word class is one pattern, compiled once per lexicon.
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cache
 
@@ -98,6 +99,28 @@ def clause_around(text: str, start: int, end: int) -> tuple[str, str]:
     return text[before_start:start], text[end : after.start() if after else len(text)]
 
 
+class Clauses:
+    """The clause breaks of one text, found once for all the numbers in it."""
+
+    __slots__ = ("_ends", "text")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._ends = [match.end() for match in CLAUSE.finditer(text)]
+
+    def around(self, start: int, end: int) -> tuple[str, str]:
+        """:func:`clause_around` of this text."""
+        text = self.text
+        if not text[start : start + 1].isdecimal():
+            return clause_around(text, start, end)
+        # no break holds a digit, so none runs through ``start``: the breaks found up to
+        # it are the text's breaks that end by it
+        count = bisect_right(self._ends, start)
+        before_start = self._ends[count - 1] if count else 0
+        after = CLAUSE.search(text, end)
+        return text[before_start:start], text[end : after.start() if after else len(text)]
+
+
 def _last_words(folded: str) -> list[str]:
     """The last words of casefolded text, a CJK run as one by its last characters: as
     many as any cue is read from (``WINDOW_WORDS + 2``)."""
@@ -129,11 +152,20 @@ class Cues:
     inclusive: bool = False  # a relation that holds at the number too: "at least", "不超过"
 
 
-def cues_of(text: str, q: Quantity, lex: Lexicon, neighbours: tuple[int, int] = (0, -1)) -> Cues:
+def cues_of(
+    text: str,
+    q: Quantity,
+    lex: Lexicon,
+    neighbours: tuple[int, int] = (0, -1),
+    *,
+    clauses: Clauses | None = None,
+) -> Cues:
     """What the words around a number make of it, within its clause and between the
-    numbers beside it (``neighbours``: where the previous one ends, the next one starts)."""
+    numbers beside it (``neighbours``: where the previous one ends, the next one starts).
+    ``clauses`` are those of ``text``, when its other numbers are read too."""
     cue = cue_patterns(lex)
-    before, after = clause_around(text, q.start, q.end)
+    clauses = clauses or Clauses(text)
+    before, after = clauses.around(q.start, q.end)
     low, high = neighbours
     if not text[q.end : q.end + 2].lstrip().startswith((")", "）")):
         before = _OPENING.split(before)[-1]  # "max_connections (500)" is named from outside

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cache, cached_property, lru_cache
 
-from services.verifier.cues import clause_around, cues_of, has_any
+from services.verifier.cues import Clauses, cues_of, has_any
 from services.verifier.quantities import (
     PLAIN,
     Lexicon,
@@ -133,11 +133,17 @@ def _context_skip(lex: Lexicon) -> frozenset[str]:
 
 
 def context_of(
-    text: str, q: Quantity, quantities: Sequence[Quantity], position: int, lex: Lexicon
+    text: str,
+    q: Quantity,
+    quantities: Sequence[Quantity],
+    position: int,
+    lex: Lexicon,
+    *,
+    clauses: Clauses | None = None,
 ) -> frozenset[str]:
     """Up to two content words on each side of a number, within its clause and its
     neighbours: what a claim that restates it in the item's own words shares with it."""
-    before, after = clause_around(text, q.start, q.end)
+    before, after = (clauses or Clauses(text)).around(q.start, q.end)
     low, high = neighbours(quantities, position)
     if low > q.start - len(before):
         before = text[low : q.start]
@@ -209,10 +215,11 @@ def _type_evidence(texts: Sequence[str], lex: Lexicon) -> Evidence:
     for index, normal in enumerate(normals):
         tokens = read_tokens(normal, lex)
         quantities = read_quantities(normal, tokens, lex)
+        clauses = Clauses(normal)
         for position, q in enumerate(quantities):
             key_match = _KEY_BEFORE.search(normal[max(0, q.start - 40) : q.start])
             key = key_match[1].casefold() if key_match else ""
-            cues = cues_of(normal, q, lex, neighbours(quantities, position))
+            cues = cues_of(normal, q, lex, neighbours(quantities, position), clauses=clauses)
             # "alert above 9000", "more than 1s": a number the item compares with is a bound
             bound = any(k in key for k in bound_keys) if key else cues.bound or bool(cues.relation)
             readings = tuple(_key_readings(key, q, lex))
@@ -222,7 +229,7 @@ def _type_evidence(texts: Sequence[str], lex: Lexicon) -> Evidence:
                 if key and (bound or cues.relation)
                 else frozenset()
                 if bound or cues.relation
-                else context_of(normal, q, quantities, position, lex)
+                else context_of(normal, q, quantities, position, lex, clauses=clauses)
             )
             evidence.quantities.append(
                 Typed(

@@ -169,6 +169,8 @@ def check_antonyms(normal: str, evidence: Evidence, lex: Lexicon) -> list[Result
     results = []
     for one, other in lex.antonym_pairs:
         for said, opposite in ((one, other), (other, one)):
+            if not any(word in folded for word in said):  # the pattern matches none of them
+                continue
             if evidence.says(said) or not evidence.says(opposite):
                 continue
             claim = cue_pattern(said).search(folded)
