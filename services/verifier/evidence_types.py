@@ -217,8 +217,7 @@ def _type_evidence(texts: Sequence[str], lex: Lexicon) -> Evidence:
         quantities = read_quantities(normal, tokens, lex)
         clauses = Clauses(normal)
         for position, q in enumerate(quantities):
-            key_match = _KEY_BEFORE.search(normal[max(0, q.start - 40) : q.start])
-            key = key_match[1].casefold() if key_match else ""
+            key = _key_before(normal[max(0, q.start - 40) : q.start])
             cues = cues_of(normal, q, lex, neighbours(quantities, position), clauses=clauses)
             # "alert above 9000", "more than 1s": a number the item compares with is a bound
             bound = any(k in key for k in bound_keys) if key else cues.bound or bool(cues.relation)
@@ -246,6 +245,17 @@ def _type_evidence(texts: Sequence[str], lex: Lexicon) -> Evidence:
             )
         evidence.words.update(LATIN.findall(normal.casefold()))
     return evidence
+
+
+def _key_before(window: str) -> str:
+    """The key a number right after ``window`` is the value of (``current=``), casefolded."""
+    tail = window.rstrip()
+    if tail.endswith('"'):
+        tail = tail[:-1].rstrip()
+    if not tail.endswith(("=", ":")):  # what the pattern ends in, past spaces and a quote
+        return ""
+    match = _KEY_BEFORE.search(window)
+    return match[1].casefold() if match else ""
 
 
 _SYMBOL = re.compile(r"([<>≥≤])=?\s*$")
