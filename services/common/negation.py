@@ -105,7 +105,7 @@ class Negations:
     def english_cue(self, words: Sequence[str], index: int) -> bool:
         """``words[index]`` negates, and does not open an exempt phrase ("not only")."""
         word = words[index]
-        if word not in self.en_cues and not any(word.endswith(s) for s in self.en_suffixes):
+        if word not in self.en_cues and not word.endswith(self.en_suffixes):
             return False
         return not any(tuple(words[index : index + len(e)]) == e for e in self.en_exempt)
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from services.verifier.evidence_types import word_stem
 from services.verifier.facts import Facts, extract
-from services.verifier.match import FactResult, compare
+from services.verifier.match import FactResult, compare, identifier_aliases
 from services.verifier.rules_file import OverclaimPhrases, VerifierRules
 from services.verifier.structure import check_claim, check_negative, negated_words
 from tracebound.bounds import LABEL_CHARS, cut_text
@@ -87,13 +87,6 @@ def _cited_texts(verified: list[tuple[str, str, str]]) -> list[str]:
         for text in (matched, "" if excerpt in matched else excerpt)
         if text
     ]
-
-
-def _aliases(rules: VerifierRules) -> dict[str, tuple[str, ...]]:
-    return {
-        k.casefold(): tuple(a.casefold() for a in v)
-        for k, v in rules.doc.identifier_aliases.items()
-    }
 
 
 def _summary(results: list[FactResult]) -> str:
@@ -202,7 +195,7 @@ def _negative(
     results = compare(claim_facts, evidence, rules, negations=False)
     results += [
         FactResult(r.kind, r.fact, r.found, r.conflict, r.detail)
-        for r in check_negative(text, texts, aliases=_aliases(rules))
+        for r in check_negative(text, texts, aliases=identifier_aliases(rules))
     ]
     phrased = _phrased_not_found(text, rules)
     over = overclaim.search(unicodedata.normalize("NFKC", text))
@@ -233,7 +226,7 @@ def _positive(
     (:mod:`services.verifier.structure`), its negations, an overclaim among them."""
     results = [
         FactResult(r.kind, r.fact, r.found, r.conflict, r.detail)
-        for r in check_claim(text, texts, aliases=_aliases(rules))
+        for r in check_claim(text, texts, aliases=identifier_aliases(rules))
     ]
     negated = negated_words(text)
     results += [

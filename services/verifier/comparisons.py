@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from itertools import pairwise
 
-from services.verifier.evidence_types import CLAUSE, Cues, Result, Typed, has_any
+from services.verifier.cues import CLAUSE, Cues, has_any
+from services.verifier.evidence_types import Result, Typed
 from services.verifier.quantities import PLAIN, Lexicon, Quantity
 
 Compared = tuple[Quantity, Cues, list[Typed]]  # a claim number, its cues, the item's matches

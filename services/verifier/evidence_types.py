@@ -1,19 +1,20 @@
-"""The typed facts of a cited item, and the cues that give a number its role.
+"""The typed facts of a cited item.
 
 A claim is checked against what its cited texts state (:mod:`services.verifier.structure`).
 Each text is read once into quantities, each with its key (``key=value``), its
 role (a bound such as a threshold, or a value), a relation the words give it
 ("under 26000") and the words around it; the same reading of the words around
-a number (:func:`cues_of`) gives a claim's number its role.
+a number (:func:`services.verifier.cues.cues_of`) gives a claim's number its role.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cache, cached_property, lru_cache
 
+from services.verifier.cues import Clauses, cues_of, has_any
 from services.verifier.quantities import (
     PLAIN,
     Lexicon,
@@ -25,10 +26,6 @@ from services.verifier.quantities import (
 )
 
 TOLERANCE = 1e-9
-WINDOW_WORDS = 3
-WINDOW_CJK = 6
-CLAUSE = re.compile(r"[;；。，,\[\]]\s*|\.\s+|\s-\s")
-_WORD = re.compile(r"[a-z][a-z'_-]*|[\u4e00-\u9fff]+")
 _KEY_BEFORE = re.compile(r"\"?([A-Za-z_][\w.-]*)\"?\s*[=:]\s*\"?$")
 LATIN = re.compile(r"[a-z][a-z0-9_]*")
 
@@ -71,6 +68,22 @@ class Evidence:
     search: str
     quantities: list[Typed] = field(default_factory=list)
     words: set[str] = field(default_factory=set)
+    said: dict[tuple[str, ...], bool] = field(default_factory=dict, repr=False)
+
+    def says(self, words: tuple[str, ...]) -> bool:
+        """Whether its text writes any of ``words`` (:func:`has_any`), asked once per class."""
+        known = self.said.get(words)
+        if known is None:
+            known = self.said[words] = has_any(words, self.search)
+        return known
+
+    @cached_property
+    def pairs(self) -> dict[str, set[str]]:
+        """The values it states per key of its ``key=value`` pairs."""
+        stated: dict[str, set[str]] = {}
+        for key, value, _ in key_values(self.search):
+            stated.setdefault(key, set()).add(value)
+        return stated
 
     @cached_property
     def stems(self) -> frozenset[str]:
@@ -83,127 +96,18 @@ class Evidence:
         return re.sub(r"[-_\s]", "", self.search)
 
 
-@cache
-def cue_pattern(words: tuple[str, ...], prefix: bool = False) -> re.Pattern[str]:
-    """Any of ``words``: Latin ones as whole words (or word starts), CJK ones anywhere."""
-    latin = sorted((w for w in words if w.isascii()), key=len, reverse=True)
-    cjk = sorted((w for w in words if not w.isascii()), key=len, reverse=True)
-    tail = "" if prefix else r"(?![a-z0-9_])"
-    parts = []
-    worded = [w for w in latin if re.match(r"[a-z0-9_]", w)]
-    if worded:
-        alternatives = "|".join(re.escape(w) for w in worded)
-        parts.append(rf"(?<![a-z0-9_])(?:{alternatives}){tail}")
-    if len(worded) < len(latin):  # ", so": a cue that begins with punctuation may follow a digit
-        alternatives = "|".join(re.escape(w) for w in latin if w not in worded)
-        parts.append(rf"(?:{alternatives}){tail}")
-    if cjk:
-        parts.append("|".join(re.escape(w) for w in cjk))
-    return re.compile("|".join(parts))
+_PAIR = re.compile(
+    r"(?<![\w.-])([a-z_][a-z0-9_]*)=([^\s,;()\"'“”「」\u3000-\u9fff\uff00-\uffef]+)", re.IGNORECASE
+)
 
 
-def _clause(text: str, start: int, end: int) -> tuple[str, str]:
-    """The text before ``start`` and after ``end`` within their clause."""
-    before_start = 0
-    for match in CLAUSE.finditer(text, 0, start):
-        before_start = match.end()
-    after = CLAUSE.search(text, end)
-    return text[before_start:start], text[end : after.start() if after else len(text)]
-
-
-def _last_words(text: str, count: int) -> str:
-    """The last ``count`` words of ``text`` (a CJK run counts as one, by its last characters)."""
-    words = _WORD.findall(text.casefold())
-    out = [w if w.isascii() else w[-WINDOW_CJK:] for w in words[-count:]]
-    return " ".join(out)
-
-
-def _first_words(text: str, count: int) -> str:
-    words = _WORD.findall(text.casefold())
-    out: list[str] = []
-    for word in words:
-        if not word.isascii():
-            out.append(word[:WINDOW_CJK])
-            break
-        out.append(word)
-        if len(out) >= count:
-            break
-    return " ".join(out)
-
-
-def has_any(words: tuple[str, ...], text: str, prefix: bool = False) -> bool:
-    return bool(text) and cue_pattern(words, prefix).search(text) is not None
-
-
-@dataclass(frozen=True, slots=True)
-class Cues:
-    bound: bool  # named a threshold, limit, maximum, desired count
-    relation: str
-    approx: bool
-    total: bool = False  # the whole a value is part of: "of 2048M", "979M / 1024M"
-    window: bool = False  # the window a figure is over: "in the last 5 minutes", "最近 5 分钟"
-    inclusive: bool = False  # a relation that holds at the number too: "at least", "不超过"
-
-
-def cues_of(text: str, q: Quantity, lex: Lexicon, neighbours: tuple[int, int] = (0, -1)) -> Cues:
-    """What the words around a number make of it, within its clause and between the
-    numbers beside it (``neighbours``: where the previous one ends, the next one starts)."""
-    before, after = _clause(text, q.start, q.end)
-    low, high = neighbours
-    if not text[q.end : q.end + 2].lstrip().startswith((")", "）")):
-        before = re.split(r"[(（]", before)[-1]  # "max_connections (500)" is named from outside
-    previous_in_clause = low > q.start - len(before)
-    if previous_in_clause:
-        before = text[low : q.start]
-        # "an 85% threshold for 15 min": the cue right after a number is that number's
-        head = re.match(r"[\s-]*([a-z]+)", before.casefold())
-        if head and has_any(lex.words("bound_cues"), head[1], prefix=True):
-            before = before[head.end() :]
-    after = re.split(r"[(（]", after)[0]  # a parenthesis after a number speaks of the next
-    if high >= 0 and high < q.end + len(after):
-        after = text[q.end : high]
-    near_before = _last_words(before, WINDOW_WORDS + 1)
-    near_after = _first_words(after, 2)
-    if high >= 0 and q.end + len(after) >= high:  # "90% against target 70%": the cue is 70%'s
-        last = _last_words(after, 1)
-        if last and has_any(lex.words("bound_cues"), last, prefix=True):
-            near_after = ""
-    bound_words = lex.words("bound_cues")
-    ratio = re.search(r"\d\s*[A-Za-z%]*\s*/\s*$", text[max(0, q.start - 12) : q.start])
-    # "1824M used of 2048M", "1 of 9 desired": the total a value before it is part of
-    of_total = previous_in_clause and re.search(
-        r"\bof(?:\s+(?:its|the|a|an))?\s*$", before.casefold()
-    )
-    bound = (
-        has_any(bound_words, near_before, prefix=True)
-        or has_any(bound_words, near_after, prefix=True)
-        or has_any(lex.words("bound_verbs"), before.casefold())  # "caps the backlog at 31k"
-    )
-    total_words = lex.words("total_cues")
-    total = (
-        bool(ratio)  # the denominator of 3782M / 4096M
-        or bool(of_total)
-        or has_any(total_words, _last_words(before, 2))
-    )
-    greater, less = lex.words("greater_cues"), lex.words("less_cues")
-    tight_before = _last_words(before, WINDOW_WORDS)
-    # a Chinese relation follows its number, past a measure word: 3.1 万个段以内, 8 天多
-    postfix = _first_words(after, 1)[:4] if not after.strip()[:1].isascii() else ""
-    # "under the threshold of 3": a bound's relation stands before the words that name it
-    related = _last_words(before, WINDOW_WORDS + 2) if bound else tight_before
-    relation = ""
-    if has_any(greater, related) or has_any(greater, postfix):
-        relation = "gt"
-    elif has_any(less, related) or has_any(less, postfix):
-        relation = "lt"
-    approximate = lex.words("approximate_cues")
-    approx = has_any(approximate, tight_before) or has_any(approximate, postfix)
-    window = q.dimension == "duration" and has_any(lex.words("window_cues"), tight_before)
-    inclusive = bool(relation) and (
-        has_any(lex.words("inclusive_cues"), tight_before)
-        or has_any(lex.words("inclusive_cues"), postfix)
-    )
-    return Cues(bound, relation, approx, total, window, inclusive)
+def key_values(text: str) -> Iterator[tuple[str, str, str]]:
+    """The ``key=value`` pairs of ``text`` whose value is no quantity: key, value, as written."""
+    for match in _PAIR.finditer(text):
+        value = match.group(2).casefold().rstrip(".:")
+        # a quantity (p99=4200ms) is compared by value elsewhere, not as text
+        if value and not value[0].isdigit() and value[0] not in "+-.":
+            yield match.group(1).casefold(), value, match.group(0)
 
 
 CONTEXT_WORD = re.compile(r"[a-z][a-z0-9_'-]*")
@@ -229,11 +133,17 @@ def _context_skip(lex: Lexicon) -> frozenset[str]:
 
 
 def context_of(
-    text: str, q: Quantity, quantities: Sequence[Quantity], position: int, lex: Lexicon
+    text: str,
+    q: Quantity,
+    quantities: Sequence[Quantity],
+    position: int,
+    lex: Lexicon,
+    *,
+    clauses: Clauses | None = None,
 ) -> frozenset[str]:
     """Up to two content words on each side of a number, within its clause and its
     neighbours: what a claim that restates it in the item's own words shares with it."""
-    before, after = _clause(text, q.start, q.end)
+    before, after = (clauses or Clauses(text)).around(q.start, q.end)
     low, high = neighbours(quantities, position)
     if low > q.start - len(before):
         before = text[low : q.start]
@@ -305,10 +215,10 @@ def _type_evidence(texts: Sequence[str], lex: Lexicon) -> Evidence:
     for index, normal in enumerate(normals):
         tokens = read_tokens(normal, lex)
         quantities = read_quantities(normal, tokens, lex)
+        clauses = Clauses(normal)
         for position, q in enumerate(quantities):
-            key_match = _KEY_BEFORE.search(normal[max(0, q.start - 40) : q.start])
-            key = key_match[1].casefold() if key_match else ""
-            cues = cues_of(normal, q, lex, neighbours(quantities, position))
+            key = _key_before(normal[max(0, q.start - 40) : q.start])
+            cues = cues_of(normal, q, lex, neighbours(quantities, position), clauses=clauses)
             # "alert above 9000", "more than 1s": a number the item compares with is a bound
             bound = any(k in key for k in bound_keys) if key else cues.bound or bool(cues.relation)
             readings = tuple(_key_readings(key, q, lex))
@@ -318,7 +228,7 @@ def _type_evidence(texts: Sequence[str], lex: Lexicon) -> Evidence:
                 if key and (bound or cues.relation)
                 else frozenset()
                 if bound or cues.relation
-                else context_of(normal, q, quantities, position, lex)
+                else context_of(normal, q, quantities, position, lex, clauses=clauses)
             )
             evidence.quantities.append(
                 Typed(
@@ -337,6 +247,17 @@ def _type_evidence(texts: Sequence[str], lex: Lexicon) -> Evidence:
     return evidence
 
 
+def _key_before(window: str) -> str:
+    """The key a number right after ``window`` is the value of (``current=``), casefolded."""
+    tail = window.rstrip()
+    if tail.endswith('"'):
+        tail = tail[:-1].rstrip()
+    if not tail.endswith(("=", ":")):  # what the pattern ends in, past spaces and a quote
+        return ""
+    match = _KEY_BEFORE.search(window)
+    return match[1].casefold() if match else ""
+
+
 _SYMBOL = re.compile(r"([<>≥≤])=?\s*$")
 
 
@@ -346,6 +267,7 @@ def _symbol_relation(text: str, q: Quantity) -> str:
     return "" if match is None else "gt" if match[1] in ">≥" else "lt"
 
 
+@lru_cache(maxsize=16384)  # a word at a time: the vocabulary of the tools' output recurs
 def word_stem(word: str) -> str:
     for suffix in ("ing", "es", "ed", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:

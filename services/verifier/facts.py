@@ -112,6 +112,7 @@ def normalize(text: str) -> str:
     return _ISO_Z.sub(r"\1", _ISO_T.sub(r"\1 \2", text))
 
 
+@lru_cache(maxsize=16384)  # a word at a time: the vocabulary of the tools' output recurs
 def stem(word: str) -> str:
     """A crude English stem, enough to match "exhausted" with "exhausts"."""
     for suffix in ("ing", "ed", "es", "s"):
@@ -170,7 +171,8 @@ def _numbers(normal: str, masked: str, c: _Compiled) -> list[Number]:
 
 
 def _negations(search: str, c: _Compiled) -> tuple[list[Negation], frozenset[str], str]:
-    tokens = [(m.lastgroup or "", m.group()) for m in _TOKEN.finditer(search)]
+    # one group of each match is set: a word, a punctuation mark or a CJK run
+    tokens = [("w", w) if w else ("p", p) if p else ("c", c) for w, p, c in _TOKEN.findall(search)]
     token_words = [token if group == "w" else "" for group, token in tokens]
     lexicon = c.negations
     negations: list[Negation] = []

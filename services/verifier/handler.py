@@ -82,6 +82,13 @@ class VerifierHandler:
         self.phrases = phrases or default_overclaim_phrases()
         self.prompts = prompts or PromptSet.active()
         self.monitor = monitor or FallbackMonitor()
+        self._prompt: Prompt | None = None
+
+    def _verifier_prompt(self) -> Prompt:
+        """The prompt for this handler's model, looked up on its first round."""
+        if self._prompt is None:
+            self._prompt = verifier_prompt(self.prompts, self.model)
+        return self._prompt
 
     def _judge(self, event: GatekeeperResult, prompt: Prompt) -> Decision[VerifierOutcome]:
         return verify_llm(
@@ -95,7 +102,7 @@ class VerifierHandler:
         )
 
     def __call__(self, event: GatekeeperResult) -> list[Event]:
-        prompt = verifier_prompt(self.prompts, self.model)
+        prompt = self._verifier_prompt()
         judged = self._judge(event, prompt)
         outcome = judged.value
         prompts = [prompt] if judged.mode == LLM else []

@@ -148,7 +148,8 @@ def _needle(norm: str, prefix: bool) -> re.Pattern[str]:
 
 
 @lru_cache(maxsize=8)
-def _aliases(rules: VerifierRules) -> dict[str, tuple[str, ...]]:
+def identifier_aliases(rules: VerifierRules) -> dict[str, tuple[str, ...]]:
+    """The declared aliases of each identifier, casefolded (read once per rule set)."""
     return {
         key.casefold(): tuple(a.casefold() for a in values)
         for key, values in rules.doc.identifier_aliases.items()
@@ -159,7 +160,7 @@ def identifier_found(identifier: Identifier, search: str, rules: VerifierRules) 
     """Written in ``search`` as a whole token, or one of its declared aliases is."""
     if _needle(identifier.norm, False).search(search):
         return True
-    aliases = _aliases(rules)
+    aliases = identifier_aliases(rules)
     return any(_needle(a, True).search(search) for a in aliases.get(identifier.norm, ()))
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -36,20 +37,33 @@ def texts(value: Any) -> list[str]:
     return list(dict.fromkeys(t for t in (_item_text(item) for item in items) if t is not None))
 
 
-def _verb_pattern(words: tuple[str, ...]) -> re.Pattern[str] | None:
+@dataclass(frozen=True, slots=True)
+class _Verbs:
+    """Verbs as one pattern, and the casefolded verbs a match must contain."""
+
+    pattern: re.Pattern[str]
+    needles: tuple[str, ...]
+
+    def search(self, folded: str) -> bool:
+        # the regex tries every verb at every position; text with none of them is told first
+        return any(n in folded for n in self.needles) and self.pattern.search(folded) is not None
+
+
+def _verbs(words: tuple[str, ...]) -> _Verbs | None:
     if not words:
         return None
     parts = [
         (r"(?<![a-z])" + re.escape(w.casefold()) + r"(?![a-z])") if w.isascii() else re.escape(w)
         for w in words
     ]
-    return re.compile("|".join(parts))
+    needles = tuple(w.casefold() if w.isascii() else w for w in words)
+    return _Verbs(re.compile("|".join(parts)), needles)
 
 
 @lru_cache(maxsize=8)
-def _patterns(rules: VerifierRules) -> tuple[re.Pattern[str] | None, re.Pattern[str] | None]:
+def _patterns(rules: VerifierRules) -> tuple[_Verbs | None, _Verbs | None]:
     actions = rules.doc.actions
-    return _verb_pattern(actions.evidence_verbs), _verb_pattern(actions.remediation_verbs)
+    return _verbs(actions.evidence_verbs), _verbs(actions.remediation_verbs)
 
 
 def is_evidence_action(text: str, rules: VerifierRules) -> bool:
@@ -58,7 +72,7 @@ def is_evidence_action(text: str, rules: VerifierRules) -> bool:
     folded = unicodedata.normalize("NFKC", text).casefold()
     if remedy is not None and remedy.search(folded):
         return False
-    return gather is not None and gather.search(folded) is not None
+    return gather is not None and gather.search(folded)
 
 
 def evidence_actions(value: Any, rules: VerifierRules) -> list[str]:

@@ -15,14 +15,13 @@ import re
 from dataclasses import replace
 
 from services.verifier.comparisons import Compared, comparisons, relation_between
+from services.verifier.cues import Clauses, Cues, cues_of
 from services.verifier.evidence_types import (
     TOLERANCE,
-    Cues,
     Evidence,
     Result,
     Typed,
     context_of,
-    cues_of,
     neighbours,
 )
 from services.verifier.quantities import (
@@ -112,11 +111,12 @@ def check_quantities(
     # a number the claim writes in the item's own words, several words each side, says
     # what the item says there ("failure ratio 0.54 over 200 calls" of a quoted log line)
     claimed = read_quantities(normal, tokens, lex)
+    clauses = Clauses(normal)
     typed: list[Compared] = []
     compared: list[Compared] = []  # every number, for comparisons
     previous: Cues | None = None
     for position, q in enumerate(claimed):
-        cues = cues_of(normal, q, lex, neighbours(claimed, position))
+        cues = cues_of(normal, q, lex, neighbours(claimed, position), clauses=clauses)
         # "the threshold of 1000 is below 4210": the relation word is the bound's
         after_bound = previous is not None and previous.bound and cues.relation
         if after_bound and relation_between(normal, claimed[position - 1], q, lex):
@@ -125,7 +125,7 @@ def check_quantities(
         if _verbatim(normal, q, evidence):  # established; it may still be compared
             compared.append((q, cues, [e for e in evidence.quantities if matches(q, False, e)]))
             continue
-        context = context_of(normal, q, claimed, position, lex)
+        context = context_of(normal, q, claimed, position, lex, clauses=clauses)
         found = [e for e in evidence.quantities if matches(q, cues.approx, e)]
         same_place = _same_place(q, context, evidence)
         uncued = not (cues.relation or cues.bound or cues.total or cues.window or cues.approx)

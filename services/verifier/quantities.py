@@ -121,35 +121,52 @@ def normalize(text: str) -> str:
 
 
 _NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
-_IDENTIFIERS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("url", re.compile(r"[a-z][a-z0-9+.-]*://[^\s\"'<>()\[\]{}，。；]+", re.I)),
-    ("time", re.compile(r"\d{4}-\d{2}-\d{2}(?: \d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z?)?")),
-    ("time", re.compile(r"\d{1,2}/[A-Za-z]{3}/\d{4}(?::\d{2}:\d{2}:\d{2})?")),
-    ("time", re.compile(r"\d{4}/\d{2}/\d{2}")),
-    ("time", re.compile(r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?![\d:])")),
-    ("address", re.compile(r"(?<![\w.])\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?(?!\w|\.\d)")),
-    ("path", re.compile(r"(?<![\w/])/[\w.-]+(?:/[\w.:-]*)*")),
-    ("quoted", re.compile(r"\"([^\"]{1,200})\"|“([^”]{1,200})”|「([^」]{1,200})」")),
+# Each kind, its pattern, and the characters it cannot match without (one of them must
+# be in the text, or the pattern is not tried). A pattern that would start with a
+# lookbehind starts with the character it is about instead: the regex engine skips to
+# that character rather than trying the whole pattern at every position.
+_IDENTIFIERS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = (
+    ("url", re.compile(r"[a-z][a-z0-9+.-]*://[^\s\"'<>()\[\]{}，。；]+", re.I), ("://",)),
+    ("time", re.compile(r"\d{4}-\d{2}-\d{2}(?: \d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?Z?)?"), ("-",)),
+    ("time", re.compile(r"\d{1,2}/[A-Za-z]{3}/\d{4}(?::\d{2}:\d{2}:\d{2})?"), ("/",)),
+    ("time", re.compile(r"\d\d{3}/\d{2}/\d{2}"), ("/",)),
+    ("time", re.compile(r"\d(?<![\d:]\d)\d?:\d{2}(?::\d{2}(?:\.\d+)?)?(?![\d:])"), (":",)),
+    ("address", re.compile(r"\d(?<![\w.]\d)\d{0,2}(?:\.\d{1,3}){3}(?::\d+)?(?!\w|\.\d)"), (".",)),
+    ("path", re.compile(r"/(?<![\w/]/)[\w.-]+(?:/[\w.:-]*)*"), ("/",)),
+    (
+        "quoted",
+        re.compile(r"\"([^\"]{1,200})\"|“([^”]{1,200})”|「([^」]{1,200})」"),
+        ('"', "“", "「"),
+    ),
     (
         "name",
         re.compile(
             r"(?<![\w,.])(?=[A-Za-z0-9_]*[A-Za-z_])[A-Za-z0-9_]+(?:[-._:/@#][A-Za-z0-9_]+)+"
         ),
+        tuple("-._:/@#"),
     ),
-    ("name", re.compile(r"\b(?=[A-Za-z0-9_]*\d)(?=[A-Za-z0-9_]*[A-Za-z])[A-Za-z0-9_]{2,}\b")),
+    ("name", re.compile(r"\b(?=[A-Za-z0-9_]*\d)(?=[A-Za-z0-9_]*[A-Za-z])[A-Za-z0-9_]{2,}\b"), ()),
     # CamelCase and mixed-case names: HikariCP, OOMKilled, ShareLock, PostgreSQL
-    ("name", re.compile(r"\b(?=\w*[a-z])(?=\w*[A-Z]\w*[A-Z]|\w*[a-z][A-Z])[A-Za-z][A-Za-z0-9]+\b")),
+    (
+        "name",
+        re.compile(r"\b(?=\w*[a-z])(?=\w*[A-Z]\w*[A-Z]|\w*[a-z][A-Z])[A-Za-z][A-Za-z0-9]+\b"),
+        (),
+    ),
 )
 
 
-_PATTERNS: dict[int, tuple[re.Pattern[str], re.Pattern[str]]] = {}
+_PATTERNS: dict[int, tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]] = {}
 
 
-def _patterns(lex: Lexicon) -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """The unit and compound-duration patterns of ``lex``, compiled once per lexicon."""
+def _patterns(lex: Lexicon) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """The unit, compound-duration and duration-part patterns of ``lex``, compiled once."""
     key = id(lex)
     if key not in _PATTERNS:
-        _PATTERNS[key] = (_make_unit_pattern(lex), _make_compound_pattern(lex))
+        _PATTERNS[key] = (
+            _make_unit_pattern(lex),
+            _make_compound_pattern(lex),
+            _make_compound_part(lex),
+        )
     return _PATTERNS[key]
 
 
@@ -161,27 +178,47 @@ def _compound_pattern(lex: Lexicon) -> re.Pattern[str]:
     return _patterns(lex)[1]
 
 
+def _leading_number(not_after: str) -> str:
+    """``_NUMBER`` not right after any of the characters ``not_after``: its first digit is
+    matched before that lookbehind, so the regex engine skips from digit to digit."""
+    rest = r"\d{0,2}(?:,\d{3})+(?:\.\d+)?|\d*(?:\.\d+)?"
+    return rf"\d(?<![{not_after}]\d)(?:{rest})"
+
+
 def _make_unit_pattern(lex: Lexicon) -> re.Pattern[str]:
     names = sorted(lex.units, key=len, reverse=True)
     multipliers = "".join(re.escape(m) for m in lex.multipliers)
     units = "|".join(re.escape(u) for u in names)
+    number = _leading_number(r"\w.,")
     # a number, an optional multiplier (k, M, 万), an optional unit; a Latin unit must end a word
     return re.compile(
-        rf"(?<![\w.,])(?P<n>{_NUMBER})(?:\s?(?P<x>[{multipliers}])(?![A-Za-z]))?"
+        rf"(?P<n>{number})(?:\s?(?P<x>[{multipliers}])(?![A-Za-z]))?"
         rf"(?:(?:\s?|-)(?P<u>{units})(?![A-Za-z]))?"
     )
 
 
-def _make_compound_pattern(lex: Lexicon) -> re.Pattern[str]:
+def _duration_units(lex: Lexicon) -> str:
     durations = sorted(
         (u for u, (dim, _) in lex.units.items() if dim == "duration"), key=len, reverse=True
     )
-    part = rf"(?:{_NUMBER})\s?(?:{'|'.join(re.escape(u) for u in durations)})(?![A-Za-z])"
-    return re.compile(rf"(?<![\w.]){part}(?:(?:\s|\s?and\s|,\s)?{part})+")
+    return "|".join(re.escape(u) for u in durations)
+
+
+def _make_compound_pattern(lex: Lexicon) -> re.Pattern[str]:
+    unit = rf"\s?(?:{_duration_units(lex)})(?![A-Za-z])"
+    part = rf"(?:{_NUMBER}){unit}"
+    first = _leading_number(r"\w.") + unit
+    return re.compile(rf"{first}(?:(?:\s|\s?and\s|,\s)?{part})+")
+
+
+def _make_compound_part(lex: Lexicon) -> re.Pattern[str]:
+    return re.compile(rf"({_NUMBER})\s?({_duration_units(lex)})")
 
 
 def _quantity_token(text: str, lex: Lexicon) -> bool:
     """Whether a name-like token (``4.24s``, ``2h05m``, ``3072Mi``, ``1.2k``) is a quantity."""
+    if not text[:1].isdecimal():  # both patterns begin with a number
+        return False
     if _compound_pattern(lex).fullmatch(text):
         return True
     match = _unit_pattern(lex).fullmatch(text)
@@ -193,10 +230,12 @@ def read_tokens(text: str, lex: Lexicon | None = None) -> list[Token]:
     lex = lex or lexicon()
     found: list[Token] = []
     taken: list[tuple[int, int]] = []
-    for kind, pattern in _IDENTIFIERS:
+    for kind, pattern, needs in _IDENTIFIERS:
+        if needs and not any(n in text for n in needs):
+            continue
         for match in pattern.finditer(text):
             start, end = match.span()
-            if any(s < end and start < e for s, e in taken):
+            if taken and any(s < end and start < e for s, e in taken):
                 continue
             value = (
                 next((g for g in match.groups() if g), match.group())
@@ -209,7 +248,8 @@ def read_tokens(text: str, lex: Lexicon | None = None) -> list[Token]:
             if kind != "quoted":  # a quote's own names and numbers are read as well
                 taken.append((start, end))
             found.append(Token(kind, value, " ".join(value.casefold().split()), start, end))
-    return sorted(found, key=lambda t: t.start)
+    found.sort(key=lambda t: t.start)
+    return found
 
 
 def _decimals(number: str) -> int:
@@ -218,10 +258,7 @@ def _decimals(number: str) -> int:
 
 def _compound(text: str, lex: Lexicon) -> float:
     """The seconds of a compound duration (``2h05m``, ``1m 7.2s``, ``3 天 6 小时``)."""
-    durations = sorted(
-        (u for u, (dim, _) in lex.units.items() if dim == "duration"), key=len, reverse=True
-    )
-    part = re.compile(rf"({_NUMBER})\s?({'|'.join(re.escape(u) for u in durations)})")
+    part = _patterns(lex)[2]
     return sum(float(m[1].replace(",", "")) * lex.units[m[2]][1] for m in part.finditer(text))
 
 

@@ -29,16 +29,15 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from services.verifier.cues import CLAUSE, cue_pattern
 from services.verifier.evidence_types import (
-    CLAUSE,
     CONTEXT_WORD,
     LATIN,
     Evidence,
     Result,
-    cue_pattern,
     cue_words,
     default_lexicon,
-    has_any,
+    key_values,
     known_terms,
     type_evidence,
     unit_words,
@@ -79,7 +78,7 @@ def check_tokens(
             found = norm in evidence.search or norm in known
         else:
             boundary = rf"(?<![a-z0-9]){re.escape(norm)}(?![a-z0-9])"
-            found = re.search(boundary, evidence.search) is not None
+            found = norm in evidence.search and re.search(boundary, evidence.search) is not None
         if not found and token.kind == "name":
             found = re.sub(r"[-_\s]", "", norm) in evidence.joined or any(
                 alias in evidence.search for alias in (aliases or {}).get(norm, ())
@@ -141,11 +140,11 @@ def check_inference(normal: str, evidence: Evidence, lex: Lexicon) -> list[Resul
     candidates, not the cause).
     """
     folded = normal.casefold()
-    hedged = has_any(lex.words("hedge_cues"), evidence.search)
+    hedged = evidence.says(lex.words("hedge_cues"))
     results = []
     for match in cue_pattern(lex.words("inference_cues")).finditer(folded):
         cue = match.group()
-        if has_any((cue,), evidence.search):
+        if evidence.says((cue,)):
             continue
         if not hedged and _restates(folded[match.end() :], evidence, lex):
             continue
@@ -170,30 +169,17 @@ def check_antonyms(normal: str, evidence: Evidence, lex: Lexicon) -> list[Result
     results = []
     for one, other in lex.antonym_pairs:
         for said, opposite in ((one, other), (other, one)):
+            if not any(word in folded for word in said):  # the pattern matches none of them
+                continue
+            if evidence.says(said) or not evidence.says(opposite):
+                continue
             claim = cue_pattern(said).search(folded)
-            if (
-                claim is None
-                or has_any(said, evidence.search)
-                or not has_any(opposite, evidence.search)
-            ):
+            if claim is None:
                 continue
             results.append(
                 Result("state", claim.group(), False, True, "the item states the opposite")
             )
     return results
-
-
-_PAIR = re.compile(
-    r"(?<![\w.-])([a-z_][a-z0-9_]*)=([^\s,;()\"'“”「」\u3000-\u9fff\uff00-\uffef]+)", re.IGNORECASE
-)
-
-
-def _pairs(text: str) -> Iterable[tuple[str, str, str]]:
-    for match in _PAIR.finditer(text):
-        value = match.group(2).casefold().rstrip(".:")
-        # a quantity (p99=4200ms) is compared by value elsewhere, not as text
-        if value and not value[0].isdigit() and value[0] not in "+-.":
-            yield match.group(1).casefold(), value, match.group(0)
 
 
 def check_pairs(normal: str, evidence: Evidence) -> list[Result]:
@@ -202,12 +188,10 @@ def check_pairs(normal: str, evidence: Evidence) -> list[Result]:
     ``reason=Error`` where the item says ``reason=OOMKilled``: a label or field the
     item names is contradicted, not merely missing.
     """
-    stated: dict[str, set[str]] = {}
-    for key, value, _ in _pairs(evidence.search):
-        stated.setdefault(key, set()).add(value)
+    stated = evidence.pairs
     return [
         Result("pair", text, False, True, "the item states this key with another value")
-        for key, value, text in _pairs(normal)
+        for key, value, text in key_values(normal)
         if stated.get(key) and value not in stated[key]
     ]
 
