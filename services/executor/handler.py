@@ -234,7 +234,7 @@ class ExecutorHandler:
         narrow = job.plan.narrow_scope
         for call in execution.calls:
             gate.call(call.tool, call.params)
-        onset = None if narrow else onset_call(gate.invocations, execution)
+        onset = None if narrow else onset_call(gate.invocations, execution.calls)
         if onset is not None:
             gate.call(onset.tool, onset.params)
         limit = self.settings.max_claims_narrow if narrow else self.settings.max_claims_broad

@@ -32,6 +32,7 @@ from typing import Any
 
 from services.executor.evidence_shape import ExecutorEvidenceShape
 from services.executor.gate import Refusal, ToolGate
+from services.executor.onset_logs import onset_call
 from services.executor.tool_view import ToolView, invalid_arguments
 from services.executor.tools.base import NO_BACKEND, EvidenceTool
 from tracebound.events import PlannedCall, PlanSnapshot, RetryContext, ToolInvocation
@@ -139,7 +140,7 @@ def _plan_text(plan: PlanSnapshot, planned: Sequence[PlannedCall]) -> str:
 
 
 def planned_turn(
-    gate: ToolGate, view: ToolView, planned: Sequence[PlannedCall]
+    gate: ToolGate, view: ToolView, planned: Sequence[PlannedCall], first: int = 1
 ) -> list[dict[str, Any]]:
     """The plan's calls, run now through the gate, as a tool-call turn and its results.
 
@@ -149,7 +150,7 @@ def planned_turn(
     if not planned:
         return []
     ran: list[tuple[ToolCall, ToolInvocation | Refusal]] = []
-    for index, call in enumerate(planned, start=1):
+    for index, call in enumerate(planned, start=first):
         params = dict(call.params) if isinstance(call.params, Mapping) else {}
         raw = json.dumps(params, ensure_ascii=False)
         made = ToolCall(id=f"plan-{index}", name=call.tool, arguments=params, raw_arguments=raw)
@@ -203,7 +204,8 @@ def run_llm_round(
 ) -> ModelRound:
     """Raises ``ModelCallFailed`` on endpoint trouble; returns the round's final reply.
 
-    ``planned`` are the plan's calls: they run before the first model turn.
+    ``planned`` are the plan's calls: they run before the first model turn, and
+    so does the log search around the first change they show (:mod:`onset_logs`).
     """
     scope = NARROW_SCOPE if plan.narrow_scope else BROAD_SCOPE
     system = prompt.render(
@@ -219,6 +221,9 @@ def run_llm_round(
     ]
     view = ToolView(recorder.budget)
     messages += planned_turn(gate, view, planned)
+    onset = None if plan.narrow_scope else onset_call(gate.invocations, planned)
+    if onset is not None:  # the logs of when the first change began, as in rules mode
+        messages += planned_turn(gate, view, [onset], first=len(planned) + 1)
     specs = None if recorder.budget.small and planned else tool_specs(gate.tools)
     recovered = 0
     for _turn in range(max_turns):

@@ -20,7 +20,7 @@ from typing import Any
 
 from services.executor import diagnosis
 from services.executor.diagnosis import Series
-from tracebound.events import ExecutionPlan, PlannedCall, ToolInvocation
+from tracebound.events import PlannedCall, ToolInvocation
 
 LOG_TOOL = "query_logs"
 SERIES_TOOL = "query_prometheus"
@@ -61,9 +61,9 @@ def is_onset_search(params: Mapping[str, Any]) -> bool:
     return all(params.get(name) for name in SPAN_PARAMS)
 
 
-def onset_call(trace: Sequence[ToolInvocation], execution: ExecutionPlan) -> PlannedCall | None:
+def onset_call(trace: Sequence[ToolInvocation], calls: Sequence[PlannedCall]) -> PlannedCall | None:
     """The search around the first change, when a log search was planned and answered."""
-    planned = next((c for c in execution.calls if c.tool == LOG_TOOL), None)
+    planned = next((c for c in calls if c.tool == LOG_TOOL), None)
     answered = any(inv.tool_name == LOG_TOOL and inv.success for inv in trace)
     if planned is None or not answered:
         return None

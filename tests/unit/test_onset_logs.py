@@ -75,7 +75,7 @@ def test_the_search_spans_the_minutes_around_the_first_premise_change() -> None:
     trace = [_series(filling=True), _logs(2, LOGS, [(START, "started")])]
     began = first_change(trace)
     assert began is not None and abs(began - (START + DROP * STEP)) <= 5 * STEP
-    call = onset_call(trace, _plan("query_prometheus", "query_logs"))
+    call = onset_call(trace, _plan("query_prometheus", "query_logs").calls)
     assert call is not None and call.tool == "query_logs"
     params = QueryLogsParams.model_validate(call.params)
     assert params.query == "gw" and params.service == "gw"
@@ -86,12 +86,12 @@ def test_the_search_spans_the_minutes_around_the_first_premise_change() -> None:
 
 
 def test_no_search_without_a_rule_that_held_or_a_planned_answered_log_search() -> None:
-    plan = _plan("query_prometheus", "query_logs")
+    calls = _plan("query_prometheus", "query_logs").calls
     logs = _logs(2, LOGS, [(START, "started")])
-    assert onset_call([_series(filling=False), logs], plan) is None
-    assert onset_call([_series(filling=True)], _plan("query_prometheus")) is None
+    assert onset_call([_series(filling=False), logs], calls) is None
+    assert onset_call([_series(filling=True)], _plan("query_prometheus").calls) is None
     failed = logs.model_copy(update={"success": False})
-    assert onset_call([_series(filling=True), failed], plan) is None
+    assert onset_call([_series(filling=True), failed], calls) is None
 
 
 @pytest.mark.parametrize(
