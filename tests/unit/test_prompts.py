@@ -13,12 +13,12 @@ from tracebound.errors import ConfigError
 from tracebound.prompts import load_prompt, load_prompts, prompt_audit
 
 EXPECTED = {
-    "chat_planner": "chat-planner-v3",
+    "chat_planner": "chat-planner-v4",
     "chat_executor": "chat-executor-v5",
     "chat_verifier": "chat-verifier-v5",
     "chat_verifier_small": "chat-verifier-small-v3",
     "chat_composer": "chat-composer-v2",
-    "aiops_planner": "aiops-planner-v3",
+    "aiops_planner": "aiops-planner-v4",
 }
 
 

@@ -260,7 +260,7 @@ def test_aiops_evaluation_in_aiops_mode() -> None:
     )
     assert outcome.aiops_rule_evaluation is not None
     assert outcome.aiops_rule_evaluation["passed"] is True
-    assert outcome.aiops_rule_evaluation["version"] == "aiops-rules-v1"
+    assert outcome.aiops_rule_evaluation["version"] == "aiops-rules-v2"
     assert verify(make_input(so), rules=RULES, phrases=PHRASES).aiops_rule_evaluation is None
 
 
