@@ -93,7 +93,7 @@ class Evidence:
     @cached_property
     def joined(self) -> str:
         """Its text without separators: OOM-killed as oomkilled."""
-        return re.sub(r"[-_\s]", "", self.search)
+        return SEPARATORS.sub("", self.search)
 
 
 _PAIR = re.compile(
@@ -111,6 +111,9 @@ def key_values(text: str) -> Iterator[tuple[str, str, str]]:
 
 
 CONTEXT_WORD = re.compile(r"[a-z][a-z0-9_'-]*")
+KEYED_END = re.compile(r"[=:]\s*[\"']?$")
+SEPARATORS = re.compile(r"[-_\s]")
+_FOLLOWING_WORD = re.compile(r"\W*([a-z][a-z0-9_'-]*)(\s*[=:])?")
 
 
 def known_terms(lex: Lexicon) -> frozenset[str]:
@@ -151,9 +154,9 @@ def context_of(
         after = text[q.end : high]
     skip = _context_skip(lex)
     left = CONTEXT_WORD.findall(before.casefold())[-1:]
-    if re.search(r"[=:]\s*[\"']?$", before):  # "Query_time: 8.7s": the key is the name
+    if KEYED_END.search(before):  # "Query_time: 8.7s": the key is the name
         return frozenset(word_stem(w) for w in left if w not in skip)
-    following = re.match(r"\W*([a-z][a-z0-9_'-]*)(\s*[=:])?", after.casefold())
+    following = _FOLLOWING_WORD.match(after.casefold())
     right = [following[1]] if following and not following[2] else []  # not the next key
     return frozenset(word_stem(w) for w in (*left, *right) if w not in skip)
 

@@ -31,6 +31,7 @@ _TOKEN = re.compile(
     rf"(?P<w>[a-z0-9_]+(?:'[a-z]+)?)|(?P<p>[,.;:!?()\[\]{{}}。、|])|(?P<c>[{_CJK}]+)"
 )
 _ISO_T = re.compile(r"(\d{4}-\d{2}-\d{2})T(\d{2}:)")
+_SPACES = re.compile(r"\s+")
 _ISO_Z = re.compile(r"(\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)Z")
 
 
@@ -153,7 +154,7 @@ def _numbers(normal: str, masked: str, c: _Compiled) -> list[Number]:
         unit = match["u"]
         dimension, factor = c.units[unit] if unit else (PLAIN, 1.0)
         start, end = match.span()
-        text = re.sub(r"\s+", " ", match.group())
+        text = _SPACES.sub(" ", match.group())
         if numbers and start == floor + 1 and masked[floor] == "/":
             # the whole of a ratio is not a value of its attribute: "active=46/50" is not 50 active
             first = numbers[-1]

@@ -114,10 +114,13 @@ class Token:
     end: int
 
 
+_ISO_T = re.compile(r"(\d{4}-\d{2}-\d{2})T(\d{2}:)")
+
+
 def normalize(text: str) -> str:
     """NFKC (full-width forms to ASCII), curly quotes straightened, ISO ``T`` spaced."""
     text = unicodedata.normalize("NFKC", text).replace("’", "'")
-    return re.sub(r"(\d{4}-\d{2}-\d{2})T(\d{2}:)", r"\1 \2", text)
+    return _ISO_T.sub(r"\1 \2", text)
 
 
 _NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
