@@ -148,11 +148,14 @@ _IDENTIFIERS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = (
         ),
         tuple("-._:/@#"),
     ),
-    ("name", re.compile(r"\b(?=[A-Za-z0-9_]*\d)(?=[A-Za-z0-9_]*[A-Za-z])[A-Za-z0-9_]{2,}\b"), ()),
-    # CamelCase and mixed-case names: HikariCP, OOMKilled, ShareLock, PostgreSQL
+    # a whole word of letters and digits, or a CamelCase or mixed-case one (HikariCP,
+    # OOMKilled, ShareLock, PostgreSQL): both match whole words, so one pass finds either
     (
         "name",
-        re.compile(r"\b(?=\w*[a-z])(?=\w*[A-Z]\w*[A-Z]|\w*[a-z][A-Z])[A-Za-z][A-Za-z0-9]+\b"),
+        re.compile(
+            r"\b(?:(?=[A-Za-z0-9_]*\d)(?=[A-Za-z0-9_]*[A-Za-z])[A-Za-z0-9_]{2,}\b"
+            r"|(?=\w*[a-z])(?=\w*[A-Z]\w*[A-Z]|\w*[a-z][A-Z])[A-Za-z][A-Za-z0-9]+\b)"
+        ),
         (),
     ),
 )
