@@ -257,7 +257,10 @@ def _key_before(window: str) -> str:
         tail = tail[:-1].rstrip()
     if not tail.endswith(("=", ":")):  # what the pattern ends in, past spaces and a quote
         return ""
-    match = _KEY_BEFORE.search(window)
+    # the key and its quotes hold no space: a match starts in the last word before the sign
+    head = tail[:-1].rstrip()
+    start = len(head) - len(head.rsplit(None, 1)[-1]) if head else 0
+    match = _KEY_BEFORE.search(window, start)
     return match[1].casefold() if match else ""
 
 
