@@ -119,7 +119,9 @@ def _chinese_pattern(lexicon: Negations) -> re.Pattern[str]:
 def normalize(text: str) -> str:
     """NFKC (full-width to ASCII, "％" to "%") with ISO timestamps written with a space."""
     text = unicodedata.normalize("NFKC", text).replace("’", "'")
-    return _ISO_Z.sub(r"\1", _ISO_T.sub(r"\1 \2", text))
+    if "T" in text:  # each pattern holds its letter: a text without it is left as it is
+        text = _ISO_T.sub(r"\1 \2", text)
+    return _ISO_Z.sub(r"\1", text) if "Z" in text else text
 
 
 @lru_cache(maxsize=16384)  # a word at a time: the vocabulary of the tools' output recurs

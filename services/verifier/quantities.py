@@ -120,7 +120,7 @@ _ISO_T = re.compile(r"(\d{4}-\d{2}-\d{2})T(\d{2}:)")
 def normalize(text: str) -> str:
     """NFKC (full-width forms to ASCII), curly quotes straightened, ISO ``T`` spaced."""
     text = unicodedata.normalize("NFKC", text).replace("’", "'")
-    return _ISO_T.sub(r"\1 \2", text)
+    return _ISO_T.sub(r"\1 \2", text) if "T" in text else text  # the pattern holds a T
 
 
 _NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
