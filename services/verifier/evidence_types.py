@@ -103,6 +103,8 @@ _PAIR = re.compile(
 
 def key_values(text: str) -> Iterator[tuple[str, str, str]]:
     """The ``key=value`` pairs of ``text`` whose value is no quantity: key, value, as written."""
+    if "=" not in text:
+        return
     for match in _PAIR.finditer(text):
         value = match.group(2).casefold().rstrip(".:")
         # a quantity (p99=4200ms) is compared by value elsewhere, not as text

@@ -332,7 +332,9 @@ def check_fractions(normal: str, evidence: Evidence) -> list[Result]:
     is not ``active=50/50, idle=0``); where it writes none, both numbers must be
     in it ("1 available replicas of 9 desired" for ``1/9``).
     """
-    results = []
+    results: list[Result] = []
+    if "/" not in normal:  # a fraction is written with one
+        return results
     writes_fractions = _FRACTION.search(evidence.search) is not None
     for match in _FRACTION.finditer(normal):
         if writes_fractions:

@@ -145,12 +145,14 @@ def check_inference(normal: str, evidence: Evidence, lex: Lexicon) -> list[Resul
     candidates, not the cause).
     """
     folded = normal.casefold()
-    hedged = evidence.says(lex.words("hedge_cues"))
+    hedged: bool | None = None  # asked of the item once a link needs it
     results = []
     for match in cue_pattern(lex.words("inference_cues")).finditer(folded):
         cue = match.group()
         if evidence.says((cue,)):
             continue
+        if hedged is None:
+            hedged = evidence.says(lex.words("hedge_cues"))
         if not hedged and _restates(folded[match.end() :], evidence, lex):
             continue
         detail = "an inference or conclusion is not an observation"
@@ -193,10 +195,11 @@ def check_pairs(normal: str, evidence: Evidence) -> list[Result]:
     ``reason=Error`` where the item says ``reason=OOMKilled``: a label or field the
     item names is contradicted, not merely missing.
     """
-    stated = evidence.pairs
+    claimed = list(key_values(normal))
+    stated = evidence.pairs if claimed else {}
     return [
         Result("pair", text, False, True, "the item states this key with another value")
-        for key, value, text in key_values(normal)
+        for key, value, text in claimed
         if stated.get(key) and value not in stated[key]
     ]
 
