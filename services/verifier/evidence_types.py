@@ -63,12 +63,18 @@ class Result:
 
 @dataclass
 class Evidence:
-    """The typed facts of the cited texts."""
+    """The typed facts of the cited texts; their numbers are typed when first asked for."""
 
     search: str
-    quantities: list[Typed] = field(default_factory=list)
     words: set[str] = field(default_factory=set)
     said: dict[tuple[str, ...], bool] = field(default_factory=dict, repr=False)
+    normals: tuple[str, ...] = ()  # the cited texts, normalized
+    lex: Lexicon | None = field(default=None, repr=False)
+
+    @cached_property
+    def quantities(self) -> list[Typed]:
+        """Every number of the cited texts, typed (a claim without numbers needs none)."""
+        return _typed_quantities(self.normals, self.lex or default_lexicon())
 
     def says(self, words: tuple[str, ...]) -> bool:
         """Whether its text writes any of ``words`` (:func:`has_any`), asked once per class."""
@@ -214,8 +220,15 @@ def default_lexicon() -> Lexicon:
 
 
 def _type_evidence(texts: Sequence[str], lex: Lexicon) -> Evidence:
-    normals = [normalize(t) for t in texts if t]
-    evidence = Evidence(search="\n".join(n.casefold() for n in normals))
+    normals = tuple(normalize(t) for t in texts if t)
+    evidence = Evidence(search="\n".join(n.casefold() for n in normals), normals=normals, lex=lex)
+    for normal in normals:
+        evidence.words.update(LATIN.findall(normal.casefold()))
+    return evidence
+
+
+def _typed_quantities(normals: Sequence[str], lex: Lexicon) -> list[Typed]:
+    typed: list[Typed] = []
     bound_keys = ("threshold", "limit", "max", "maximum", "desired", "expected", "capacity")
     for index, normal in enumerate(normals):
         tokens = read_tokens(normal, lex)
@@ -235,7 +248,7 @@ def _type_evidence(texts: Sequence[str], lex: Lexicon) -> Evidence:
                 if bound or cues.relation
                 else context_of(normal, q, quantities, position, lex, clauses=clauses)
             )
-            evidence.quantities.append(
+            typed.append(
                 Typed(
                     q,
                     readings,
@@ -248,8 +261,7 @@ def _type_evidence(texts: Sequence[str], lex: Lexicon) -> Evidence:
                     key,
                 )
             )
-        evidence.words.update(LATIN.findall(normal.casefold()))
-    return evidence
+    return typed
 
 
 def _key_before(window: str) -> str:
