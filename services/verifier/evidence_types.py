@@ -233,6 +233,8 @@ def _typed_quantities(normals: Sequence[str], lex: Lexicon) -> list[Typed]:
     for index, normal in enumerate(normals):
         tokens = read_tokens(normal, lex)
         quantities = read_quantities(normal, tokens, lex)
+        if not quantities:
+            continue
         clauses = Clauses(normal)
         for position, q in enumerate(quantities):
             key = _key_before(normal[max(0, q.start - 40) : q.start])
