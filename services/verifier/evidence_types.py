@@ -63,12 +63,18 @@ class Result:
 
 @dataclass
 class Evidence:
-    """The typed facts of the cited texts."""
+    """The typed facts of the cited texts; their numbers are typed when first asked for."""
 
     search: str
-    quantities: list[Typed] = field(default_factory=list)
     words: set[str] = field(default_factory=set)
     said: dict[tuple[str, ...], bool] = field(default_factory=dict, repr=False)
+    normals: tuple[str, ...] = ()  # the cited texts, normalized
+    lex: Lexicon | None = field(default=None, repr=False)
+
+    @cached_property
+    def quantities(self) -> list[Typed]:
+        """Every number of the cited texts, typed (a claim without numbers needs none)."""
+        return _typed_quantities(self.normals, self.lex or default_lexicon())
 
     def says(self, words: tuple[str, ...]) -> bool:
         """Whether its text writes any of ``words`` (:func:`has_any`), asked once per class."""
@@ -93,7 +99,7 @@ class Evidence:
     @cached_property
     def joined(self) -> str:
         """Its text without separators: OOM-killed as oomkilled."""
-        return re.sub(r"[-_\s]", "", self.search)
+        return SEPARATORS.sub("", self.search)
 
 
 _PAIR = re.compile(
@@ -103,6 +109,8 @@ _PAIR = re.compile(
 
 def key_values(text: str) -> Iterator[tuple[str, str, str]]:
     """The ``key=value`` pairs of ``text`` whose value is no quantity: key, value, as written."""
+    if "=" not in text:
+        return
     for match in _PAIR.finditer(text):
         value = match.group(2).casefold().rstrip(".:")
         # a quantity (p99=4200ms) is compared by value elsewhere, not as text
@@ -111,6 +119,9 @@ def key_values(text: str) -> Iterator[tuple[str, str, str]]:
 
 
 CONTEXT_WORD = re.compile(r"[a-z][a-z0-9_'-]*")
+KEYED_END = re.compile(r"[=:]\s*[\"']?$")
+SEPARATORS = re.compile(r"[-_\s]")
+_FOLLOWING_WORD = re.compile(r"\W*([a-z][a-z0-9_'-]*)(\s*[=:])?")
 
 
 def known_terms(lex: Lexicon) -> frozenset[str]:
@@ -151,9 +162,9 @@ def context_of(
         after = text[q.end : high]
     skip = _context_skip(lex)
     left = CONTEXT_WORD.findall(before.casefold())[-1:]
-    if re.search(r"[=:]\s*[\"']?$", before):  # "Query_time: 8.7s": the key is the name
+    if KEYED_END.search(before):  # "Query_time: 8.7s": the key is the name
         return frozenset(word_stem(w) for w in left if w not in skip)
-    following = re.match(r"\W*([a-z][a-z0-9_'-]*)(\s*[=:])?", after.casefold())
+    following = _FOLLOWING_WORD.match(after.casefold())
     right = [following[1]] if following and not following[2] else []  # not the next key
     return frozenset(word_stem(w) for w in (*left, *right) if w not in skip)
 
@@ -209,12 +220,21 @@ def default_lexicon() -> Lexicon:
 
 
 def _type_evidence(texts: Sequence[str], lex: Lexicon) -> Evidence:
-    normals = [normalize(t) for t in texts if t]
-    evidence = Evidence(search="\n".join(n.casefold() for n in normals))
+    normals = tuple(normalize(t) for t in texts if t)
+    evidence = Evidence(search="\n".join(n.casefold() for n in normals), normals=normals, lex=lex)
+    for normal in normals:
+        evidence.words.update(LATIN.findall(normal.casefold()))
+    return evidence
+
+
+def _typed_quantities(normals: Sequence[str], lex: Lexicon) -> list[Typed]:
+    typed: list[Typed] = []
     bound_keys = ("threshold", "limit", "max", "maximum", "desired", "expected", "capacity")
     for index, normal in enumerate(normals):
         tokens = read_tokens(normal, lex)
         quantities = read_quantities(normal, tokens, lex)
+        if not quantities:
+            continue
         clauses = Clauses(normal)
         for position, q in enumerate(quantities):
             key = _key_before(normal[max(0, q.start - 40) : q.start])
@@ -230,7 +250,7 @@ def _type_evidence(texts: Sequence[str], lex: Lexicon) -> Evidence:
                 if bound or cues.relation
                 else context_of(normal, q, quantities, position, lex, clauses=clauses)
             )
-            evidence.quantities.append(
+            typed.append(
                 Typed(
                     q,
                     readings,
@@ -243,8 +263,7 @@ def _type_evidence(texts: Sequence[str], lex: Lexicon) -> Evidence:
                     key,
                 )
             )
-        evidence.words.update(LATIN.findall(normal.casefold()))
-    return evidence
+    return typed
 
 
 def _key_before(window: str) -> str:
@@ -254,7 +273,10 @@ def _key_before(window: str) -> str:
         tail = tail[:-1].rstrip()
     if not tail.endswith(("=", ":")):  # what the pattern ends in, past spaces and a quote
         return ""
-    match = _KEY_BEFORE.search(window)
+    # the key and its quotes hold no space: a match starts in the last word before the sign
+    head = tail[:-1].rstrip()
+    start = len(head) - len(head.rsplit(None, 1)[-1]) if head else 0
+    match = _KEY_BEFORE.search(window, start)
     return match[1].casefold() if match else ""
 
 

@@ -31,6 +31,7 @@ _TOKEN = re.compile(
     rf"(?P<w>[a-z0-9_]+(?:'[a-z]+)?)|(?P<p>[,.;:!?()\[\]{{}}。、|])|(?P<c>[{_CJK}]+)"
 )
 _ISO_T = re.compile(r"(\d{4}-\d{2}-\d{2})T(\d{2}:)")
+_SPACES = re.compile(r"\s+")
 _ISO_Z = re.compile(r"(\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?)Z")
 
 
@@ -85,6 +86,7 @@ class _Compiled:
     identifiers: tuple[tuple[str, re.Pattern[str]], ...]
     negations: Negations
     binder: Binder
+    chinese: re.Pattern[str]  # a Chinese exemption (group x) or cue (group c), in lexicon order
 
 
 @lru_cache(maxsize=8)
@@ -103,13 +105,23 @@ def _compiled(rules: VerifierRules) -> _Compiled:
         identifiers=tuple((p.kind, re.compile(p.pattern)) for p in doc.identifier_patterns),
         negations=rules.negations,
         binder=binder(rules),
+        chinese=_chinese_pattern(rules.negations),
     )
+
+
+def _chinese_pattern(lexicon: Negations) -> re.Pattern[str]:
+    """What :meth:`Negations.chinese_cue` finds, at the first place in a run it finds any."""
+    cues = "|".join(re.escape(cue) for cue in lexicon.zh_cues)
+    exempt = "|".join(re.escape(e) for e in lexicon.zh_exempt)
+    return re.compile(f"(?P<x>{exempt})|(?P<c>{cues})" if exempt else f"(?P<c>{cues})")
 
 
 def normalize(text: str) -> str:
     """NFKC (full-width to ASCII, "％" to "%") with ISO timestamps written with a space."""
     text = unicodedata.normalize("NFKC", text).replace("’", "'")
-    return _ISO_Z.sub(r"\1", _ISO_T.sub(r"\1 \2", text))
+    if "T" in text:  # each pattern holds its letter: a text without it is left as it is
+        text = _ISO_T.sub(r"\1 \2", text)
+    return _ISO_Z.sub(r"\1", text) if "Z" in text else text
 
 
 @lru_cache(maxsize=16384)  # a word at a time: the vocabulary of the tools' output recurs
@@ -153,7 +165,7 @@ def _numbers(normal: str, masked: str, c: _Compiled) -> list[Number]:
         unit = match["u"]
         dimension, factor = c.units[unit] if unit else (PLAIN, 1.0)
         start, end = match.span()
-        text = re.sub(r"\s+", " ", match.group())
+        text = _SPACES.sub(" ", match.group())
         if numbers and start == floor + 1 and masked[floor] == "/":
             # the whole of a ratio is not a value of its attribute: "active=46/50" is not 50 active
             first = numbers[-1]
@@ -172,14 +184,22 @@ def _numbers(normal: str, masked: str, c: _Compiled) -> list[Number]:
 
 def _negations(search: str, c: _Compiled) -> tuple[list[Negation], frozenset[str], str]:
     # one group of each match is set: a word, a punctuation mark or a CJK run
-    tokens = [("w", w) if w else ("p", p) if p else ("c", c) for w, p, c in _TOKEN.findall(search)]
-    token_words = [token if group == "w" else "" for group, token in tokens]
+    found = _TOKEN.findall(search)
+    tokens = [("w", w) if w else ("p", p) if p else ("c", c) for w, p, c in found]
+    token_words = [w for w, _, _ in found]
     lexicon = c.negations
+    cues, suffixes = lexicon.en_cues, lexicon.en_suffixes
     negations: list[Negation] = []
     scoped: set[int] = set()
     cjk_parts: list[str] = []
     for index, (group, token) in enumerate(tokens):
-        if group == "w" and lexicon.english_cue(token_words, index):
+        if group == "p":
+            continue
+        if (
+            group == "w"
+            and (token in cues or token.endswith(suffixes))
+            and lexicon.english_cue(token_words, index)
+        ):
             scope = _scope(tokens, index + 1, c)
             scoped.update(i for i, _ in scope)
             scoped.add(index)
@@ -187,11 +207,13 @@ def _negations(search: str, c: _Compiled) -> tuple[list[Negation], frozenset[str
             negations.append(Negation(token, words[0] if words else "", words))
         elif group == "c":
             cjk_parts.append(_cjk_negations(tokens, index, c, negations))
-    plain = frozenset(
-        stem(token)
-        for index, (group, token) in enumerate(tokens)
-        if group == "w" and index not in scoped and token not in lexicon.stopwords
+    unscoped = (
+        {w for index, w in enumerate(token_words) if index not in scoped}
+        if scoped
+        else set(token_words)
     )
+    unscoped.discard("")  # the place of a mark or a CJK run
+    plain = frozenset(map(stem, unscoped.difference(lexicon.stopwords)))
     return negations, plain, "|".join(cjk_parts)
 
 
@@ -215,11 +237,17 @@ def _cjk_negations(
     kept: list[str] = []
     i = 0
     while i < len(run):
-        cue, covered = c.negations.chinese_cue(run, i)
-        if not cue:
-            kept.append(run[i : i + covered])
-            i += covered
+        match = c.chinese.search(run, i)
+        if match is None:
+            kept.append(run[i:])
+            break
+        kept.append(run[i : match.start()])
+        i = match.start()
+        if match["c"] is None:  # an exemption: no cue inside it is read
+            kept.append(match.group())
+            i = match.end()
             continue
+        cue = match["c"]
         head = run[i + len(cue) : i + len(cue) + 2]
         if not head:
             following = tokens[index + 1] if index + 1 < len(tokens) else ("", "")

@@ -17,6 +17,7 @@ from dataclasses import replace
 from services.verifier.comparisons import Compared, comparisons, relation_between
 from services.verifier.cues import Clauses, Cues, cues_of
 from services.verifier.evidence_types import (
+    KEYED_END,
     TOLERANCE,
     Evidence,
     Result,
@@ -129,7 +130,7 @@ def check_quantities(
         found = [e for e in evidence.quantities if matches(q, cues.approx, e)]
         same_place = _same_place(q, context, evidence)
         uncued = not (cues.relation or cues.bound or cues.total or cues.window or cues.approx)
-        keyed = re.search(r"[=:]\s*[\"']?$", normal[max(0, q.start - 3) : q.start]) is not None
+        keyed = KEYED_END.search(normal[max(0, q.start - 3) : q.start]) is not None
         if same_place and (uncued or keyed) and not any(e in same_place for e in found):
             # "current 10%" where the item says current=85%: the words that name a value in
             # the item name another value in the claim
@@ -331,7 +332,9 @@ def check_fractions(normal: str, evidence: Evidence) -> list[Result]:
     is not ``active=50/50, idle=0``); where it writes none, both numbers must be
     in it ("1 available replicas of 9 desired" for ``1/9``).
     """
-    results = []
+    results: list[Result] = []
+    if "/" not in normal:  # a fraction is written with one
+        return results
     writes_fractions = _FRACTION.search(evidence.search) is not None
     for match in _FRACTION.finditer(normal):
         if writes_fractions:

@@ -114,10 +114,13 @@ class Token:
     end: int
 
 
+_ISO_T = re.compile(r"(\d{4}-\d{2}-\d{2})T(\d{2}:)")
+
+
 def normalize(text: str) -> str:
     """NFKC (full-width forms to ASCII), curly quotes straightened, ISO ``T`` spaced."""
     text = unicodedata.normalize("NFKC", text).replace("’", "'")
-    return re.sub(r"(\d{4}-\d{2}-\d{2})T(\d{2}:)", r"\1 \2", text)
+    return _ISO_T.sub(r"\1 \2", text) if "T" in text else text  # the pattern holds a T
 
 
 _NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
@@ -145,11 +148,14 @@ _IDENTIFIERS: tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...] = (
         ),
         tuple("-._:/@#"),
     ),
-    ("name", re.compile(r"\b(?=[A-Za-z0-9_]*\d)(?=[A-Za-z0-9_]*[A-Za-z])[A-Za-z0-9_]{2,}\b"), ()),
-    # CamelCase and mixed-case names: HikariCP, OOMKilled, ShareLock, PostgreSQL
+    # a whole word of letters and digits, or a CamelCase or mixed-case one (HikariCP,
+    # OOMKilled, ShareLock, PostgreSQL): both match whole words, so one pass finds either
     (
         "name",
-        re.compile(r"\b(?=\w*[a-z])(?=\w*[A-Z]\w*[A-Z]|\w*[a-z][A-Z])[A-Za-z][A-Za-z0-9]+\b"),
+        re.compile(
+            r"\b(?:(?=[A-Za-z0-9_]*\d)(?=[A-Za-z0-9_]*[A-Za-z])[A-Za-z0-9_]{2,}\b"
+            r"|(?=\w*[a-z])(?=\w*[A-Z]\w*[A-Z]|\w*[a-z][A-Z])[A-Za-z][A-Za-z0-9]+\b)"
+        ),
         (),
     ),
 )

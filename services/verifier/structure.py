@@ -33,6 +33,7 @@ from services.verifier.cues import CLAUSE, cue_pattern
 from services.verifier.evidence_types import (
     CONTEXT_WORD,
     LATIN,
+    SEPARATORS,
     Evidence,
     Result,
     cue_words,
@@ -50,6 +51,10 @@ from services.verifier.quantities import (
     normalize,
     read_tokens,
 )
+
+_NAMED_AFTER = re.compile(r"[ \t]*([a-z][a-z0-9_]*)")
+_NAMED_BEFORE = re.compile(r"([a-z][a-z0-9_]*)[ \t]*(?:的)?[ \t]*$")
+_CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
 
 
 def check_tokens(
@@ -80,7 +85,7 @@ def check_tokens(
             boundary = rf"(?<![a-z0-9]){re.escape(norm)}(?![a-z0-9])"
             found = norm in evidence.search and re.search(boundary, evidence.search) is not None
         if not found and token.kind == "name":
-            found = re.sub(r"[-_\s]", "", norm) in evidence.joined or any(
+            found = SEPARATORS.sub("", norm) in evidence.joined or any(
                 alias in evidence.search for alias in (aliases or {}).get(norm, ())
             )
         detail = "written in the cited item" if found else "not written in the cited item"
@@ -100,11 +105,11 @@ def check_entities(
     skip = _entity_skip(lex)
     named: list[str] = []
     for match in cue_pattern(nouns).finditer(text):
-        following = re.match(r"[ \t]*([a-z][a-z0-9_]*)", text[match.end() :])
+        following = _NAMED_AFTER.match(text[match.end() :])
         if following and following[1] not in skip:
             named.append(following[1])
         if not match.group().isascii():  # "orders 库": a Latin word right before a Chinese noun
-            preceding = re.search(r"([a-z][a-z0-9_]*)[ \t]*(?:的)?[ \t]*$", text[: match.start()])
+            preceding = _NAMED_BEFORE.search(text[: match.start()])
             if preceding and preceding[1] not in skip:
                 named.append(preceding[1])
     known = known_terms(lex)
@@ -140,12 +145,14 @@ def check_inference(normal: str, evidence: Evidence, lex: Lexicon) -> list[Resul
     candidates, not the cause).
     """
     folded = normal.casefold()
-    hedged = evidence.says(lex.words("hedge_cues"))
+    hedged: bool | None = None  # asked of the item once a link needs it
     results = []
     for match in cue_pattern(lex.words("inference_cues")).finditer(folded):
         cue = match.group()
         if evidence.says((cue,)):
             continue
+        if hedged is None:
+            hedged = evidence.says(lex.words("hedge_cues"))
         if not hedged and _restates(folded[match.end() :], evidence, lex):
             continue
         detail = "an inference or conclusion is not an observation"
@@ -157,7 +164,7 @@ def _restates(rest: str, evidence: Evidence, lex: Lexicon) -> bool:
     """Whether a clause is nothing but words of the item (no CJK, no other word)."""
     end = CLAUSE.search(rest)
     clause = rest[: end.start()] if end else rest
-    if re.search(r"[\u4e00-\u9fff]", clause):
+    if _CJK_CHAR.search(clause):
         return False
     words = [w for w in LATIN.findall(clause) if w not in lex.stop_words]
     return bool(words) and all(w in evidence.words for w in words)
@@ -188,10 +195,11 @@ def check_pairs(normal: str, evidence: Evidence) -> list[Result]:
     ``reason=Error`` where the item says ``reason=OOMKilled``: a label or field the
     item names is contradicted, not merely missing.
     """
-    stated = evidence.pairs
+    claimed = list(key_values(normal))
+    stated = evidence.pairs if claimed else {}
     return [
         Result("pair", text, False, True, "the item states this key with another value")
-        for key, value, text in key_values(normal)
+        for key, value, text in claimed
         if stated.get(key) and value not in stated[key]
     ]
 
