@@ -40,6 +40,8 @@ def wording(item: Mapping[str, Any], lang: str, t: Mapping[str, Any]) -> str:
     }
     subject = t["subject"][lang].format(**names)
     values = {k: ("-" if v is None else v) for k, v in f.items() if k != "values"}
+    for key in ("began_before", "seen_before"):  # "38 min before the alert's onset"
+        values[key] = f", {f[key]}" if f.get(key) else ""
     direction = t["directions"].get(str(f.get("direction")))
     if direction:
         values["direction"] = direction[lang]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from services.executor.claims import templates
@@ -10,10 +11,10 @@ from services.executor.log_lines import distinct_first
 from services.executor.series_claims import SeriesRef, diagnose, wording
 from services.executor.tools.promql import catalogue
 from services.executor.tools.series_shares import add_shares
-from services.executor.tools.series_text import series_text
+from services.executor.tools.series_text import minutes_from_onset, series_text
 from services.executor.tools.units import format_quantity
 from services.verifier.structure import check_claim
-from tests.support.series_items import START, STEP, item, series_of
+from tests.support.series_items import ONSET, START, STEP, item, series_of
 
 # the series start at sample 0; the onset is sample 238; a rule window starts at sample 88
 DEPLOY = 170
@@ -106,3 +107,29 @@ def test_no_share_is_stated_above_the_limit() -> None:
     ceiling = item(lambda i: 4e9, "bytes", "heap_max")
     add_shares([used, ceiling], catalogue())
     assert "share" not in used["facts"]
+
+
+def test_a_change_is_placed_in_minutes_before_the_onset_and_the_verifier_holds_it() -> None:
+    # the level steps up at sample 200; the onset is sample 238 (19 minutes later)
+    stepped = item(lambda i: 5.0 if i < 200 else 40.0, "count", "pool_active", pool="p")
+    f = stepped["facts"]
+    assert f["began_before"] and f["began_before"].endswith("min before the alert's onset")
+    minutes = int(f["began_before"].split()[0])
+    assert 17 <= minutes <= 21
+    claim = wording(stepped, "en", templates()["series"])
+    ref = series_text(stepped)
+    assert f["began_before"] in claim and f["began_before"] in ref
+    assert all(r.found and not r.conflict for r in check_claim(claim, [ref])), claim
+    edited = check_claim(claim.replace(f"{minutes} min", f"{minutes + 30} min"), [ref])
+    assert any(r.conflict or not r.found for r in edited)
+
+
+def test_a_new_version_is_placed_in_minutes_before_the_onset() -> None:
+    new = _deployed()
+    onset = datetime.fromtimestamp(ONSET, UTC)
+    new["facts"]["first_seen"] = "2026-12-05T14:04:00Z"
+    new["facts"]["seen_before"] = minutes_from_onset(START + DEPLOY * STEP, onset)
+    assert new["facts"]["seen_before"] == "34 min before the alert's onset"
+    claim, ref = wording(new, "en", templates()["series"]), series_text(new)
+    assert "34 min before the alert's onset" in claim and "34 min before" in ref
+    assert all(r.found and not r.conflict for r in check_claim(claim, [ref])), claim

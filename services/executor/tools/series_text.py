@@ -48,7 +48,7 @@ def series_text(item: Mapping[str, Any]) -> str:
     if item["unit"] == "presence":
         parts = [f"present at {f['last_time']}"]
         if f.get("first_seen"):
-            parts.append(f"first seen {f['first_seen']}")
+            parts.append(f"first seen {f['first_seen']}{_before(f, 'seen_before')}")
         if f.get("last_seen"):
             parts.append(f"last seen {f['last_seen']}")
         return f"{head}: " + ", ".join(parts)
@@ -66,7 +66,7 @@ def series_text(item: Mapping[str, Any]) -> str:
         f"first {f['first']}, last {f['last']}, min {f['min']}, max {f['max']}, mean {f['mean']} "
         f"({f['window']} window)"
     )
-    began = [f"change began {f['change_began']}"] if f.get("change_began") else []
+    began = [f"change began {f['change_began']}{_before(f)}"] if f.get("change_began") else []
     trend = [f"{f['trend']} {f['per_minute']} in the last 30m"] if f.get("trend") else []
     if f.get("empty_in"):
         trend.append(f"full in {f['empty_in']} at that rate")
@@ -76,8 +76,22 @@ def series_text(item: Mapping[str, Any]) -> str:
         parts += [window, *began, *([onset] if onset else []), *trend]
     for key, word in (("first_seen", "first seen"), ("last_seen", "last seen")):
         if f.get(key):
-            parts.append(f"{word} {f[key]}")
+            aside = _before(f, "seen_before") if key == "first_seen" else ""
+            parts.append(f"{word} {f[key]}{aside}")
     return f"{head}: " + "; ".join(parts)
+
+
+def _before(f: Mapping[str, Any], key: str = "began_before") -> str:
+    return f", {f[key]}" if f.get(key) else ""
+
+
+def minutes_from_onset(moment: float | None, onset: datetime | None) -> str | None:
+    """``38 min before the alert's onset`` (or after it): how an SRE places a change."""
+    if moment is None or onset is None:
+        return None
+    minutes = round((onset.timestamp() - moment) / 60)
+    side = "before" if minutes >= 0 else "after"
+    return f"{abs(minutes)} min {side} the alert's onset"
 
 
 # The longest time to empty worth stating, in minutes.
@@ -127,7 +141,9 @@ def item_facts(
         "hour_before": q(facts.hour_before),
         "direction": facts.direction,
         "change_began": at(facts.change_began),
+        "began_before": minutes_from_onset(facts.change_began, onset),
         "first_seen": at(facts.first_seen),
+        "seen_before": minutes_from_onset(facts.first_seen, onset),
         "last_seen": at(facts.last_seen),
         "last_time": None,
         **_trend(facts, unit, trend, empties),
