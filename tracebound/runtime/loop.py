@@ -48,8 +48,8 @@ from tracebound.collector import tuned_collector
 from tracebound.errors import TransientError
 from tracebound.kafka import Severity, severity_of
 from tracebound.replica import ReplicaLock
+from tracebound.runtime import clients
 from tracebound.runtime.batch import (
-    MAX_RECORD_BYTES,
     CrashedOnce,
     Limits,
     Output,
@@ -78,14 +78,6 @@ log = logging.getLogger("tracebound.runtime")
 
 LAG_INTERVAL_S = 10.0
 MAX_SUSPECTS = 10_000
-
-
-def max_record_bytes(kafka: KafkaSettings) -> int:
-    """The producer's ``message.max.bytes`` (librdkafka's default unless set)."""
-    try:
-        return int(kafka.extra.get("message.max.bytes", MAX_RECORD_BYTES))
-    except ValueError:
-        return MAX_RECORD_BYTES
 
 
 class ServiceLoop:
@@ -123,7 +115,11 @@ class ServiceLoop:
         self.commit_policy = CommitPolicy.of(spec.name, self.runtime)
         self._open = Uncommitted()
         self._backoff = self.runtime.retry_backoff_initial_ms / 1000
-        self.limits = Limits(max_record_bytes(self.kafka))
+        self.limits = Limits(clients.max_record_bytes(self.kafka))
+        # the bound on one transaction's client calls (never past the transaction's)
+        runtime = self.runtime
+        calls_ms = min(runtime.transaction_call_timeout_ms, runtime.transaction_timeout_ms)
+        self._call_bound_s = calls_ms / 1000
         self.metrics.progress.stuck_after_s = self.pacing.max_poll_interval_ms / 1000
 
     # -- lifecycle -----------------------------------------------------------------
@@ -142,19 +138,9 @@ class ServiceLoop:
         return f"{self.spec.name}-{self.runtime.replica_id}"
 
     def _build_clients(self) -> None:
-        self._producer = edge.transactional_producer(
-            self.kafka, self.transactional_id, self.runtime.transaction_timeout_ms
-        )
-        self._producer.init_transactions(self.runtime.transaction_timeout_ms / 1000)
-        self._consumer = edge.consumer(
-            self.kafka,
-            self.transactional_id,
-            group=self.spec.name,
-            config={
-                **edge.member_config(self.transactional_id),
-                **self.pacing.consumer_config(),
-                **self.spec.extra_consumer_config,
-            },
+        config = {**self.pacing.consumer_config(), **self.spec.extra_consumer_config}
+        self._producer, self._consumer = clients.build(
+            self.kafka, self.transactional_id, self.spec.name, self.runtime, config
         )
         self._subscribe()
 
@@ -167,13 +153,8 @@ class ServiceLoop:
         )
 
     def _close_clients(self) -> None:
-        if self._consumer is not None:
-            try:
-                self._consumer.close()
-            except (KafkaException, RuntimeError):
-                log.warning("consumer close failed", exc_info=True)
-        self._consumer = None
-        self._producer = None
+        clients.close(self._consumer)
+        self._consumer = self._producer = None
 
     def _on_assign(self, consumer: Any, partitions: list[TopicPartition]) -> None:
         # Cooperative rebalancing: ``partitions`` are the ones added, not the whole set.
@@ -202,17 +183,7 @@ class ServiceLoop:
 
     def _connect(self) -> None:
         """Build the clients, retrying with backoff while the cluster is unreachable."""
-        backoff = self.runtime.retry_backoff_initial_ms / 1000
-        while True:
-            try:
-                self._build_clients()
-                return
-            except KafkaException as exc:
-                self._close_clients()
-                log.warning("cannot start Kafka clients (%s); retrying in %.1fs", exc, backoff)
-                if self._stop.wait(backoff):
-                    raise
-                backoff = min(backoff * 2, self.runtime.retry_backoff_max_ms / 1000)
+        clients.connect(self._build_clients, self._close_clients, self._stop, self.runtime)
 
     def run(self) -> None:
         """Process until stopped. Returns after a clean shutdown.
@@ -226,17 +197,9 @@ class ServiceLoop:
     def _run(self) -> None:
         self._connect()
         self._copartition.check(self._consumer, time.monotonic())
-        pacing = self.pacing
-        log.info(
-            "service started: %d in flight, batches of up to %d, max.poll.interval.ms %d,"
-            " commits every %g ms or %d inputs",
-            pacing.concurrency,
-            pacing.batch_size,
-            pacing.max_poll_interval_ms,
-            self.commit_policy.interval_s * 1000,
-            self.commit_policy.max_messages,
-            extra={"service": self.spec.name},
-        )
+        policy = self.commit_policy
+        started = self.pacing.summary(policy.interval_s, policy.max_messages)
+        log.info("service started: %s", started, extra={"service": self.spec.name})
         try:
             while not self._stop.is_set():
                 self.metrics.beat()
@@ -354,14 +317,6 @@ class ServiceLoop:
             self._forget_uncommitted()
 
     # -- transactions ----------------------------------------------------------------
-
-    @property
-    def _call_bound_s(self) -> float:
-        """The bound on one transaction's client calls (never past the transaction's)."""
-        return (
-            min(self.runtime.transaction_call_timeout_ms, self.runtime.transaction_timeout_ms)
-            / 1000
-        )
 
     def _commit(self, batch: Sequence[Message], outputs: list[Output]) -> bool:
         """Publish outputs and offsets atomically; False when the batch was rewound."""

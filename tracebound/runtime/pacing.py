@@ -82,6 +82,14 @@ class Pacing:
     def consumer_config(self) -> dict[str, str]:
         return {POLL_PROPERTY: str(self.max_poll_interval_ms)}
 
+    def summary(self, commit_every_s: float, commit_inputs: int) -> str:
+        """How the process paces itself, with its commit policy, as its start is logged."""
+        return (
+            f"{self.concurrency} in flight, batches of up to {self.batch_size},"
+            f" max.poll.interval.ms {self.max_poll_interval_ms},"
+            f" commits every {commit_every_s * 1000:g} ms or {commit_inputs} inputs"
+        )
+
 
 def pace(
     service: str,
