@@ -29,6 +29,9 @@ from tracebound.events import AllowedClaim
         ("order-service HikariPool-2 - Connection is not available", demo.POOL_LOG),
         ("user-service was deployed as v2.3.1 before HTTP 500", HTTP_BINDING),
         ("payment-service Redis host redis-payment-0:6380 timed out", demo.REDIS_TIMEOUT_LOG),
+        # Chinese as it is written, without spaces around numbers and names
+        ("user-service返回HTTP 500，耗时5300ms", HTTP_BINDING),
+        ("user-service的请求耗时5200ms，返回HTTP 502", HTTP_BINDING),
     ],
 )
 def test_edited_rows_never_pass(text: str, binding: dict[str, Any]) -> None:
@@ -43,6 +46,7 @@ def test_edited_rows_never_pass(text: str, binding: dict[str, Any]) -> None:
         ("user-service returned HTTP 500 on GET /api/v1/users/profile after 5.2s", HTTP_BINDING),
         ("SlowResponse is firing on user-service with p99=4.2s", demo.SLOW_ALERT),
         ("order-service HikariPool-1 reports that a connection is not available", demo.POOL_LOG),
+        ("user-service返回HTTP 500，耗时5200ms", HTTP_BINDING),
     ],
 )
 def test_the_true_rows_still_pass(text: str, binding: dict[str, Any]) -> None:
