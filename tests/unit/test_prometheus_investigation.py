@@ -197,6 +197,33 @@ def test_series_claims_pass_the_verifier_and_their_edits_do_not(lang: str) -> No
             assert any(r.conflict or not r.found for r in edited), (old, new)
 
 
+def test_a_change_states_its_ratio_and_a_wrong_ratio_does_not_pass() -> None:
+    t = templates()["series"]
+    p99 = item(lambda i: 0.229 if i < 200 else 0.542, "seconds", "latency_p99")
+    assert p99["facts"]["ratio"] == "2.4x"
+    ref = series_text(p99)
+    assert "from 229ms one hour before (2.4x)" in ref
+    for lang in ("en", "zh"):
+        claim = wording(p99, lang, t)
+        assert "2.4x" in claim
+        assert all(r.found and not r.conflict for r in check_claim(claim, [ref])), claim
+        edited = check_claim(claim.replace("2.4x", "3.4x"), [ref])
+        assert any(r.conflict or not r.found for r in edited), lang
+    for said, ok in (
+        ("2.4 times", True),
+        ("2.4-fold", True),
+        ("3 times", False),
+        ("的2.4倍", True),
+    ):
+        results = check_claim(f"p99 latency rose {said}", [ref])
+        assert all(r.found and not r.conflict for r in results) is ok, said
+    # a small change, or one from zero, states no ratio
+    assert (
+        item(lambda i: 100.0 if i < 200 else 120.0, "/s", "request_rate")["facts"]["ratio"] is None
+    )
+    assert item(lambda i: 0 if i < 200 else 4, "count", "restarts")["facts"]["ratio"] is None
+
+
 def test_a_key_stated_with_another_value_is_contradicted() -> None:
     ref = "last termination reason for container=app, reason=OOMKilled: present"
     [pair] = [r for r in check_claim("reason=Error for container=app", [ref]) if r.kind == "pair"]

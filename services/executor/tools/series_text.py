@@ -16,6 +16,7 @@ from typing import Any
 
 from services.executor.tools.series_facts import SeriesFacts, clock, hour_shows
 from services.executor.tools.units import format_quantity
+from tracebound import alert_figures as figures
 
 
 def labels_text(labels: Mapping[str, str]) -> str:
@@ -57,7 +58,7 @@ def series_text(item: Mapping[str, Any]) -> str:
     if f.get("at_onset") is not None:
         onset = f"{f['at_onset']}{of_limit(f)} at the alert's onset {f['onset']}"
         if f.get("hour_before") is not None:
-            onset += f", from {f['hour_before']} one hour before"
+            onset += f", from {f['hour_before']} one hour before{ratio_text(f)}"
     # a change that came before the last hour is told from the window first
     hour_first = hour_told(f)
     if onset and hour_first:
@@ -79,6 +80,33 @@ def series_text(item: Mapping[str, Any]) -> str:
             aside = _before(f, "seen_before") if key == "first_seen" else ""
             parts.append(f"{word} {f[key]}{aside}")
     return f"{head}: " + "; ".join(parts)
+
+
+def ratio_text(f: Mapping[str, Any]) -> str:
+    """`` (2.4x)``: the level at the onset over the level an hour before, when stated."""
+    return f" ({f['ratio']})" if f.get("ratio") else ""
+
+
+# A change smaller than this factor (either way) is not stated as a ratio.
+MIN_RATIO = 1.5
+
+
+def change_ratio(facts: SeriesFacts) -> str | None:
+    """``2.4x``: how many times the level an hour before the onset it was at the onset.
+
+    Stated only when the last hour shows the change (else the claim tells the
+    window, not the hour), both levels are positive, and the factor is at least
+    :data:`MIN_RATIO` either way; ``0.21x`` for a fall.
+    """
+    before, now = facts.hour_before, facts.at_onset
+    if before is None or now is None or before <= 0 or now <= 0:
+        return None
+    if facts.direction not in ("rose", "fell") or not hour_shows(facts.direction, before, now):
+        return None
+    factor = now / before
+    if 1 / MIN_RATIO < factor < MIN_RATIO:
+        return None
+    return f"{figures.plain(factor, 2)}x"
 
 
 def _before(f: Mapping[str, Any], key: str = "began_before") -> str:
@@ -139,6 +167,7 @@ def item_facts(
         "onset": at(onset.timestamp()) if onset else None,
         "at_onset": q(facts.at_onset),
         "hour_before": q(facts.hour_before),
+        "ratio": change_ratio(facts),
         "direction": facts.direction,
         "change_began": at(facts.change_began),
         "began_before": minutes_from_onset(facts.change_began, onset),
