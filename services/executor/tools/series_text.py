@@ -87,8 +87,10 @@ def ratio_text(f: Mapping[str, Any]) -> str:
     return f" ({f['ratio']})" if f.get("ratio") else ""
 
 
-# A change smaller than this factor (either way) is not stated as a ratio.
+# A change smaller than this factor (either way) is not stated as a ratio, nor one
+# larger than MAX_RATIO: "from 0.667ms to 2.85s" says more than "4276x".
 MIN_RATIO = 1.5
+MAX_RATIO = 100.0
 
 
 def change_ratio(facts: SeriesFacts) -> str | None:
@@ -96,7 +98,7 @@ def change_ratio(facts: SeriesFacts) -> str | None:
 
     Stated only when the last hour shows the change (else the claim tells the
     window, not the hour), both levels are positive, and the factor is at least
-    :data:`MIN_RATIO` either way; ``0.21x`` for a fall.
+    :data:`MIN_RATIO` and at most :data:`MAX_RATIO` either way; ``0.21x`` for a fall.
     """
     before, now = facts.hour_before, facts.at_onset
     if before is None or now is None or before <= 0 or now <= 0:
@@ -104,7 +106,7 @@ def change_ratio(facts: SeriesFacts) -> str | None:
     if facts.direction not in ("rose", "fell") or not hour_shows(facts.direction, before, now):
         return None
     factor = now / before
-    if 1 / MIN_RATIO < factor < MIN_RATIO:
+    if 1 / MIN_RATIO < factor < MIN_RATIO or not 1 / MAX_RATIO <= factor <= MAX_RATIO:
         return None
     return f"{figures.plain(factor, 2)}x"
 
