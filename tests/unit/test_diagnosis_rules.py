@@ -44,6 +44,15 @@ def test_more_database_calls_at_the_same_traffic_after_a_deploy_is_an_n_plus_one
     surge = item(lambda i: 90.0 if i < DEPLOY + 4 else 900.0, "/s", "request_rate")
     assert _rules([_deployed(), calls, steady])[0] == "deploy-more-db-calls"
     assert "deploy-more-db-calls" not in _rules([_deployed(), calls, surge])
+    # each call as fast as before, more of them per request: both are stated as premises
+    per_request = item(lambda i: 1.3 if i < DEPLOY + 4 else 13.0, "count", "db_calls_per_request")
+    median = item(lambda i: 0.0012, "seconds", "db_query_median")
+    [finding] = [
+        f
+        for f in evaluate(series_of([_deployed(), calls, steady, per_request, median]))
+        if f.rule.id == "deploy-more-db-calls"
+    ]
+    assert {"db_calls_per_request", "db_query_median"} <= {s.query for s in finding.premises}
 
 
 def test_a_leak_is_two_climbs_to_the_limit_and_two_oom_kills() -> None:

@@ -40,7 +40,7 @@ from tracebound.events import Alert, ToolBackend
 from tracebound.rfc3339 import parse_time
 
 TOOL_NAME = "query_prometheus"
-MAX_QUERIES = 56
+MAX_QUERIES = 64
 MAX_SERIES_PER_QUERY = 6
 MAX_SERIES = 60
 MAX_POINTS = 240
