@@ -4,9 +4,10 @@ Why worded from the item: every number and time of a series claim is one of the
 facts the tool computed and wrote into the cited ref (``series_text``), so the
 verifier finds each of them there. Which series become claims: first the
 premises of the diagnosis rules that held (:mod:`diagnosis`), then the other
-series that changed in the window, largest change first; a steady series is
-stated only when it is a premise. The cause of each rule that held is a
-labelled hypothesis naming its rule, listed before any runbook hypothesis.
+series that changed in the window, largest change first (a declared query's
+before a swept one); a steady series is stated only when it is a premise. The
+cause of each rule that held is a labelled hypothesis naming its rule, listed
+before any runbook hypothesis.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 from services.executor import diagnosis
 from services.executor.diagnosis import Series
 from services.executor.tools.promql import catalogue
+from services.executor.tools.promql_sweep import SWEEP_ID
 from services.executor.tools.series_text import hour_told, ratio_text, series_scope
 
 
@@ -127,6 +129,10 @@ def diagnose(refs: Sequence[SeriesRef], lang: str) -> Diagnosed:
         for r in refs
         if r not in ordered and (q := book.queries.get(r.series.query)) is not None and q.always
     )
-    rest = sorted((r for r in refs if _changed(r.series)), key=lambda r: -_size(r.series))
+    # a declared query's series before a swept one: the catalogue is what is known to matter
+    rest = sorted(
+        (r for r in refs if _changed(r.series)),
+        key=lambda r: (r.series.query == SWEEP_ID, -_size(r.series)),
+    )
     ordered.extend(r for r in rest if r not in ordered)
     return Diagnosed(tuple(ordered), tuple(causes), premises)

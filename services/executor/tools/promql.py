@@ -54,6 +54,26 @@ class Query(BaseModel):
     empties: bool = False
 
 
+class Sweep(BaseModel):
+    """The catalogue's ``sweep``: the service's other metrics (:mod:`promql_sweep`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    description: str = ""
+    scope: str
+    # a name is swept when one of its words (split at ``_``) is one of these; the
+    # earlier a name's first such word stands in this list, the sooner it is read
+    words: tuple[str, ...] = Field(min_length=1)
+    skip_endings: tuple[str, ...] = ()
+    # labels summed away: the scope's own and the scrape's, which tell nothing new
+    drop_labels: tuple[str, ...] = ()
+    max_names: int = Field(default=12, ge=1, le=40)
+    max_series: int = Field(default=8, ge=1, le=20)
+    # a swept series is kept when its change began this long before the onset, or after
+    lead_minutes: float = Field(default=75.0, gt=0)
+    grace_minutes: float = Field(default=2.0, ge=0)
+
+
 class Catalogue(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -62,6 +82,7 @@ class Catalogue(BaseModel):
     scopes: dict[str, tuple[str, ...]]
     sets: dict[str, tuple[str, ...]]
     queries: dict[str, Query]
+    sweep: Sweep | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> Catalogue:
@@ -83,6 +104,12 @@ class Catalogue(BaseModel):
                 for term in alternative.split(","):
                     if not _TERM.match(term.strip()):
                         raise ValueError(f"scope {name}: bad term {term!r}")
+        return self
+
+    @model_validator(mode="after")
+    def _sweep_scope(self) -> Catalogue:
+        if self.sweep is not None and self.sweep.scope not in self.scopes:
+            raise ValueError(f"sweep: unknown scope {self.sweep.scope!r}")
         return self
 
     def expand(self, names: str) -> tuple[str, ...]:

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from services.executor.tools import refs
+from services.executor.tools import promql_sweep, refs
 from services.executor.tools.base import (
     RunContext,
     ToolBackendError,
@@ -33,6 +33,7 @@ from services.executor.tools.base import (
 )
 from services.executor.tools.httpjson import get_json
 from services.executor.tools.promql import SCOPE_LABELS, Catalogue, catalogue, matchers, render
+from services.executor.tools.promql_sweep import SWEEP_ID
 from services.executor.tools.series_facts import clock, series_facts
 from services.executor.tools.series_shares import add_shares
 from services.executor.tools.series_text import item_facts, labels_text, series_text
@@ -57,6 +58,8 @@ class QueryPrometheusParams(ToolParams):
     service: str | None = Field(default=None, max_length=200)
     alert_name: str | None = Field(default=None, max_length=200)
     window_minutes: int = Field(default=120, ge=10, le=360)
+    # after the queries, read the service's other metrics that changed (promql_sweep)
+    sweep: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,7 +132,8 @@ class QueryPrometheusTool:
             "Declared PromQL range queries scoped to the alert's labels; queries: "
             f"space-separated sets ({sets}) or query ids. Each series is $.series[i] "
             "(last, min, max, mean, values at onset and an hour before, direction of "
-            "change); else $.no_evidence."
+            "change); sweep=true also reads the service's other metrics that changed near "
+            "the onset; else $.no_evidence."
         )
 
     def _range(self, promql: str, start: datetime, end: datetime, step: int) -> list[Any]:
@@ -240,7 +244,74 @@ class QueryPrometheusTool:
             promql, found = self._run_one(qid, labels, span)
             envelope["queries"].append({"id": qid, "promql": promql, "series": len(found)})
             items.extend(self._items(qid, found, span, onset, p.window_minutes))
+        if p.sweep and "not_run" not in envelope and len(items) < MAX_SERIES:
+            swept = self._sweep(
+                labels,
+                span,
+                onset,
+                window_min=p.window_minutes,
+                deadline=deadline,
+                envelope=envelope,
+            )
+            items.extend(swept[: MAX_SERIES - len(items)])
         return items[:MAX_SERIES]
+
+    def _sweep(
+        self,
+        labels: Mapping[str, str],
+        span: tuple[datetime, datetime, int],
+        onset: datetime | None,
+        *,
+        window_min: int,
+        deadline: float,
+        envelope: dict[str, Any],
+    ) -> list[dict[str, Any]]:
+        """The service's other metrics that changed near the onset (:mod:`promql_sweep`).
+
+        A failed sweep query is recorded and skipped: the declared queries' evidence
+        stands without it.
+        """
+        sweep = self._book.sweep
+        if sweep is None or onset is None:
+            return []
+        out: list[dict[str, Any]] = []
+        try:
+            selector, names = self._names(sweep.scope, labels, span[1])
+            for name in promql_sweep.candidates(names, self._book, sweep):
+                if time.monotonic() > deadline:
+                    envelope["not_run"] = [SWEEP_ID]
+                    break
+                query = promql_sweep.promql(name, selector, sweep)
+                found = self._range(query, *span)
+                envelope["queries"].append({"id": SWEEP_ID, "promql": query, "series": len(found)})
+                reading = Reading(name, SWEEP_ID, promql_sweep.unit_of(name))
+                items = _series_items(reading, found, span, onset, window_min)
+                out += [i for i in items if promql_sweep.near_onset(i, onset, sweep)]
+        except ToolBackendError as exc:
+            envelope["sweep_error"] = str(exc)
+        out.sort(key=_interest, reverse=True)
+        return out[: sweep.max_series]
+
+    def _names(self, scope: str, labels: Mapping[str, str], at: datetime) -> tuple[str, list[str]]:
+        """The first scope alternative with metrics, and their names."""
+        for alternative in self._book.scopes[scope]:
+            selector = matchers(alternative, labels)
+            if selector is None:
+                continue
+            params = {"query": promql_sweep.names_query(selector), "time": f"{at.timestamp():.3f}"}
+            body = get_json("prometheus", f"{self._url}/api/v1/query", params, self._timeout_s)
+            data = body.get("data")
+            result = data.get("result") if isinstance(data, dict) else None
+            names = [
+                str(r["metric"]["__name__"])
+                for r in (result if isinstance(result, list) else [])
+                if isinstance(r, dict)
+                and isinstance(r.get("metric"), dict)
+                and r["metric"].get("__name__")
+            ]
+            if names:
+                return selector, names
+        return "", []
 
     def _items(
         self,
@@ -250,44 +321,68 @@ class QueryPrometheusTool:
         onset: datetime | None,
         window_min: int,
     ) -> list[dict[str, Any]]:
-        query = self._book.queries[qid]
-        start, end, step = span
-        out = []
-        for series in found:
-            metric = series.get("metric") if isinstance(series.get("metric"), dict) else {}
-            points = []
-            for pair in series.get("values") or []:
-                try:
-                    points.append((float(pair[0]), float(pair[1])))
-                except (TypeError, ValueError, IndexError):
-                    continue
-            facts = series_facts(
-                points,
-                start=start.timestamp(),
-                end=end.timestamp(),
-                onset=onset.timestamp() if onset else None,
-                step=step,
-                least=query.min_change,
-            )
-            if facts is None:
+        q = self._book.queries[qid]
+        reading = Reading(q.what, qid, q.unit, least=q.min_change, trend=q.trend, empties=q.empties)
+        return _series_items(reading, found, span, onset, window_min)
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """How the series of one query are read: named, in a unit, with its facts' options."""
+
+    what: str
+    qid: str
+    unit: str
+    least: float = 0.25
+    trend: bool = False
+    empties: bool = False
+
+
+def _series_items(
+    reading: Reading,
+    found: list[Any],
+    span: tuple[datetime, datetime, int],
+    onset: datetime | None,
+    window_min: int,
+) -> list[dict[str, Any]]:
+    """Each returned series as an item with its facts, most interesting first."""
+    start, end, step = span
+    out = []
+    for series in found:
+        metric = series.get("metric") if isinstance(series.get("metric"), dict) else {}
+        points = []
+        for pair in series.get("values") or []:
+            try:
+                points.append((float(pair[0]), float(pair[1])))
+            except (TypeError, ValueError, IndexError):
                 continue
-            shown = item_facts(
-                facts, query.unit, window_min, onset, trend=query.trend, empties=query.empties
-            )
-            shown["last_time"] = clock(max(t for t, _ in points))
-            out.append(
-                {
-                    "query": qid,
-                    "what": query.what,
-                    "unit": query.unit,
-                    "labels": {
-                        str(k): str(v)[:200] for k, v in sorted(metric.items()) if k != "__name__"
-                    },
-                    "facts": shown,
-                }
-            )
-        out.sort(key=_interest, reverse=True)
-        return out[:MAX_SERIES_PER_QUERY]
+        facts = series_facts(
+            points,
+            start=start.timestamp(),
+            end=end.timestamp(),
+            onset=onset.timestamp() if onset else None,
+            step=step,
+            least=reading.least,
+        )
+        if facts is None:
+            continue
+        shown = item_facts(
+            facts, reading.unit, window_min, onset, trend=reading.trend, empties=reading.empties
+        )
+        shown["last_time"] = clock(max(t for t, _ in points))
+        out.append(
+            {
+                "query": reading.qid,
+                "what": reading.what,
+                "unit": reading.unit,
+                "labels": {
+                    str(k): str(v)[:200] for k, v in sorted(metric.items()) if k != "__name__"
+                },
+                "facts": shown,
+            }
+        )
+    out.sort(key=_interest, reverse=True)
+    return out[:MAX_SERIES_PER_QUERY]
 
 
 def _interest(item: Mapping[str, Any]) -> tuple[int, float]:

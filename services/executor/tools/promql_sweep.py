@@ -1,0 +1,109 @@
+"""The sweep: the service's own metrics that no catalogue query reads, when they changed.
+
+Why: the catalogue (:mod:`promql`) names the metrics it knows, but a service's
+own metrics (a queue's pending count, a runtime's collector, a client's retries)
+are named by whoever wrote its exporter. An SRE scrolls the service's dashboard
+for whatever jumped. The sweep does the same, bounded: it lists the metric names
+of the alert's service (one instant query, scoped like every query), keeps the
+names no catalogue query reads whose words say trouble (``rules/prometheus-queries.json``,
+``sweep``), reads each as a rate (a counter) or a level (a gauge), and keeps only
+the series whose change began near the alert's onset. Each is stated like any
+other series, named by its metric.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from services.executor.tools.promql import Catalogue, Sweep
+
+SWEEP_ID = "sweep"
+_SELECTED_NAME = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{")
+_NAME_REGEX = re.compile(r"__name__\s*=~\s*\"((?:[^\"\\]|\\.)*)\"")
+_COUNTER_ENDINGS = ("_total", "_count", "_sum")
+_UNIT_ENDINGS = (("_bytes", "bytes"), ("_seconds", "seconds"), ("_ratio", "ratio"))
+
+
+_Known = tuple[Catalogue, frozenset[str], tuple[re.Pattern[str], ...]]
+_KNOWN: dict[int, _Known] = {}
+
+
+def _known(book: Catalogue) -> _Known:
+    """The metric names the catalogue's queries select, and the name patterns they match."""
+    found = _KNOWN.get(id(book))
+    if found is not None and found[0] is book:
+        return found
+    names: set[str] = set()
+    patterns: list[re.Pattern[str]] = []
+    for query in book.queries.values():
+        names.update(_SELECTED_NAME.findall(query.promql))
+        for raw in _NAME_REGEX.findall(query.promql):
+            patterns.append(re.compile(raw.replace("\\\\", "\\")))
+    _KNOWN[id(book)] = (book, frozenset(names), tuple(patterns))
+    return _KNOWN[id(book)]
+
+
+def read_by_catalogue(name: str, book: Catalogue) -> bool:
+    """Whether a catalogue query already reads metric ``name`` (or its histogram family)."""
+    _, names, patterns = _known(book)
+    family = re.sub(r"_(bucket|count|sum)$", "", name)
+    candidates = {name, family, f"{family}_bucket", f"{family}_count", f"{family}_sum"}
+    return bool(candidates & names) or any(p.fullmatch(name) for p in patterns)
+
+
+def _rank(name: str, sweep: Sweep) -> int | None:
+    """The position of the name's most telling word in ``sweep.words``; None if it has none."""
+    words = set(name.lower().split("_"))
+    found = [i for i, w in enumerate(sweep.words) if w in words]
+    return min(found) if found else None
+
+
+def candidates(names: Iterable[str], book: Catalogue, sweep: Sweep) -> list[str]:
+    """The names worth reading, most telling first, at most ``sweep.max_names``."""
+    ranked: list[tuple[int, str]] = []
+    for name in set(names):
+        if name.endswith(sweep.skip_endings) or read_by_catalogue(name, book):
+            continue
+        rank = _rank(name, sweep)
+        if rank is not None:
+            ranked.append((rank, name))
+    return [name for _, name in sorted(ranked)[: sweep.max_names]]
+
+
+def counter(name: str) -> bool:
+    return name.endswith(_COUNTER_ENDINGS)
+
+
+def unit_of(name: str) -> str:
+    """A counter reads as a rate (``/s``); a gauge in the unit its name ends with."""
+    if counter(name):
+        return "bytes/s" if name.endswith("_bytes_total") else "/s"
+    return next((unit for ending, unit in _UNIT_ENDINGS if name.endswith(ending)), "count")
+
+
+def promql(name: str, selector: str, sweep: Sweep) -> str:
+    """The query of one swept name: a counter's rate or a gauge's level, scope labels summed."""
+    drop = ", ".join(sweep.drop_labels)
+    if counter(name):
+        return f"sum without ({drop}) (rate({name}{{{selector}}}[5m]))"
+    return f"max without ({drop}) ({name}{{{selector}}})"
+
+
+def names_query(selector: str) -> str:
+    """The instant query that lists the metric names of the scope."""
+    return f"group by (__name__) ({{{selector}}})"
+
+
+def near_onset(item: Mapping[str, Any], onset: datetime, sweep: Sweep) -> bool:
+    """The series changed (or first appeared) from ``lead_minutes`` before the onset to
+    ``grace_minutes`` after it: an anomaly long before or after the alert is not swept in."""
+    raw: Mapping[str, Any] = item["facts"].get("values") or {}
+    moment = raw.get("change_began") if item["facts"]["direction"] != "steady" else None
+    moment = moment if moment is not None else raw.get("first_seen")
+    if not isinstance(moment, int | float):
+        return False
+    at = onset.timestamp()
+    return at - sweep.lead_minutes * 60 <= moment <= at + sweep.grace_minutes * 60

@@ -1,0 +1,87 @@
+"""The sweep on a real Prometheus: a service's own metric that changed near the alert is read.
+
+Debian's Prometheus starts on a TSDB folder backfilled with ``promtool tsdb
+create-blocks-from openmetrics``: two hours of a service whose metric names no
+catalogue query knows. A call with ``sweep=true`` must read the one whose change
+began near the alert's onset, and leave out the one that rose long before it, the
+one whose name says nothing of trouble, and the one a catalogue query already reads.
+Its claim, worded from the item, passes the verifier against the item's ref text.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from services.executor.claims import templates
+from services.executor.series_claims import wording
+from services.executor.tools.base import RunContext
+from services.executor.tools.query_prometheus import QueryPrometheusParams, QueryPrometheusTool
+from services.executor.tools.series_text import series_text
+from services.verifier.structure import check_claim
+from tests.support.incident_stack import backfill
+from tests.support.prometheus import running_monitoring
+from tracebound.events import Alert, ToolBackend
+
+SERVICE, NAMESPACE = "ledger-sweep", "sweep-test"
+LABELS = f'service="{SERVICE}",namespace="{NAMESPACE}",job="ledger",instance="10.9.0.4:8080"'
+
+
+def _openmetrics(end: float) -> str:
+    """Two hours at one sample a minute, ending ``end``: four metrics of the service."""
+    minutes = range(-120, 1)
+
+    def failures(m: int) -> float:  # 0.01/s until 100 minutes before the end, then 3/s
+        return (min(m, -100) + 120) * 0.6 + max(0, m + 100) * 180
+
+    lines: list[str] = []
+    lines += ["# TYPE ledger_outbox_pending gauge"]
+    lines += [
+        f'ledger_outbox_pending{{{LABELS},topic="payments"}} {pending} {end + m * 60:.0f}'
+        for m in minutes
+        for pending in [40 if m < -20 else 4200]
+    ]
+    lines += ["# TYPE ledger_webhook_failures counter"]
+    lines += [
+        f"ledger_webhook_failures_total{{{LABELS}}} {failures(m):.1f} {end + m * 60:.0f}"
+        for m in minutes
+    ]
+    lines += ["# TYPE ledger_widgets gauge"]
+    lines += [
+        f"ledger_widgets{{{LABELS}}} {5 if m < -20 else 500} {end + m * 60:.0f}" for m in minutes
+    ]
+    lines += ["# TYPE hikaricp_connections_pending gauge"]
+    lines += [
+        f'hikaricp_connections_pending{{{LABELS},pool="HikariPool-1"}} {0 if m < -20 else 9} '
+        f"{end + m * 60:.0f}"
+        for m in minutes
+    ]
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+def test_the_sweep_reads_the_services_own_metric_that_changed_near_the_onset(
+    tmp_path: Path,
+) -> None:
+    now = datetime.now(UTC).replace(microsecond=0)
+    data = backfill(_openmetrics(now.timestamp()), tmp_path / "prometheus")
+    onset = now - timedelta(minutes=2)
+    alert = Alert(
+        status="firing",
+        labels={"alertname": "LedgerOutboxBacklog", "service": SERVICE, "namespace": NAMESPACE},
+        startsAt=onset.isoformat(),
+    )
+    with running_monitoring(tmp_path / "monitoring", "http://127.0.0.1:9/", data_dir=data) as mon:
+        tool = QueryPrometheusTool(mon.prometheus_url, 5.0, ToolBackend(name="prometheus"))
+        params = QueryPrometheusParams(queries="request_rate", service=SERVICE, sweep=True)
+        outcome = tool.run(params, RunContext(run_id="r", alerts=(alert,), requested_at=now))
+    assert outcome.success, outcome.error_message
+    swept = [i for i in outcome.output["series"] if i["query"] == "sweep"]
+    assert [i["what"] for i in swept] == ["ledger_outbox_pending"], outcome.output["queries"]
+    [item] = swept
+    assert item["labels"] == {"topic": "payments"}
+    assert item["facts"]["direction"] == "rose"
+    ref = series_text(item)
+    claim = wording(item, "en", templates()["series"])
+    assert all(r.found and not r.conflict for r in check_claim(claim, [ref])), (claim, ref)
+    ran = [q["promql"] for q in outcome.output["queries"] if q["id"] == "sweep"]
+    assert not any("hikaricp" in q or "ledger_widgets" in q for q in ran), ran

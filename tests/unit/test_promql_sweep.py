@@ -1,0 +1,86 @@
+"""The sweep: which of a service's metric names are read, how, and which series are kept."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from services.executor.tools import promql_sweep as sweep
+from services.executor.tools.base import RunContext, ToolBackendError
+from services.executor.tools.promql import catalogue
+from services.executor.tools.query_prometheus import QueryPrometheusParams, QueryPrometheusTool
+from tests.support.series_items import ONSET, item
+from tracebound.events import Alert, ToolBackend
+
+BOOK = catalogue()
+assert BOOK.sweep is not None
+SWEEP = BOOK.sweep
+
+
+def test_names_a_query_reads_or_that_say_no_trouble_are_not_swept() -> None:
+    names = [
+        "hikaricp_connections_pending",  # read by pool_pending
+        "app_feature_flag_enabled",  # matched by feature_flags' name pattern
+        "jvm_gc_pause_seconds_count",  # its histogram family is read by gc_time_ratio
+        "orders_widgets",  # no word of trouble
+        "orders_outbox_pending",
+        "orders_webhook_failures_total",
+        "orders_latency_seconds_bucket",  # a bucket is never swept
+    ]
+    assert sweep.candidates(names, BOOK, SWEEP) == [
+        "orders_webhook_failures_total",
+        "orders_outbox_pending",
+    ]
+
+
+def test_at_most_max_names_are_read_the_most_telling_first() -> None:
+    names = [f"svc_q{i}_queue_depth" for i in range(30)] + ["svc_panics_total"]
+    chosen = sweep.candidates(names, BOOK, SWEEP)
+    assert len(chosen) == SWEEP.max_names and chosen[0] == "svc_panics_total"
+
+
+def test_counters_read_as_rates_and_gauges_as_levels_in_their_unit() -> None:
+    assert sweep.unit_of("svc_retries_total") == "/s"
+    assert sweep.unit_of("svc_sent_bytes_total") == "bytes/s"
+    assert sweep.unit_of("svc_buffer_bytes") == "bytes"
+    assert sweep.unit_of("svc_wait_seconds") == "seconds"
+    assert sweep.unit_of("svc_pending") == "count"
+    rate = sweep.promql("svc_retries_total", 'service="svc"', SWEEP)
+    assert (
+        rate.startswith("sum without (instance, pod")
+        and 'rate(svc_retries_total{service="svc"}[5m])' in rate
+    )
+    assert sweep.promql("svc_pending", 'service="svc"', SWEEP).startswith("max without (")
+
+
+def test_only_a_change_near_the_onset_is_kept() -> None:
+    onset = datetime.fromtimestamp(ONSET, UTC)
+    near = item(lambda i: 10.0 if i < 200 else 900.0, "count", "sweep")
+    early = item(lambda i: 10.0 if i < 10 else 900.0, "count", "sweep")  # ~2h before
+    flat = item(lambda i: 10.0, "count", "sweep")
+    assert [sweep.near_onset(x, onset, SWEEP) for x in (near, early, flat)] == [True, False, False]
+
+
+class _Failing(QueryPrometheusTool):
+    """A Prometheus that lists names but fails every range query of the sweep."""
+
+    def _range(self, promql: str, start: datetime, end: datetime, step: int) -> list[Any]:
+        if "svc_outbox_pending" in promql:
+            raise ToolBackendError("prometheus: HTTP 422")
+        return []
+
+    def _names(self, scope: str, labels: Any, at: datetime) -> tuple[str, list[str]]:
+        return 'service="svc"', ["svc_outbox_pending"]
+
+
+def test_a_failed_sweep_query_leaves_the_declared_queries_evidence_standing() -> None:
+    tool = _Failing("http://127.0.0.1:9", 1.0, ToolBackend(name="prometheus"))
+    alert = Alert(
+        status="firing",
+        labels={"alertname": "A", "service": "svc"},
+        startsAt="2026-12-05T10:00:00Z",
+    )
+    params = QueryPrometheusParams(queries="request_rate", service="svc", sweep=True)
+    outcome = tool.run(params, RunContext(run_id="r", alerts=(alert,)))
+    assert outcome.success  # no series: a supported "no evidence", not a failed call
+    assert "HTTP 422" in outcome.output["sweep_error"]
