@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 from tracebound.settings import StackSettings
 from tracebound.stack import stack as local_stack
-from tracebound.stack.services import start_services, stop_services
 from tracebound.topology import PIPELINE_ROLES
 
 if TYPE_CHECKING:
@@ -101,7 +100,7 @@ def suite_stack() -> Iterator[StackHandle]:
     try:
         if not status.healthy:
             raise HarnessError("the local stack is not healthy: " + "; ".join(status.messages))
-        for note in stop_services(settings, paused) if paused else ():
+        for note in local_stack.pause(settings, paused) if paused else ():
             log(note)
         yield StackHandle(
             kind="local",
@@ -118,5 +117,5 @@ def suite_stack() -> Iterator[StackHandle]:
                 log("stopping the stack a suite started")
                 local_stack.down(settings)
             elif last[1]:
-                for note in start_services(settings, env, last[1]):
+                for note in local_stack.resume(settings, env, last[1]):
                     log(note)

@@ -131,6 +131,22 @@ def test_a_dead_role_is_started_again_after_its_back_off(
     assert keeper.check(2.0 + BACKOFF_S[1] + 0.1) == ["restarted composer (pid 99)"]
 
 
+def test_a_death_seen_once_does_not_skip_the_back_off_of_a_later_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # seen dead for a moment (a stop between its exit and its record's removal), then
+    # running again (started by someone else): a later death waits its own back-off
+    fake = FakeServices(tmp_path)
+    monkeypatch.setattr(keeper_module, "services", fake)
+    keeper = Keeper(StackSettings(state_dir=tmp_path / "state"), {})
+    assert keeper.check(0.0) == []
+    fake.alive["composer"] = 12
+    assert keeper.check(2.0) == []
+    fake.alive["composer"] = None
+    assert keeper.check(600.0) == []  # not at once: the old back-off is over, this one starts
+    assert fake.launched == []
+
+
 def test_a_wanted_service_that_is_not_running_is_down_with_its_reason() -> None:
     down = ServiceState(
         "composer", False, None, "c.log", None, wanted=True, crashes={"last_reason": "boom"}

@@ -126,6 +126,7 @@ class Keeper:
             if pid is not None:
                 if now - state.started > STEADY_AFTER_S:
                     state.count = 0
+                state.due = 0.0  # a death seen earlier is over: a new one waits its back-off
                 continue
             if state.due == 0.0:  # seen dead just now: note why, then wait the back-off
                 state.last_reason = crash_reason(self.folder / f"{unit}.log")

@@ -257,6 +257,19 @@ def restart(settings: StackSettings, roles: tuple[str, ...]) -> StackStatus:
     return replace(now, messages=(*messages, *now.messages), started=("services",))
 
 
+def pause(settings: StackSettings, roles: tuple[str, ...]) -> list[str]:
+    """Stop ``roles`` for a while (another harness runs its own), holding the state lock,
+    so the keeper never sees one half-stopped and starts it behind this call's back."""
+    with state_lock(StackPaths.from_settings(settings).lock_file):
+        return stop_services(settings, roles)
+
+
+def resume(settings: StackSettings, env: Mapping[str, str], roles: tuple[str, ...]) -> list[str]:
+    """Start the ``roles`` a :func:`pause` stopped, holding the state lock."""
+    with state_lock(StackPaths.from_settings(settings).lock_file):
+        return start_services(settings, env, roles)
+
+
 def down(settings: StackSettings | None = None, purge: bool = False) -> StackStatus:
     """Stop what ``up`` started; with ``purge`` also delete the Kafka and PostgreSQL data."""
     settings = settings or StackSettings()
