@@ -316,12 +316,11 @@ def build_evidence(
 def _series(acc: _Round) -> list[str]:
     """Claims in the order the claim limit keeps them; the causes of the rules that held.
 
-    The alert itself first, then the premises of the causes, then the first
-    logs (errors before warnings before the rest), the lines written when the
-    first premise began to change, what changed, the other
-    series that changed, the other logs, then what was not found. A series
-    that changed near the onset is a computed fact of the incident; a log line
-    past the first few is one sample among many.
+    The alert first, then the premises of the causes, the first logs (errors
+    before warnings before the rest), the lines written when the first premise
+    began to change, the other series that changed, the other logs, the swept
+    series, then what was not found. A series that changed near the onset is a
+    computed fact; a log line past the first few is one sample among many.
     """
     found = series_claims.diagnose(acc.series, acc.lang)
     t = acc.t["series"]
@@ -335,13 +334,15 @@ def _series(acc: _Round) -> list[str]:
     logs = [c for c in acc.claims if c not in alerts and c not in negatives and c not in onset]
     logs = log_lines.by_level(logs, acc.levels)
     near = log_lines.near_change(onset, acc.onset, logs)
+    declared = len(series) - found.swept
     acc.claims[:] = [
         *alerts,
         *series[: found.premises],
         *logs[:3],
         *near,
-        *series[found.premises :],
+        *series[found.premises : declared],
         *logs[3:],
+        *series[declared:],
         *negatives,
     ]
     return [acc.text_of(t["diagnosis"], rule=rule, cause=cause) for rule, cause in found.causes]

@@ -108,6 +108,7 @@ class Diagnosed:
     refs: tuple[SeriesRef, ...]
     causes: tuple[tuple[str, str], ...]  # (rule id, cause text)
     premises: int = 0  # how many of ``refs`` (the first) are premises of a rule that held
+    swept: int = 0  # how many of ``refs`` (the last) the sweep found
 
 
 def diagnose(refs: Sequence[SeriesRef], lang: str) -> Diagnosed:
@@ -135,4 +136,5 @@ def diagnose(refs: Sequence[SeriesRef], lang: str) -> Diagnosed:
         key=lambda r: (r.series.query == SWEEP_ID, -_size(r.series)),
     )
     ordered.extend(r for r in rest if r not in ordered)
-    return Diagnosed(tuple(ordered), tuple(causes), premises)
+    swept = sum(1 for r in ordered[premises:] if r.series.query == SWEEP_ID)
+    return Diagnosed(tuple(ordered), tuple(causes), premises, swept)

@@ -45,12 +45,15 @@ def test_counters_read_as_rates_and_gauges_as_levels_in_their_unit() -> None:
     assert sweep.unit_of("svc_buffer_bytes") == "bytes"
     assert sweep.unit_of("svc_wait_seconds") == "seconds"
     assert sweep.unit_of("svc_pending") == "count"
-    rate = sweep.promql("svc_retries_total", 'service="svc"', SWEEP)
-    assert (
-        rate.startswith("sum without (instance, pod")
-        and 'rate(svc_retries_total{service="svc"}[5m])' in rate
-    )
-    assert sweep.promql("svc_pending", 'service="svc"', SWEEP).startswith("max without (")
+    names = ["svc_retries_total", "svc_pending", "svc_batch_seconds_sum", "svc_batch_seconds_count"]
+    rate, level, mean = (sweep.read(n, names, SWEEP) for n in names[:3])
+    assert rate.render('service="svc"').startswith("sum without (instance, pod")
+    assert 'rate(svc_retries_total{service="svc"}[5m])' in rate.render('service="svc"')
+    assert level.render("x").startswith("max without (") and level.unit == "count"
+    assert (mean.what, mean.unit) == ("mean svc_batch_seconds", "seconds")
+    assert "rate(svc_batch_seconds_count{x}[5m])" in mean.render("x")
+    lone = sweep.read("svc_wait_seconds_sum", ["svc_wait_seconds_sum"], SWEEP)
+    assert (lone.what, lone.unit) == ("svc_wait_seconds_sum", "/s")
 
 
 def test_only_a_change_near_the_onset_is_kept() -> None:

@@ -14,11 +14,12 @@ other series, named by its metric.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from services.executor.tools.promql import Catalogue, Sweep
+from services.executor.tools.promql import SCOPE_WORD, Catalogue, Sweep
 
 SWEEP_ID = "sweep"
 _SELECTED_NAME = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{")
@@ -84,12 +85,32 @@ def unit_of(name: str) -> str:
     return next((unit for ending, unit in _UNIT_ENDINGS if name.endswith(ending)), "count")
 
 
-def promql(name: str, selector: str, sweep: Sweep) -> str:
-    """The query of one swept name: a counter's rate or a gauge's level, scope labels summed."""
+@dataclass(frozen=True, slots=True)
+class Read:
+    """One swept metric: what its claim names, its unit, and its PromQL with ``SCOPE``."""
+
+    what: str
+    unit: str
+    promql: str
+
+    def render(self, selector: str) -> str:
+        return self.promql.replace(SCOPE_WORD, selector)
+
+
+def read(name: str, names: Collection[str], sweep: Sweep) -> Read:
+    """A counter's rate, a gauge's level, or (the ``_sum`` of a histogram or summary with its
+    ``_count``) the mean per event; the scope and scrape labels summed away."""
     drop = ", ".join(sweep.drop_labels)
+    family = name.removesuffix("_sum")
+    if name.endswith("_sum") and f"{family}_count" in names:
+        per_event = (
+            f"sum without ({drop}) (rate({name}{{SCOPE}}[5m])) / "
+            f"sum without ({drop}) (rate({family}_count{{SCOPE}}[5m]))"
+        )
+        return Read(f"mean {family}", unit_of(family), per_event)
     if counter(name):
-        return f"sum without ({drop}) (rate({name}{{{selector}}}[5m]))"
-    return f"max without ({drop}) ({name}{{{selector}}})"
+        return Read(name, unit_of(name), f"sum without ({drop}) (rate({name}{{SCOPE}}[5m]))")
+    return Read(name, unit_of(name), f"max without ({drop}) ({name}{{SCOPE}})")
 
 
 def names_query(selector: str) -> str:

@@ -281,10 +281,11 @@ class QueryPrometheusTool:
                 if time.monotonic() > deadline:
                     envelope["not_run"] = [SWEEP_ID]
                     break
-                query = promql_sweep.promql(name, selector, sweep)
+                planned = promql_sweep.read(name, names, sweep)
+                query = planned.render(selector)
                 found = self._range(query, *span)
                 envelope["queries"].append({"id": SWEEP_ID, "promql": query, "series": len(found)})
-                reading = Reading(name, SWEEP_ID, promql_sweep.unit_of(name))
+                reading = Reading(planned.what, SWEEP_ID, planned.unit)
                 items = _series_items(reading, found, span, onset, window_min)
                 out += [i for i in items if promql_sweep.near_onset(i, onset, sweep)]
         except ToolBackendError as exc:
