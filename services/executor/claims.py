@@ -20,7 +20,9 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from services.executor import coverage, log_lines, series_claims
+from services.executor import coverage, log_lines, log_shapes, series_claims
+from services.executor.claim_parts import binding as _binding
+from services.executor.claim_parts import claim as _claim
 from services.executor.diagnosis import Series
 from services.executor.onset_logs import is_onset_search
 from services.executor.tools.refs import ALERT_REF_LABELS, alert_figures
@@ -87,17 +89,6 @@ def _item(inv: ToolInvocation, raw_path: str) -> Mapping[str, Any] | None:
         return None
     index = int(raw_path[len(array) + 3 : -1])
     return items[index] if 0 <= index < len(items) and isinstance(items[index], Mapping) else None
-
-
-def _binding(inv: ToolInvocation, raw_path: str, text: str) -> dict[str, Any]:
-    return {
-        "source_type": "tool_trace",
-        "source_id": "",
-        "tool_name": inv.tool_name,
-        "source_invocation_id": inv.source_invocation_id,
-        "raw_path": raw_path,
-        "evidence_excerpt": text,
-    }
 
 
 def _fill(template: str, values: Mapping[str, Any]) -> str:
@@ -298,7 +289,7 @@ def build_evidence(
     acc = _Round(focus, _lang(language), narrow, alerts)
     for inv in trace:
         acc.add(inv)
-    causes = _series(acc)
+    causes = _series(acc, log_shapes.stated(trace, acc.lang, focus, acc.t))
     kept = [dict(c, claim_id=f"claim-{i}") for i, c in enumerate(acc.claims, start=1)]
     kept = kept[:max_claims]
     observed = [acc.items[c["claim_text"]] for c in kept if c["claim_text"] in acc.items]
@@ -313,14 +304,13 @@ def build_evidence(
     }
 
 
-def _series(acc: _Round) -> list[str]:
+def _series(acc: _Round, shapes: list[dict[str, Any]]) -> list[str]:
     """Claims in the order the claim limit keeps them; the causes of the rules that held.
 
-    The alert first, then the premises of the causes, the first logs (errors
-    before warnings before the rest), the lines written when the first premise
-    began to change, the other series that changed, the other logs, the swept
-    series, then what was not found. A series that changed near the onset is a
-    computed fact; a log line past the first few is one sample among many.
+    The alert, the causes' premises, the first logs (errors first), the lines
+    written when the first premise began to change, the other series that
+    changed, the log shapes' counts, the other logs, the swept series, what was
+    not found. A changed series is a computed fact; a later log line one sample.
     """
     found = series_claims.diagnose(acc.series, acc.lang)
     t = acc.t["series"]
@@ -341,6 +331,7 @@ def _series(acc: _Round) -> list[str]:
         *logs[:3],
         *near,
         *series[found.premises : declared],
+        *shapes,
         *logs[3:],
         *series[declared:],
         *negatives,
@@ -388,13 +379,3 @@ def with_findings(
     )
     merged = [*causes, *(h for h in hypotheses if h not in causes)][:3]
     return {**structured, "claims": held, "hypotheses": merged}
-
-
-def _claim(claim_type: str, text: str, bindings: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "claim_id": "",
-        "claim_type": claim_type,
-        "claim_text": text,
-        "support_level": "direct",
-        "evidence_bindings": bindings,
-    }

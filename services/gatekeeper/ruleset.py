@@ -87,10 +87,16 @@ class RuleSpec(_Strict):
 
 
 class EvidenceContract(_Strict):
-    """The raw_path table of the executor contract: which array each tool returns."""
+    """The raw_path table of the executor contract: which arrays each tool returns (its
+    items first: ``logs``, then any other it cites, such as ``shapes``)."""
 
     no_evidence_path: str = Field(min_length=1)
-    tool_arrays: dict[str, str] = Field(min_length=1)
+    tool_arrays: dict[str, str | tuple[str, ...]] = Field(min_length=1)
+
+    def arrays_of(self) -> dict[str, tuple[str, ...]]:
+        """Each tool's arrays as a tuple."""
+        return {t: (a,) if isinstance(a, str) else a for t, a in self.tool_arrays.items()}
+
     negative_claim_types: tuple[str, ...] = Field(min_length=1)
 
 

@@ -43,7 +43,7 @@ class _Plan:
     forbidden: tuple[str, ...]
     string_fields: tuple[str, ...]
     no_evidence: str
-    arrays: dict[str, str]
+    arrays: dict[str, tuple[str, ...]]
     negative_types: frozenset[str]
     rules: tuple[RuleMeta, ...]
 
@@ -61,7 +61,7 @@ def _plan(rs: Ruleset) -> _Plan:
         forbidden=forbidden if RuleId.CONTRACT_FORBIDDEN_FIELDS in on else (),
         string_fields=rs.params(RuleId.CONTRACT_CLAIMS_SHAPE, ClaimsShapeParameters).string_fields,
         no_evidence=rs.contract.no_evidence_path,
-        arrays=rs.contract.tool_arrays,
+        arrays=rs.contract.arrays_of(),
         negative_types=frozenset(rs.contract.negative_claim_types),
         rules=tuple(RuleMeta(**meta) for meta in rs.metadata()),
     )
@@ -270,9 +270,9 @@ class CheckRun:
             return
         if RuleId.EVIDENCE_RAW_PATH_SHAPE in self.on:
             match = _ARRAY_ITEM.match(path)
-            array = self.plan.arrays.get(tool)
-            if match is None or array is None or match["array"] != array:
-                own = f"$.{array}[i]" if array else "no declared evidence array"
+            arrays = self.plan.arrays.get(tool, ())
+            if match is None or match["array"] not in arrays:
+                own = ", ".join(f"$.{a}[i]" for a in arrays) or "no declared evidence array"
                 message = f"raw_path {path!r} is neither an item of {tool}'s array ({own})"
                 self.fail(
                     RuleId.EVIDENCE_RAW_PATH_SHAPE, f"{message} nor {no_evidence}", claim_id, rec

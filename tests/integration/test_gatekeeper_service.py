@@ -52,7 +52,7 @@ def test_gatekeeper_service_end_to_end(stack: StackHandle) -> None:
     ok, bad = results[passing.run_id], results[failing.run_id]
     assert ok.causation_id == passing.event_id
     assert (ok.gatekeeper_result.status, ok.gatekeeper_result.severity) == ("pass", "none")
-    assert ok.gatekeeper_result.rule_set_version == "gatekeeper-rules-v2"
+    assert ok.gatekeeper_result.rule_set_version == "gatekeeper-rules-v3"
     assert ok.gatekeeper_result.checked_bindings[0].matched_text
     assert (bad.gatekeeper_result.status, bad.gatekeeper_result.severity) == ("fail", "reject")
     assert "evidence.excerpt_supported" in bad.gatekeeper_result.failed_rules

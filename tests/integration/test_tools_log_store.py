@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import datetime, timedelta
 
 import psycopg
@@ -58,6 +59,27 @@ def test_hikaricp_returns_the_order_service_pool_exhaustion(tool: QueryLogsTool)
     )
     assert len(details.evidence_refs) == len(logs)
     assert [r["timestamp"] for r in logs] == sorted(r["timestamp"] for r in logs)
+
+
+def test_shapes_count_the_matches_by_message(tool: QueryLogsTool) -> None:
+    outcome = run(tool, log_topic="application-logs", query="HikariCP", shapes=True)
+    shapes = outcome.output["shapes"]
+    logs = outcome.output["logs"]
+    assert shapes and sum(s["count"] for s in shapes) <= outcome.output["total"]
+    counts = [s["count"] for s in shapes]
+    assert counts == sorted(counts, reverse=True)
+    top = shapes[0]
+    # each run of digits is <N>: the lines of one message shape and level counted together
+    like = [
+        r
+        for r in logs
+        if re.sub(r"[0-9]+", "<N>", r["message"]) == top["message"]
+        and r["level"].upper() == top["level"]
+    ]
+    assert top["count"] == len(like) and "<N>" in top["message"]
+    assert top["first"] == min(r["timestamp"] for r in like)
+    paths = [r.raw_path for r in outcome.retrieval_details.evidence_refs]
+    assert paths[len(logs) :] == [f"$.shapes[{i}]" for i in range(len(shapes))]
 
 
 def test_inventory_service_hikaricp_is_no_evidence(tool: QueryLogsTool) -> None:

@@ -15,11 +15,14 @@ from typing import Any
 
 import pytest
 
+from services.executor import log_shapes
+from services.executor.claims import templates
 from services.executor.tools import RunContext, ToolSettings, build_tools
 from services.executor.tools.logs import QueryLogsParams
 from services.executor.tools.refs import NO_EVIDENCE_PATH, log_text
+from services.verifier.structure import check_claim
 from tests.support.victoria_logs import RunningVictoriaLogs, ensure_built, victoria_logs
-from tracebound.events import Alert
+from tracebound.events import Alert, ExecutionPlan, ToolInvocation
 
 NOW = datetime.now(UTC).replace(microsecond=0)
 ALERT = Alert(status="firing", labels={"service": "order-service", "namespace": "shop"})
@@ -160,3 +163,31 @@ def test_a_stopped_server_is_a_failed_outcome(tmp_path: Path) -> None:
     assert outcome.retrieval_details.evidence_status == "failed"
     assert outcome.retrieval_details.evidence_refs == ()
     assert (outcome.error_message or "").startswith("victorialogs:")
+
+
+def test_shapes_count_the_matches_by_message_and_their_claim_passes(
+    server: RunningVictoriaLogs,
+) -> None:
+    outcome = _run(server.url, query="order-service Connection not available", shapes=True)
+    [shape] = outcome.output["shapes"]
+    assert shape["count"] == len(HITS) and shape["level"] == "ERROR"
+    # each run of digits is <N>, so one pool error with any pool number or timeout counts once
+    assert shape["message"] == OUT_OF_POOL.replace("1", "<N>").replace("30000", "<N>")
+    first, last = ((NOW - timedelta(minutes=m)).strftime("%Y-%m-%d %H:%M:%S") for m in (50, 5))
+    assert (shape["first"], shape["last"]) == (first, last)
+    [ref] = [r for r in outcome.retrieval_details.evidence_refs if r.raw_path == "$.shapes[0]"]
+    assert ref.text.startswith(f'order-service logged 6 ERROR lines like "{shape["message"]}"')
+    inv = ToolInvocation(
+        source_invocation_id=1,
+        tool_name="query_logs",
+        input_params={},
+        output=outcome.output,
+        retrieval_details=outcome.retrieval_details,
+        duration_ms=1,
+        success=True,
+    )
+    [claim] = log_shapes.stated([inv], "en", ExecutionPlan(calls=()), templates())
+    text = claim["claim_text"]
+    assert all(r.found and not r.conflict for r in check_claim(text, [ref.text])), text
+    edited = check_claim(text.replace(" 6 ", " 9 "), [ref.text])
+    assert any(not r.found or r.conflict for r in edited)

@@ -132,7 +132,7 @@ def test_installed_wheel_works_outside_the_checkout(
         json.loads,
         _run([tracebound, "gatekeeper", "check", "evidence.json"], cwd, env).splitlines(),
     )
-    assert (result["status"], result["rule_set_version"]) == ("pass", "gatekeeper-rules-v2")
+    assert (result["status"], result["rule_set_version"]) == ("pass", "gatekeeper-rules-v3")
 
     knowledge = _run(
         [tracebound, "tool", "lookup_knowledge", "--param", "query=HikariCP connection pool",

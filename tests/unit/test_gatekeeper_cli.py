@@ -39,7 +39,7 @@ def test_single_json_object(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     out, err = capsys.readouterr()
     [result] = results(out)
     assert (result["status"], result["severity"]) == ("pass", "none")
-    assert result["rule_set_version"] == "gatekeeper-rules-v2"
+    assert result["rule_set_version"] == "gatekeeper-rules-v3"
     assert err == ""
 
 

@@ -22,7 +22,7 @@ def test_correct_evidence_passes_and_carries_the_run(scenario: demo_evidence.Sce
     assert isinstance(result, GatekeeperResult)
     gate = result.gatekeeper_result
     assert (gate.status, gate.severity) == ("pass", "none")
-    assert gate.rule_set_version == "gatekeeper-rules-v2"
+    assert gate.rule_set_version == "gatekeeper-rules-v3"
     assert result.run_id == event.run_id and result.causation_id == event.event_id
     assert result.original_query == event.request.query
     assert len(result.tool_trace_summary) == len(event.tool_trace)

@@ -217,7 +217,15 @@ def test_backfill_without_any_match_is_low_confid() -> None:
 
 
 @pytest.mark.parametrize(
-    "path", ["$.alerts[0].state", "$.alerts[*]", "$.logs[0]", "$.alerts[00]", "$['alerts'][0]"]
+    "path",
+    [
+        "$.alerts[0].state",
+        "$.alerts[*]",
+        "$.logs[0]",
+        "$.shapes[0]",
+        "$.alerts[00]",
+        "$['alerts'][0]",
+    ],
 )
 def test_raw_path_not_an_own_array_item_rejects(path: str) -> None:
     s = scenario("narrow-highcpu")

@@ -30,7 +30,7 @@ def ruleset_with(disabled: tuple[str, ...] = ()) -> Ruleset:
 
 def test_default_rules_file_declares_every_rule() -> None:
     rs = default_ruleset()
-    assert rs.version == "gatekeeper-rules-v2"
+    assert rs.version == "gatekeeper-rules-v3"
     assert set(rs.order) == set(RULE_PARAMETERS)
     meta = rs.metadata()
     assert {m["id"] for m in meta} == rs.enabled_ids

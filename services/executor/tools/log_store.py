@@ -19,7 +19,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from services.executor.tools.demo_env import LogRow, format_ts, log_rows_at, rows_hash
-from services.executor.tools.logs import LogPage, LogQuery
+from services.executor.tools.logs import MAX_SHAPES, LogPage, LogQuery, LogShape, shape_message
 from services.executor.tools.pg import Connection, SeedCheck, connect, ensure_seeded
 
 DEMO_ORIGIN = "demo"
@@ -63,6 +63,21 @@ WHERE topic = %(topic)s
   AND (%(level)s::text IS NULL OR upper(level) = %(level)s::text)
   AND ts > %(since)s AND ts <= %(until)s
 ORDER BY ts DESC, id DESC
+LIMIT %(limit)s
+"""
+
+# Each run of digits as <N>, as VictoriaLogs' collapse_nums writes it.
+_SHAPES_SQL: LiteralString = """
+SELECT regexp_replace(message, '[0-9]+', '<N>', 'g') AS shape, upper(level),
+       count(*) AS hits, min(ts), max(ts)
+FROM tb_log_record
+WHERE topic = %(topic)s
+  AND search @@ websearch_to_tsquery('simple', %(text)s)
+  AND service = ALL(%(services)s::text[])
+  AND (%(level)s::text IS NULL OR upper(level) = %(level)s::text)
+  AND ts > %(since)s AND ts <= %(until)s
+GROUP BY 1, 2
+ORDER BY hits DESC, 1
 LIMIT %(limit)s
 """
 
@@ -116,7 +131,7 @@ class PostgresLogStore:
         self._seeded = digest
         return loaded
 
-    def search(self, query: LogQuery) -> LogPage:
+    def _rows(self, sql: LiteralString, query: LogQuery, limit: int) -> list[tuple[Any, ...]]:
         since, until = query.bounds(self._now())
         params: dict[str, Any] = {
             "topic": query.topic,
@@ -125,18 +140,25 @@ class PostgresLogStore:
             "level": query.level,
             "since": since,
             "until": until,
-            "limit": query.limit,
+            "limit": limit,
         }
         with connect(self._dsn) as conn:
             self._seed_check.ready(conn, self.ensure_ready)
             try:
-                rows = conn.execute(_SEARCH_SQL, params).fetchall()
+                return conn.execute(sql, params).fetchall()
             except psycopg.errors.UndefinedTable:
                 # dropped behind our back: recreate, reload, ask again
                 conn.rollback()
                 self._seeded = None
                 self.ensure_ready(conn)
-                rows = conn.execute(_SEARCH_SQL, params).fetchall()
+                return conn.execute(sql, params).fetchall()
+
+    def shapes(self, query: LogQuery) -> list[LogShape]:
+        rows = self._rows(_SHAPES_SQL, query, MAX_SHAPES)
+        return [LogShape(shape_message(m), lv, int(n), a, b) for m, lv, n, a, b in rows]
+
+    def search(self, query: LogQuery) -> LogPage:
+        rows = self._rows(_SEARCH_SQL, query, query.limit)
         records = [
             {
                 "timestamp": format_ts(ts),

@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -28,6 +28,7 @@ from services.executor.tools.base import (
     failed_outcome,
     preview,
 )
+from services.executor.tools.demo_env import format_ts
 from tracebound.events import Alert, ToolBackend
 
 TOOL_NAME = "query_logs"
@@ -55,6 +56,8 @@ class QueryLogsParams(ToolParams):
     # change began, however long ago. Times without a zone are UTC.
     start: datetime | None = None
     end: datetime | None = None
+    # also count the matches by message shape (numbers set aside), most frequent first
+    shapes: bool = False
 
     @model_validator(mode="after")
     def _span(self) -> QueryLogsParams:
@@ -97,12 +100,51 @@ class LogPage:
     total: int
 
 
+# The most frequent message shapes a search returns, and the longest shape kept.
+MAX_SHAPES = 5
+MAX_SHAPE_CHARS = 240
+
+
+def shape_message(message: str) -> str:
+    """A shape as stated: whitespace collapsed, cut to :data:`MAX_SHAPE_CHARS` with "…"."""
+    text = " ".join(message.split())
+    return text if len(text) <= MAX_SHAPE_CHARS else text[: MAX_SHAPE_CHARS - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class LogShape:
+    """Matches of one message shape (each number as ``<N>``) and level: how many, when."""
+
+    message: str
+    level: str
+    count: int
+    first: datetime
+    last: datetime
+
+
 class LogSearch(Protocol):
     """A log backend: VictoriaLogs, Loki, the demo's PostgreSQL store, or none."""
 
     layer: str
 
     def search(self, query: LogQuery) -> LogPage: ...
+
+
+@runtime_checkable
+class LogShapes(Protocol):
+    """A backend that also counts matches by message shape (VictoriaLogs, the PostgreSQL
+    store); others (Loki) say they cannot."""
+
+    def shapes(self, query: LogQuery) -> list[LogShape]: ...
+
+
+def shape_text(service: str, shape: LogShape) -> str:
+    """``cart logged 30 WARN lines like "…" from 2026-12-06 07:08:31 to …``: a shape's ref."""
+    who = service or "the search"
+    return (
+        f'{who} logged {shape.count} {shape.level or "-"} lines like "{shape.message}" '
+        f"from {format_ts(shape.first)} to {format_ts(shape.last)}"
+    )
 
 
 class NoLogBackend:
@@ -215,10 +257,39 @@ class QueryLogsTool:
         )
         envelope.update(logs=page.records, total=page.total, message=message)
         texts = [refs.log_text(record) for record in page.records]
+        shapes = self._shapes(p, ctx, envelope) if p.shapes else []
         return ToolOutcome(
             output=envelope,
-            retrieval_details=refs.supported(refs.item_refs("logs", texts)),
+            retrieval_details=refs.supported(
+                (*refs.item_refs("logs", texts), *refs.item_refs("shapes", shapes))
+            ),
             success=True,
             retrieval_layer=layer,
             output_preview=preview(f"{message}: " + " | ".join(texts)),
         )
+
+    def _shapes(self, p: QueryLogsParams, ctx: RunContext, envelope: dict[str, Any]) -> list[str]:
+        """The shape items' ref texts; a backend that cannot count, or a failed count, is
+        noted in the envelope and the lines stand."""
+        if not isinstance(self._backend, LogShapes):
+            envelope["shapes_note"] = f"{self._backend.layer} does not count message shapes"
+            return []
+        query = to_log_query(p, ctx.alerts)
+        try:
+            found = self._backend.shapes(query)[:MAX_SHAPES]
+        except ToolBackendError as exc:
+            envelope["shapes_note"] = f"message shapes not counted: {exc}"
+            return []
+        service = query.services[0] if query.services else ""
+        envelope["shapes"] = [
+            {
+                "service": service,
+                "message": shape.message,
+                "level": shape.level,
+                "count": shape.count,
+                "first": format_ts(shape.first),
+                "last": format_ts(shape.last),
+            }
+            for shape in found
+        ]
+        return [shape_text(service, shape) for shape in found]

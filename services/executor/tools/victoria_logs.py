@@ -26,7 +26,13 @@ from typing import Any
 
 from services.executor.tools.base import ToolBackendError
 from services.executor.tools.demo_env import format_ts
-from services.executor.tools.logs import LogPage, LogQuery
+from services.executor.tools.logs import (
+    MAX_SHAPES,
+    LogPage,
+    LogQuery,
+    LogShape,
+    shape_message,
+)
 from services.executor.tools.prometheus import wall_clock
 
 QUERY_PATH = "/select/logsql/query"
@@ -95,6 +101,32 @@ def build_logsql(query: LogQuery) -> str:
 
 def build_count(query: LogQuery) -> str:
     return f"{build_filter(query)} | stats count() as total"
+
+
+def build_shapes(query: LogQuery) -> str:
+    """The matches counted by message shape: each run of digits written ``<N>``.
+
+    Not ``collapse_nums``: it also reads hex-like letters as a number ("AccessLog"
+    became "<N>ssLog"); the PostgreSQL store replaces digit runs the same way.
+    """
+    levels = ", ".join(_LEVEL_FIELDS)
+    return (
+        f'{build_filter(query)} | replace_regexp ("[0-9]+", "<N>") at _msg'
+        f" | stats by (_msg, {levels}) count() hits, min(_time) first, max(_time) last"
+        f" | sort by (hits desc) | limit {MAX_SHAPES}"
+    )
+
+
+def to_shape(row: Mapping[str, Any]) -> LogShape:
+    """One row of :func:`build_shapes`' answer."""
+    fields = {str(k): "" if v is None else str(v) for k, v in row.items()}
+    message = shape_message(fields.get("_msg", ""))
+    try:
+        count = int(fields["hits"])
+    except (KeyError, ValueError) as exc:
+        raise ToolBackendError("victorialogs: malformed shapes answer") from exc
+    first, last = parse_time(fields.get("first", "")), parse_time(fields.get("last", ""))
+    return LogShape(message, _first(fields, _LEVEL_FIELDS).upper(), count, first, last)
 
 
 def parse_time(raw: str) -> datetime:
@@ -231,3 +263,11 @@ class VictoriaLogsSearch:
             return int(rows[0]["total"]) if rows else 0
         except (KeyError, TypeError, ValueError) as exc:
             raise ToolBackendError("victorialogs: malformed count answer") from exc
+
+    def shapes(self, query: LogQuery) -> list[LogShape]:
+        if len(query.services) > 1:
+            return []
+        body = self._fetch(
+            self._url + QUERY_PATH, {"query": build_shapes(query), **self.window(query)}
+        )
+        return [to_shape(row) for row in parse_lines(body)]

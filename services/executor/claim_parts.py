@@ -1,0 +1,33 @@
+"""The two parts every executor claim is made of: a claim and the binding it cites.
+
+Why one place: the rules executor's claims (:mod:`claims`) and its log-shape
+claims (:mod:`log_shapes`) must cite evidence the same way, so the gatekeeper
+checks them the same way.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracebound.events import ToolInvocation
+
+
+def binding(inv: ToolInvocation, raw_path: str, text: str) -> dict[str, Any]:
+    return {
+        "source_type": "tool_trace",
+        "source_id": "",
+        "tool_name": inv.tool_name,
+        "source_invocation_id": inv.source_invocation_id,
+        "raw_path": raw_path,
+        "evidence_excerpt": text,
+    }
+
+
+def claim(claim_type: str, text: str, bindings: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "claim_id": "",
+        "claim_type": claim_type,
+        "claim_text": text,
+        "support_level": "direct",
+        "evidence_bindings": bindings,
+    }
