@@ -26,6 +26,7 @@ def test_names_a_query_reads_or_that_say_no_trouble_are_not_swept() -> None:
         "orders_outbox_pending",
         "orders_webhook_failures_total",
         "orders_latency_seconds_bucket",  # a bucket is never swept
+        'orders_errors_total{job="x"} or vector(1) #',  # not a metric name: never put in PromQL
     ]
     assert sweep.candidates(names, BOOK, SWEEP) == [
         "orders_webhook_failures_total",

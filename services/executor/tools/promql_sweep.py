@@ -22,6 +22,7 @@ from typing import Any
 from services.executor.tools.promql import SCOPE_WORD, Catalogue, Sweep
 
 SWEEP_ID = "sweep"
+_METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]{0,199}")
 _SELECTED_NAME = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{")
 _NAME_REGEX = re.compile(r"__name__\s*=~\s*\"((?:[^\"\\]|\\.)*)\"")
 _COUNTER_ENDINGS = ("_total", "_count", "_sum")
@@ -66,7 +67,10 @@ def candidates(names: Iterable[str], book: Catalogue, sweep: Sweep) -> list[str]
     """The names worth reading, most telling first, at most ``sweep.max_names``."""
     ranked: list[tuple[int, str]] = []
     for name in set(names):
-        if name.endswith(sweep.skip_endings) or read_by_catalogue(name, book):
+        # a name goes into PromQL: only a valid metric name (the server's answer is untrusted)
+        if not _METRIC_NAME.fullmatch(name) or name.endswith(sweep.skip_endings):
+            continue
+        if read_by_catalogue(name, book):
             continue
         rank = _rank(name, sweep)
         if rank is not None:
