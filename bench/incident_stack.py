@@ -89,7 +89,10 @@ def suite_stack() -> Iterator[StackHandle]:
     leases = _Leases(settings)
     with leases.locked():
         status = local_stack.up(settings)
-        paused = tuple(s.name for s in status.services if s.running and s.name in PIPELINE_ROLES)
+        # a role down but wanted too: the keeper would start it behind the suite's back
+        paused = tuple(
+            s.name for s in status.services if (s.running or s.wanted) and s.name in PIPELINE_ROLES
+        )
         leases.take(bool(status.started), paused)
     started = list(status.started)
     log(f"stack at {status.kafka_bootstrap}" + (f" (started {started})" if started else ""))

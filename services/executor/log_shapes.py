@@ -58,9 +58,8 @@ def stated(
             least = MIN_COUNT if level < 3 else FLOOD
             if count < least or (focus.services and service not in focus.services):
                 continue
-            shown = {
-                k: item.get(k) or "-" for k in ("service", "level", "message", "first", "last")
-            }
+            shown = {k: item.get(k) or "-" for k in ("level", "message", "first", "last")}
+            shown["service"] = service or "the search"  # as its ref says it
             wording = str(t["log_shape"][lang]).format(count=count, **shown)
             said = claim("observation", wording, [binding(inv, raw_path, text)])
             ranked.append((level, -count, said))

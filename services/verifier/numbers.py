@@ -43,8 +43,7 @@ def matches(q: Quantity, approx: bool, e: Typed) -> bool:
     if q.dimension == PLAIN:  # a number without a unit, named by its metric ("RPS 570")
         # a count or a rate may be named by its metric alone ("RPS 570"); a duration, a size
         # or a percentage is never stated without its unit: "HTTP 5200" is not 5200ms
-        # and "2.4 times" is the factor "2.4x"
-        if _same(e.quantity.raw, q.raw) and e.quantity.dimension in (PLAIN, "rate", "factor"):
+        if _same(e.quantity.raw, q.raw) and e.quantity.dimension in (PLAIN, "rate"):
             return True
         return any(d == PLAIN and _same(v, q.readings[0][1]) for d, v in e.readings)
     for dimension, value in q.readings:

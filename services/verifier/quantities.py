@@ -129,9 +129,10 @@ def normalize(text: str) -> str:
     where a CJK character meets a Latin letter or digit, and after a full-width
     comma, so its numbers and names are read as in spaced text.
     """
-    if not text.isascii():
-        text = _CJK_EDGE.sub(" ", text.replace("，", "， "))
-    text = unicodedata.normalize("NFKC", text).replace("’", "'")
+    wide = not text.isascii()
+    # a full-width comma is never a thousands separator: keep the number after it apart
+    text = unicodedata.normalize("NFKC", text.replace("，", "， ") if wide else text)
+    text = _CJK_EDGE.sub(" ", text.replace("’", "'")) if wide else text
     return _ISO_T.sub(r"\1 \2", text) if "T" in text else text  # the pattern holds a T
 
 

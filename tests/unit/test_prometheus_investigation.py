@@ -210,13 +210,18 @@ def test_a_change_states_its_ratio_and_a_wrong_ratio_does_not_pass() -> None:
         edited = check_claim(claim.replace("2.4x", "3.4x"), [ref])
         assert any(r.conflict or not r.found for r in edited), lang
     for said, ok in (
-        ("2.4 times", True),
+        ("2.4 times", False),  # "times" also counts events: only x, ×, fold and 倍 are factors
         ("2.4-fold", True),
         ("3 times", False),
         ("的2.4倍", True),
     ):
         results = check_claim(f"p99 latency rose {said}", [ref])
         assert all(r.found and not r.conflict for r in results) is ok, said
+    # a plain number is never read as the ratio: "3 restarts" is not "(3x)"
+    restarts = series_text(item(lambda i: 2 if i < 200 else 6, "count", "restarts", pod="p"))
+    assert "(3x)" in restarts
+    for said in ("The pod restarted 3 times.", "重启次数为3次", "restarts rose to 3"):
+        assert not all(r.found and not r.conflict for r in check_claim(said, [restarts])), said
     # a small change, one from zero, or a huge one states no ratio
     small = item(lambda i: 100.0 if i < 200 else 120.0, "/s", "request_rate")
     from_zero = item(lambda i: 0 if i < 200 else 4, "count", "restarts")

@@ -65,6 +65,70 @@ def test_only_a_change_near_the_onset_is_kept() -> None:
     assert [sweep.near_onset(x, onset, SWEEP) for x in (near, early, flat)] == [True, False, False]
 
 
+def test_a_family_the_catalogue_reads_by_pattern_is_not_swept_again() -> None:
+    # db_query_p99 reads any *_query_duration_seconds_bucket by a name pattern
+    names = ["orders_query_duration_seconds_sum", "orders_query_duration_seconds_count"]
+    assert sweep.candidates(names, BOOK, SWEEP) == []
+
+
+def test_a_name_holding_the_word_scope_is_put_in_as_it_is() -> None:
+    planned = sweep.read("app_SCOPE_errors_total", ["app_SCOPE_errors_total"], SWEEP)
+    assert 'rate(app_SCOPE_errors_total{service="svc"}[5m])' in planned.render('service="svc"')
+
+
+def _range_result(points: list[float], **labels: str) -> dict[str, Any]:
+    start = ONSET - 238 * 30
+    return {
+        "metric": {"__name__": "svc_queue_pending", **labels},
+        "values": [[start + i * 30, str(v)] for i, v in enumerate(points)],
+    }
+
+
+class _Prometheus(QueryPrometheusTool):
+    """A Prometheus whose answers a test sets: names, and series per swept name."""
+
+    def __init__(self, names: list[str], series: dict[str, list[dict[str, Any]]]) -> None:
+        super().__init__("http://127.0.0.1:9", 1.0, ToolBackend(name="prometheus"))
+        self.names, self.series = names, series
+
+    def _range(self, promql: str, start: datetime, end: datetime, step: int) -> list[Any]:
+        for name, found in self.series.items():
+            if f"({name}{{" in promql:
+                if not found:
+                    raise ToolBackendError(f"prometheus: HTTP 422 for {name}")
+                return found
+        return []
+
+    def _names(self, scope: str, labels: Any, at: datetime) -> tuple[str, list[str]]:
+        return 'service="svc"', self.names
+
+
+def _swept(tool: QueryPrometheusTool) -> Any:
+    alert = Alert(
+        status="firing",
+        labels={"alertname": "A", "service": "svc"},
+        startsAt=datetime.fromtimestamp(ONSET, UTC).isoformat(),
+    )
+    params = QueryPrometheusParams(queries="request_rate", service="svc", sweep=True)
+    now = datetime.fromtimestamp(ONSET + 60, UTC)
+    return tool.run(params, RunContext(run_id="r", alerts=(alert,), requested_at=now))
+
+
+def test_the_series_that_changed_near_the_onset_is_kept_however_many_changed_earlier() -> None:
+    # six series that stepped up two hours before crowd a query's six places
+    early = [_range_result([1.0] * 5 + [900.0] * 236, queue=f"q{i}") for i in range(6)]
+    near = _range_result([10.0] * 200 + [40.0] * 41, queue="orders")
+    tool = _Prometheus(
+        ["svc_queue_pending", "svc_publish_failures_total"],
+        {"svc_queue_pending": [*early, near], "svc_publish_failures_total": []},
+    )
+    outcome = _swept(tool)
+    swept = [i for i in outcome.output["series"] if i["query"] == "sweep"]
+    assert [i["labels"] for i in swept] == [{"queue": "orders"}]
+    # a failed sweep query is recorded; the other names are still read
+    assert "HTTP 422 for svc_publish_failures_total" in outcome.output["sweep_errors"][0]
+
+
 class _Failing(QueryPrometheusTool):
     """A Prometheus that lists names but fails every range query of the sweep."""
 
@@ -87,4 +151,4 @@ def test_a_failed_sweep_query_leaves_the_declared_queries_evidence_standing() ->
     params = QueryPrometheusParams(queries="request_rate", service="svc", sweep=True)
     outcome = tool.run(params, RunContext(run_id="r", alerts=(alert,)))
     assert outcome.success  # no series: a supported "no evidence", not a failed call
-    assert "HTTP 422" in outcome.output["sweep_error"]
+    assert "HTTP 422" in outcome.output["sweep_errors"][0]

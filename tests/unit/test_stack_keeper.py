@@ -12,8 +12,10 @@ import pytest
 from tracebound.runtime.progress import STUCK_AFTER_FAILURES, Progress, read_progress
 from tracebound.settings import StackSettings
 from tracebound.stack import keeper as keeper_module
+from tracebound.stack import services
 from tracebound.stack.crashes import read_crashes
 from tracebound.stack.keeper import BACKOFF_S, Keeper, crash_reason
+from tracebound.stack.service_env import EnvRecord, write_record
 from tracebound.stack.services import ServiceState
 
 
@@ -154,3 +156,16 @@ def test_a_wanted_service_that_is_not_running_is_down_with_its_reason() -> None:
     assert (down.state, down.healthy, down.problem) == ("down", False, "composer is down: boom")
     stopped = ServiceState("composer", False, None, "c.log", None)
     assert (stopped.state, stopped.healthy) == ("stopped", True)
+
+
+def test_stopping_a_role_that_is_down_forgets_it_so_the_keeper_leaves_it_stopped(
+    tmp_path: Path,
+) -> None:
+    settings = StackSettings(state_dir=tmp_path / "state")
+    folder = services.services_folder(settings)
+    folder.mkdir(parents=True)
+    write_record(folder, EnvRecord.of("verifier", 4242, {}), "verifier")
+    assert ("verifier", 1, "verifier") in services.wanted_units(settings)
+    said = services.stop_services(settings, ("verifier",))
+    assert said == ["verifier was down; no longer kept running"]
+    assert ("verifier", 1, "verifier") not in services.wanted_units(settings)

@@ -32,6 +32,7 @@ from tracebound.events import AllowedClaim
         # Chinese as it is written, without spaces around numbers and names
         ("user-service返回HTTP 500，耗时5300ms", HTTP_BINDING),
         ("user-service的请求耗时5200ms，返回HTTP 502", HTTP_BINDING),
+        ("user-service返回HTTP 500，耗时５３００ｍｓ", HTTP_BINDING),  # full-width digits
     ],
 )
 def test_edited_rows_never_pass(text: str, binding: dict[str, Any]) -> None:

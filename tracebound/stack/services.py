@@ -317,16 +317,26 @@ def restart_services(
 def stop_services(
     settings: StackSettings, roles: tuple[str, ...] = tuple(ROLE_INPUTS), keep: int = 0
 ) -> list[str]:
-    """Stop every replica of ``roles`` past the first ``keep``."""
+    """Stop every replica of ``roles`` past the first ``keep``.
+
+    A replica that is down but still wanted (the keeper would start it again) is
+    forgotten too, so a stopped role stays stopped.
+    """
     messages: list[str] = []
+    folder = services_folder(settings)
     for role in roles:
         for index in _units(settings, role):
             if index <= keep:
                 continue
             pid, notes = unit_pid(settings, role, index)
             messages += notes
+            unit = unit_name(role, index)
             if pid is not None:
                 messages.append(_stop(settings, role, pid, index))
+            elif record_path(folder, unit).exists():
+                remove_record(folder, unit)
+                crashes_path(folder, unit).unlink(missing_ok=True)
+                messages.append(f"{unit} was down; no longer kept running")
     return messages
 
 

@@ -17,9 +17,9 @@ import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
-from services.executor.tools.promql import SCOPE_WORD, Catalogue, Sweep
+from services.executor.tools.promql import Catalogue, Sweep
 
 SWEEP_ID = "sweep"
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]{0,199}")
@@ -53,7 +53,7 @@ def read_by_catalogue(name: str, book: Catalogue) -> bool:
     _, names, patterns = _known(book)
     family = re.sub(r"_(bucket|count|sum)$", "", name)
     candidates = {name, family, f"{family}_bucket", f"{family}_count", f"{family}_sum"}
-    return bool(candidates & names) or any(p.fullmatch(name) for p in patterns)
+    return bool(candidates & names) or any(p.fullmatch(c) for c in candidates for p in patterns)
 
 
 def _rank(name: str, sweep: Sweep) -> int | None:
@@ -91,14 +91,23 @@ def unit_of(name: str) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Read:
-    """One swept metric: what its claim names, its unit, and its PromQL with ``SCOPE``."""
+    """One swept metric: what its claim names, its unit, and how it is read."""
 
     what: str
     unit: str
-    promql: str
+    name: str
+    how: Literal["rate", "level", "mean"]
+    drop: str  # the labels summed away
 
     def render(self, selector: str) -> str:
-        return self.promql.replace(SCOPE_WORD, selector)
+        """Its PromQL for the scope ``selector`` (put in directly: a name may hold any word)."""
+        rate = f"sum without ({self.drop}) (rate({self.name}{{{selector}}}[5m]))"
+        if self.how == "rate":
+            return rate
+        if self.how == "level":
+            return f"max without ({self.drop}) ({self.name}{{{selector}}})"
+        count = self.name.removesuffix("_sum") + "_count"
+        return f"{rate} / sum without ({self.drop}) (rate({count}{{{selector}}}[5m]))"
 
 
 def read(name: str, names: Collection[str], sweep: Sweep) -> Read:
@@ -107,14 +116,8 @@ def read(name: str, names: Collection[str], sweep: Sweep) -> Read:
     drop = ", ".join(sweep.drop_labels)
     family = name.removesuffix("_sum")
     if name.endswith("_sum") and f"{family}_count" in names:
-        per_event = (
-            f"sum without ({drop}) (rate({name}{{SCOPE}}[5m])) / "
-            f"sum without ({drop}) (rate({family}_count{{SCOPE}}[5m]))"
-        )
-        return Read(f"mean {family}", unit_of(family), per_event)
-    if counter(name):
-        return Read(name, unit_of(name), f"sum without ({drop}) (rate({name}{{SCOPE}}[5m]))")
-    return Read(name, unit_of(name), f"max without ({drop}) ({name}{{SCOPE}})")
+        return Read(f"mean {family}", unit_of(family), name, "mean", drop)
+    return Read(name, unit_of(name), name, "rate" if counter(name) else "level", drop)
 
 
 def names_query(selector: str) -> str:

@@ -34,15 +34,14 @@ from services.executor.tools.base import (
 from services.executor.tools.httpjson import get_json
 from services.executor.tools.promql import SCOPE_LABELS, Catalogue, catalogue, matchers, render
 from services.executor.tools.promql_sweep import SWEEP_ID
-from services.executor.tools.series_facts import clock, series_facts
+from services.executor.tools.series_items import Reading, interest, series_items
 from services.executor.tools.series_shares import add_shares
-from services.executor.tools.series_text import item_facts, labels_text, series_text
+from services.executor.tools.series_text import labels_text, series_text
 from tracebound.events import Alert, ToolBackend
 from tracebound.rfc3339 import parse_time
 
 TOOL_NAME = "query_prometheus"
 MAX_QUERIES = 64
-MAX_SERIES_PER_QUERY = 6
 MAX_SERIES = 60
 MAX_POINTS = 240
 MIN_STEP_S = 15
@@ -244,7 +243,9 @@ class QueryPrometheusTool:
             promql, found = self._run_one(qid, labels, span)
             envelope["queries"].append({"id": qid, "promql": promql, "series": len(found)})
             items.extend(self._items(qid, found, span, onset, p.window_minutes))
-        if p.sweep and "not_run" not in envelope and len(items) < MAX_SERIES:
+        if p.sweep and "not_run" in envelope:
+            envelope["not_run"].append(SWEEP_ID)
+        elif p.sweep and len(items) < MAX_SERIES:
             swept = self._sweep(
                 labels,
                 span,
@@ -268,29 +269,46 @@ class QueryPrometheusTool:
     ) -> list[dict[str, Any]]:
         """The service's other metrics that changed near the onset (:mod:`promql_sweep`).
 
-        A failed sweep query is recorded and skipped: the declared queries' evidence
-        stands without it.
+        A failed sweep query is recorded (``sweep_errors``) and skipped: the other
+        names are still read, and the declared queries' evidence stands.
         """
         sweep = self._book.sweep
         if sweep is None or onset is None:
             return []
+        if time.monotonic() > deadline:
+            envelope["not_run"] = [SWEEP_ID]
+            return []
         out: list[dict[str, Any]] = []
+        errors: list[str] = []
+        selector = ""
         try:
             selector, names = self._names(sweep.scope, labels, span[1])
-            for name in promql_sweep.candidates(names, self._book, sweep):
-                if time.monotonic() > deadline:
-                    envelope["not_run"] = [SWEEP_ID]
-                    break
-                planned = promql_sweep.read(name, names, sweep)
-                query = planned.render(selector)
-                found = self._range(query, *span)
-                envelope["queries"].append({"id": SWEEP_ID, "promql": query, "series": len(found)})
-                reading = Reading(planned.what, SWEEP_ID, planned.unit)
-                items = _series_items(reading, found, span, onset, window_min)
-                out += [i for i in items if promql_sweep.near_onset(i, onset, sweep)]
         except ToolBackendError as exc:
-            envelope["sweep_error"] = str(exc)
-        out.sort(key=_interest, reverse=True)
+            names, errors = [], [str(exc)]
+        for name in promql_sweep.candidates(names, self._book, sweep):
+            if time.monotonic() > deadline:
+                envelope["not_run"] = [SWEEP_ID]
+                break
+            planned = promql_sweep.read(name, names, sweep)
+            query = planned.render(selector)
+            try:
+                found = self._range(query, *span)
+            except ToolBackendError as exc:
+                errors.append(str(exc))
+                continue
+            envelope["queries"].append({"id": SWEEP_ID, "promql": query, "series": len(found)})
+            reading = Reading(planned.what, SWEEP_ID, planned.unit)
+            out += series_items(
+                reading,
+                found,
+                span,
+                onset,
+                window_min,
+                keep=lambda item: promql_sweep.near_onset(item, onset, sweep),
+            )
+        if errors:
+            envelope["sweep_errors"] = errors[:5]
+        out.sort(key=interest, reverse=True)
         return out[: sweep.max_series]
 
     def _names(self, scope: str, labels: Mapping[str, str], at: datetime) -> tuple[str, list[str]]:
@@ -324,70 +342,4 @@ class QueryPrometheusTool:
     ) -> list[dict[str, Any]]:
         q = self._book.queries[qid]
         reading = Reading(q.what, qid, q.unit, least=q.min_change, trend=q.trend, empties=q.empties)
-        return _series_items(reading, found, span, onset, window_min)
-
-
-@dataclass(frozen=True, slots=True)
-class Reading:
-    """How the series of one query are read: named, in a unit, with its facts' options."""
-
-    what: str
-    qid: str
-    unit: str
-    least: float = 0.25
-    trend: bool = False
-    empties: bool = False
-
-
-def _series_items(
-    reading: Reading,
-    found: list[Any],
-    span: tuple[datetime, datetime, int],
-    onset: datetime | None,
-    window_min: int,
-) -> list[dict[str, Any]]:
-    """Each returned series as an item with its facts, most interesting first."""
-    start, end, step = span
-    out = []
-    for series in found:
-        metric = series.get("metric") if isinstance(series.get("metric"), dict) else {}
-        points = []
-        for pair in series.get("values") or []:
-            try:
-                points.append((float(pair[0]), float(pair[1])))
-            except (TypeError, ValueError, IndexError):
-                continue
-        facts = series_facts(
-            points,
-            start=start.timestamp(),
-            end=end.timestamp(),
-            onset=onset.timestamp() if onset else None,
-            step=step,
-            least=reading.least,
-        )
-        if facts is None:
-            continue
-        shown = item_facts(
-            facts, reading.unit, window_min, onset, trend=reading.trend, empties=reading.empties
-        )
-        shown["last_time"] = clock(max(t for t, _ in points))
-        out.append(
-            {
-                "query": reading.qid,
-                "what": reading.what,
-                "unit": reading.unit,
-                "labels": {
-                    str(k): str(v)[:200] for k, v in sorted(metric.items()) if k != "__name__"
-                },
-                "facts": shown,
-            }
-        )
-    out.sort(key=_interest, reverse=True)
-    return out[:MAX_SERIES_PER_QUERY]
-
-
-def _interest(item: Mapping[str, Any]) -> tuple[int, float]:
-    """Series that changed first, then the largest."""
-    facts = item["facts"]
-    changed = facts["direction"] != "steady" or bool(facts.get("first_seen"))
-    return (1 if changed else 0, abs(facts["values"]["last"]))
+        return series_items(reading, found, span, onset, window_min)
