@@ -317,11 +317,8 @@ def restart_services(
 def stop_services(
     settings: StackSettings, roles: tuple[str, ...] = tuple(ROLE_INPUTS), keep: int = 0
 ) -> list[str]:
-    """Stop every replica of ``roles`` past the first ``keep``.
-
-    A replica that is down but still wanted (the keeper would start it again) is
-    forgotten too, so a stopped role stays stopped.
-    """
+    """Stop every replica of ``roles`` past the first ``keep``; forget one that is down but
+    wanted (the keeper would start it again), so a stopped role stays stopped."""
     messages: list[str] = []
     folder = services_folder(settings)
     for role in roles:
