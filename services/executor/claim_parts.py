@@ -1,4 +1,4 @@
-"""The two parts every executor claim is made of: a claim and the binding it cites.
+"""The parts every executor claim is made of: a claim, the binding it cites, its item.
 
 Why one place: the rules executor's claims (:mod:`claims`) and its log-shape
 claims (:mod:`log_shapes`) must cite evidence the same way, so the gatekeeper
@@ -7,9 +7,20 @@ checks them the same way.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from tracebound.events import ToolInvocation
+
+
+def item_at(inv: ToolInvocation, array: str, raw_path: str) -> Mapping[str, Any] | None:
+    """The item ``$.<array>[i]`` of the invocation's output, if it is there."""
+    output = inv.output if isinstance(inv.output, Mapping) else {}
+    items = output.get(array)
+    if not isinstance(items, list) or not raw_path.startswith(f"$.{array}["):
+        return None
+    index = int(raw_path[len(array) + 3 : -1])
+    return items[index] if 0 <= index < len(items) and isinstance(items[index], Mapping) else None
 
 
 def binding(inv: ToolInvocation, raw_path: str, text: str) -> dict[str, Any]:

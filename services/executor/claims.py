@@ -23,6 +23,7 @@ from typing import Any
 from services.executor import coverage, log_lines, log_shapes, series_claims
 from services.executor.claim_parts import binding as _binding
 from services.executor.claim_parts import claim as _claim
+from services.executor.claim_parts import item_at
 from services.executor.diagnosis import Series
 from services.executor.onset_logs import is_onset_search
 from services.executor.tools.refs import ALERT_REF_LABELS, alert_figures
@@ -81,14 +82,7 @@ def _lang(language: str) -> str:
 
 def _item(inv: ToolInvocation, raw_path: str) -> Mapping[str, Any] | None:
     array = _ARRAYS.get(inv.tool_name)
-    output = inv.output if isinstance(inv.output, Mapping) else {}
-    if array is None:
-        return None
-    items = output.get(array)
-    if not isinstance(items, list) or not raw_path.startswith(f"$.{array}["):
-        return None
-    index = int(raw_path[len(array) + 3 : -1])
-    return items[index] if 0 <= index < len(items) and isinstance(items[index], Mapping) else None
+    return None if array is None else item_at(inv, array, raw_path)
 
 
 def _fill(template: str, values: Mapping[str, Any]) -> str:

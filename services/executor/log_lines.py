@@ -16,7 +16,7 @@ from typing import Any
 
 # lines of the search around the first change that an answer keeps
 ONSET_LINES = 2
-_LEVEL_ORDER = {"CRITICAL": 0, "FATAL": 0, "ERROR": 1, "WARN": 2, "WARNING": 2}
+LEVEL_ORDER = {"CRITICAL": 0, "FATAL": 0, "ERROR": 1, "WARN": 2, "WARNING": 2}
 _VARYING = re.compile(r"[0-9a-fA-F]*[0-9][0-9a-fA-F]*")
 
 Claim = dict[str, Any]
@@ -45,7 +45,7 @@ def distinct_first(logs: list[Claim]) -> list[Claim]:
 def by_level(logs: list[Claim], levels: Mapping[str, str]) -> list[Claim]:
     """Errors, then warnings, then the rest; each shape once before its repeats."""
     return distinct_first(
-        sorted(logs, key=lambda c: _LEVEL_ORDER.get(levels.get(c["claim_text"], ""), 3))
+        sorted(logs, key=lambda c: LEVEL_ORDER.get(levels.get(c["claim_text"], ""), 3))
     )
 
 

@@ -18,31 +18,24 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from services.executor.claim_parts import binding, claim
+from services.executor.claim_parts import binding, claim, item_at
+from services.executor.log_lines import LEVEL_ORDER
+from services.executor.tools.logs import shape_subject
 from tracebound.events import ExecutionPlan, ToolInvocation
 
 ARRAY = "shapes"
 STATED = 2
 MIN_COUNT = 5
 FLOOD = 100
-_LEVEL_ORDER = {"CRITICAL": 0, "FATAL": 0, "ERROR": 1, "WARN": 2, "WARNING": 2}
 
 
 def _items(inv: ToolInvocation) -> list[tuple[str, str, Mapping[str, Any]]]:
     """``(raw_path, ref text, item)`` of each shape the invocation's refs cite."""
-    output = inv.output if isinstance(inv.output, Mapping) else {}
-    shapes = output.get(ARRAY)
     details = inv.retrieval_details
-    if inv.tool_name != "query_logs" or not isinstance(shapes, list) or details is None:
+    if inv.tool_name != "query_logs" or details is None:
         return []
-    found = []
-    for ref in details.evidence_refs:
-        if not ref.raw_path.startswith(f"$.{ARRAY}["):
-            continue
-        index = int(ref.raw_path[len(ARRAY) + 3 : -1])
-        if 0 <= index < len(shapes) and isinstance(shapes[index], Mapping):
-            found.append((ref.raw_path, ref.text, shapes[index]))
-    return found
+    found = ((r, item_at(inv, ARRAY, r.raw_path)) for r in details.evidence_refs)
+    return [(ref.raw_path, ref.text, item) for ref, item in found if item is not None]
 
 
 def stated(
@@ -54,18 +47,17 @@ def stated(
         for raw_path, text, item in _items(inv) if inv.success else ():
             count = int(item.get("count") or 0)
             service = str(item.get("service") or "")
-            level = _LEVEL_ORDER.get(str(item.get("level")), 3)
+            level = LEVEL_ORDER.get(str(item.get("level")), 3)
             least = MIN_COUNT if level < 3 else FLOOD
             if count < least or (focus.services and service not in focus.services):
                 continue
             shown = {k: item.get(k) or "-" for k in ("level", "message", "first", "last")}
-            shown["service"] = service or "the search"  # as its ref says it
+            shown["service"] = shape_subject(service)  # as its ref says it
             wording = str(t["log_shape"][lang]).format(count=count, **shown)
             said = claim("observation", wording, [binding(inv, raw_path, text)])
             ranked.append((level, -count, said))
     ranked.sort(key=lambda r: (r[0], r[1]))
-    out: list[dict[str, Any]] = []
+    unique: dict[str, dict[str, Any]] = {}  # the same claim from two searches is said once
     for _, _, said in ranked:
-        if said["claim_text"] not in {c["claim_text"] for c in out}:
-            out.append(said)
-    return out[:STATED]
+        unique.setdefault(said["claim_text"], said)
+    return list(unique.values())[:STATED]

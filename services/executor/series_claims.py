@@ -21,7 +21,7 @@ from services.executor import diagnosis
 from services.executor.diagnosis import Series
 from services.executor.tools.promql import catalogue
 from services.executor.tools.promql_sweep import SWEEP_ID
-from services.executor.tools.series_text import hour_told, ratio_text, series_scope
+from services.executor.tools.series_text import hour_told, series_scope
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,8 +49,7 @@ def wording(item: Mapping[str, Any], lang: str, t: Mapping[str, Any]) -> str:
         values["direction"] = direction[lang]
     values["began"] = t["began"][lang].format(**values) if f.get("change_began") else ""
     values["trend"] = _trend(f, lang, t)
-    values["ratio"] = ratio_text(f)
-    values["ratio_zh"] = f"，{f['ratio']}" if f.get("ratio") else ""
+    values["ratio"] = t["ratio"][lang].format(ratio=f["ratio"]) if f.get("ratio") else ""
     shared = {k: f.get(k) for k in ("limit", "limit_what", "share")}
     values["of_limit"] = str(t["of_limit"][lang]).format(**shared) if f.get("share") else ""
     if item.get("unit") == "presence":

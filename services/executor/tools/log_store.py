@@ -54,32 +54,29 @@ LOG_DDL: tuple[LiteralString, ...] = (
     "CREATE INDEX IF NOT EXISTS tb_log_record_topic_ts_idx ON tb_log_record (topic, ts)",
 )
 
-_SEARCH_SQL: LiteralString = """
-SELECT ts, level, service, instance, message, metrics, count(*) OVER () AS total
+# What a search matches: its topic, words, services, level and window.
+_MATCH: LiteralString = """
 FROM tb_log_record
 WHERE topic = %(topic)s
   AND search @@ websearch_to_tsquery('simple', %(text)s)
   AND service = ALL(%(services)s::text[])
   AND (%(level)s::text IS NULL OR upper(level) = %(level)s::text)
   AND ts > %(since)s AND ts <= %(until)s
-ORDER BY ts DESC, id DESC
-LIMIT %(limit)s
 """
 
-# Each run of digits as <N>, as VictoriaLogs' collapse_nums writes it.
-_SHAPES_SQL: LiteralString = """
-SELECT regexp_replace(message, '[0-9]+', '<N>', 'g') AS shape, upper(level),
-       count(*) AS hits, min(ts), max(ts)
-FROM tb_log_record
-WHERE topic = %(topic)s
-  AND search @@ websearch_to_tsquery('simple', %(text)s)
-  AND service = ALL(%(services)s::text[])
-  AND (%(level)s::text IS NULL OR upper(level) = %(level)s::text)
-  AND ts > %(since)s AND ts <= %(until)s
-GROUP BY 1, 2
-ORDER BY hits DESC, 1
-LIMIT %(limit)s
-"""
+_SEARCH_SQL: LiteralString = (
+    "SELECT ts, level, service, instance, message, metrics, count(*) OVER () AS total"
+    + _MATCH
+    + "ORDER BY ts DESC, id DESC LIMIT %(limit)s"
+)
+
+# Each run of digits as <N>, as the VictoriaLogs backend writes it (replace_regexp).
+_SHAPES_SQL: LiteralString = (
+    "SELECT regexp_replace(message, '[0-9]+', '<N>', 'g') AS shape, upper(level),"
+    " count(*) AS hits, min(ts), max(ts)"
+    + _MATCH
+    + "GROUP BY 1, 2 ORDER BY hits DESC, 1 LIMIT %(limit)s"
+)
 
 _INSERT_SQL: LiteralString = """
 INSERT INTO tb_log_record (origin, topic, ts, level, service, instance, message, metrics)

@@ -138,11 +138,16 @@ class LogShapes(Protocol):
     def shapes(self, query: LogQuery) -> list[LogShape]: ...
 
 
+def shape_subject(service: str) -> str:
+    """Who logged a shape's lines, as its ref and its claim name them."""
+    return service or "the search"
+
+
 def shape_text(service: str, shape: LogShape) -> str:
     """``cart logged 30 WARN lines like "…" from 2026-12-06 07:08:31 to …``: a shape's ref."""
-    who = service or "the search"
+    lines = f'{shape.count} {shape.level or "-"} lines like "{shape.message}"'
     return (
-        f'{who} logged {shape.count} {shape.level or "-"} lines like "{shape.message}" '
+        f"{shape_subject(service)} logged {lines} "
         f"from {format_ts(shape.first)} to {format_ts(shape.last)}"
     )
 
@@ -237,7 +242,8 @@ class QueryLogsTool:
             "message": "",
         }
         try:
-            page = self._backend.search(to_log_query(p, ctx.alerts))
+            query = to_log_query(p, ctx.alerts)
+            page = self._backend.search(query)
         except ToolBackendError as exc:
             return failed_outcome(envelope, str(exc), self._backend.layer)
         layer = self._backend.layer
@@ -257,7 +263,7 @@ class QueryLogsTool:
         )
         envelope.update(logs=page.records, total=page.total, message=message)
         texts = [refs.log_text(record) for record in page.records]
-        shapes = self._shapes(p, ctx, envelope) if p.shapes else []
+        shapes = self._shapes(query, envelope) if p.shapes else []
         return ToolOutcome(
             output=envelope,
             retrieval_details=refs.supported(
@@ -268,13 +274,12 @@ class QueryLogsTool:
             output_preview=preview(f"{message}: " + " | ".join(texts)),
         )
 
-    def _shapes(self, p: QueryLogsParams, ctx: RunContext, envelope: dict[str, Any]) -> list[str]:
+    def _shapes(self, query: LogQuery, envelope: dict[str, Any]) -> list[str]:
         """The shape items' ref texts; a backend that cannot count, or a failed count, is
         noted in the envelope and the lines stand."""
         if not isinstance(self._backend, LogShapes):
             envelope["shapes_note"] = f"{self._backend.layer} does not count message shapes"
             return []
-        query = to_log_query(p, ctx.alerts)
         try:
             found = self._backend.shapes(query)[:MAX_SHAPES]
         except ToolBackendError as exc:

@@ -135,6 +135,15 @@ class QueryPrometheusTool:
             "the onset; else $.no_evidence."
         )
 
+    def _result(self, api: str, params: dict[str, str]) -> list[dict[str, Any]]:
+        """``data.result`` of ``/api/v1/<api>`` (``query`` or ``query_range``)."""
+        body = get_json("prometheus", f"{self._url}/api/v1/{api}", params, self._timeout_s)
+        data = body.get("data")
+        result = data.get("result") if isinstance(data, dict) else None
+        if not isinstance(result, list):
+            raise ToolBackendError(f"prometheus: {api} response has no data.result list")
+        return [r for r in result if isinstance(r, dict)]
+
     def _range(self, promql: str, start: datetime, end: datetime, step: int) -> list[Any]:
         params = {
             "query": promql,
@@ -142,12 +151,7 @@ class QueryPrometheusTool:
             "end": f"{end.timestamp():.3f}",
             "step": str(step),
         }
-        body = get_json("prometheus", f"{self._url}/api/v1/query_range", params, self._timeout_s)
-        data = body.get("data")
-        result = data.get("result") if isinstance(data, dict) else None
-        if not isinstance(result, list):
-            raise ToolBackendError("prometheus: query_range response has no data.result list")
-        return [r for r in result if isinstance(r, dict)]
+        return self._result("query_range", params)
 
     def _run_one(
         self, qid: str, labels: Mapping[str, str], span: tuple[datetime, datetime, int]
@@ -318,15 +322,10 @@ class QueryPrometheusTool:
             if selector is None:
                 continue
             params = {"query": promql_sweep.names_query(selector), "time": f"{at.timestamp():.3f}"}
-            body = get_json("prometheus", f"{self._url}/api/v1/query", params, self._timeout_s)
-            data = body.get("data")
-            result = data.get("result") if isinstance(data, dict) else None
             names = [
                 str(r["metric"]["__name__"])
-                for r in (result if isinstance(result, list) else [])
-                if isinstance(r, dict)
-                and isinstance(r.get("metric"), dict)
-                and r["metric"].get("__name__")
+                for r in self._result("query", params)
+                if isinstance(r.get("metric"), dict) and r["metric"].get("__name__")
             ]
             if names:
                 return selector, names
