@@ -16,12 +16,13 @@ premise, and another service's series never reach this run (queries are scoped).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from services.executor.tools.series_shares import level_now, same_group
 from tracebound import resources
@@ -39,6 +40,8 @@ class Premise(BaseModel):
         "present", "rose", "fell", "steady", "increased", "appeared", "reaches", "peaks", "below"
     ]
     labels: dict[str, str] = Field(default_factory=dict)
+    # a regular expression searched in what the series is (a swept series: its metric name)
+    name: str | None = None
     of: str | None = None
     share: float = Field(default=1.0, gt=0, le=10)
     # ``increased``: by at least this much (two restarts: memory climbed back twice)
@@ -49,6 +52,13 @@ class Premise(BaseModel):
     # no more than ``within_minutes`` later: the order of cause and effect
     after: tuple[str, ...] = ()
     within_minutes: float = Field(default=30.0, gt=0)
+
+    @field_validator("name")
+    @classmethod
+    def _pattern(cls, v: str | None) -> str | None:
+        if v is not None:
+            re.compile(v)
+        return v
 
 
 class Rule(BaseModel):
@@ -188,8 +198,16 @@ def _follows(p: Premise, s: Series, held: Sequence[Series]) -> bool:
     )
 
 
-def _holds(p: Premise, s: Series, series: Sequence[Series], book: Rulebook) -> bool:
+def _selects(p: Premise, s: Series) -> bool:
+    """``s`` is of the premise's query, with its labels and (when given) its name."""
     if s.query != p.query or any(s.labels.get(k) != v for k, v in p.labels.items()):
+        return False
+    what = str(s.item.get("what") or "")
+    return p.name is None or re.search(p.name, what, re.IGNORECASE) is not None
+
+
+def _holds(p: Premise, s: Series, series: Sequence[Series], book: Rulebook) -> bool:
+    if not _selects(p, s):
         return False
     if p.test == "present":
         return True

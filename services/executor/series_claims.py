@@ -68,10 +68,14 @@ _SLOT_CHARS = 60
 
 
 def _filled(cause: str, premises: Sequence[Series]) -> str:
-    """``{label|otherwise}`` in a cause: the label's value on the first premise that has it."""
+    """``{label|otherwise}`` in a cause: the label's value on the first premise that has it;
+    ``{what|otherwise}``: what the first premise's series is (a swept one: its metric)."""
 
     def value(m: re.Match[str]) -> str:
-        found = next((s.labels[m[1]] for s in premises if s.labels.get(m[1])), "")
+        if m[1] == "what":
+            found = str(premises[0].item.get("what") or "") if premises else ""
+        else:
+            found = next((s.labels[m[1]] for s in premises if s.labels.get(m[1])), "")
         return str(found)[:_SLOT_CHARS] or m[2]
 
     return _SLOT.sub(value, cause)

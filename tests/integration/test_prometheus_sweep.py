@@ -15,7 +15,9 @@ from pathlib import Path
 
 from services.executor.claims import templates
 from services.executor.series_claims import wording
+from services.executor.tools import promql_sweep
 from services.executor.tools.base import RunContext
+from services.executor.tools.promql import catalogue, render
 from services.executor.tools.query_prometheus import QueryPrometheusParams, QueryPrometheusTool
 from services.executor.tools.series_text import series_text
 from services.verifier.structure import check_claim
@@ -85,3 +87,28 @@ def test_the_sweep_reads_the_services_own_metric_that_changed_near_the_onset(
     assert all(r.found and not r.conflict for r in check_claim(claim, [ref])), (claim, ref)
     ran = [q["promql"] for q in outcome.output["queries"] if q["id"] == "sweep"]
     assert not any("hikaricp" in q or "ledger_widgets" in q for q in ran), ran
+
+
+def test_every_catalogue_query_is_valid_promql_on_a_real_prometheus(tmp_path: Path) -> None:
+    """Each template, scoped, runs as a range query; the sweep's own queries too."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    data = backfill(_openmetrics(now.timestamp()), tmp_path / "prometheus")
+    book = catalogue()
+    selector = f'namespace="{NAMESPACE}",service="{SERVICE}"'
+    queries = {qid: render(q, selector) for qid, q in book.queries.items()}
+    assert book.sweep is not None
+    names = ["ledger_outbox_pending", "ledger_webhook_failures_total", "ledger_wait_seconds_sum"]
+    for name in names:
+        queries[f"sweep:{name}"] = promql_sweep.read(name, names, book.sweep).render(selector)
+    failed: dict[str, str] = {}
+    with running_monitoring(tmp_path / "monitoring", "http://127.0.0.1:9/", data_dir=data) as mon:
+        span = {"start": f"{now.timestamp() - 7200:.0f}", "end": f"{now.timestamp():.0f}"}
+        for qid, promql in queries.items():
+            reply = mon.client.get(
+                f"{mon.prometheus_url}/api/v1/query_range",
+                params={"query": promql, **span, "step": "60"},
+            )
+            if reply.status_code != 200 or reply.json().get("status") != "success":
+                failed[qid] = reply.text[:300]
+    assert len(queries) == len(book.queries) + len(names)
+    assert not failed, failed

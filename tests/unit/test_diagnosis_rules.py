@@ -142,3 +142,42 @@ def test_a_new_version_is_placed_in_minutes_before_the_onset() -> None:
     claim, ref = wording(new, "en", templates()["series"]), series_text(new)
     assert "34 min before the alert's onset" in claim and "34 min before" in ref
     assert all(r.found and not r.conflict for r in check_claim(claim, [ref])), claim
+
+
+def _swept(name: str, began: int) -> dict[str, Any]:
+    """A swept series: the sweep names it by its metric; it rose from sample ``began``."""
+    it = item(lambda i: 2.0 if i < began else 40.0, "/s", "sweep")
+    it["what"] = name
+    return it
+
+
+def test_a_swept_metric_names_its_cause_by_its_words_near_the_onset_only() -> None:
+    def first(name: str, began: int = 220) -> tuple[str, str]:
+        causes = diagnose([SeriesRef({}, s) for s in series_of([_swept(name, began)])], "en")
+        return causes.causes[0] if causes.causes else ("", "")
+
+    rule, cause = first("dotnet_gc_collections_total")
+    assert rule == "swept-gc" and "dotnet_gc_collections_total" in cause
+    assert first("orders_stream_num_pending")[0] == "swept-backlog"
+    assert first("mongo_pool_wait_queue_size")[0] == "swept-pool"
+    # a name that says neither a cause nor both pool and waiting; a rise long before the onset
+    assert first("mongo_pool_checked_out")[0] == ""
+    assert first("invoice_pending_total")[0] == ""
+    assert first("dotnet_gc_collections_total", began=40)[0] == ""
+
+
+def test_full_collections_and_a_busy_worker_pool_name_their_causes() -> None:
+    full = item(lambda i: 0.01 if i < 200 else 0.6, "/s", "gc_full_collections", pod="p")
+    assert _rules([full])[0] == "gc-full-collections"
+    busy = item(lambda i: 20 if i < 200 else 200, "count", "workers_busy", pod="p")
+    ceiling = item(lambda i: 200, "count", "workers_max", pod="p")
+    assert _rules([busy, ceiling])[0] == "workers-exhausted"
+    assert "workers-exhausted" not in _rules([busy])
+
+
+def test_a_surge_with_latency_needs_the_latency_to_follow_the_requests() -> None:
+    requests = item(lambda i: 90.0 if i < 200 else 400.0, "/s", "request_rate")
+    later = item(lambda i: 0.2 if i < 206 else 0.9, "seconds", "latency_p99")
+    earlier = item(lambda i: 0.2 if i < 150 else 0.9, "seconds", "latency_p99")
+    assert "traffic-surge-latency" in _rules([requests, later])
+    assert "traffic-surge-latency" not in _rules([requests, earlier])

@@ -35,7 +35,7 @@ def test_names_a_query_reads_or_that_say_no_trouble_are_not_swept() -> None:
 
 
 def test_at_most_max_names_are_read_the_most_telling_first() -> None:
-    names = [f"svc_q{i}_queue_depth" for i in range(30)] + ["svc_panics_total"]
+    names = [f"svc_q{i}_inflight" for i in range(30)] + ["svc_panics_total"]
     chosen = sweep.candidates(names, BOOK, SWEEP)
     assert len(chosen) == SWEEP.max_names and chosen[0] == "svc_panics_total"
 
