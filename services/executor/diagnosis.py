@@ -44,6 +44,8 @@ class Premise(BaseModel):
     name: str | None = None
     of: str | None = None
     share: float = Field(default=1.0, gt=0, le=10)
+    # ``rose``/``fell``: by at least this factor between an hour before and the onset
+    min_ratio: float = Field(default=0.0, ge=0)
     # ``increased``: by at least this much (two restarts: memory climbed back twice)
     at_least: float = Field(default=0.0, ge=0)
     optional: bool = False
@@ -198,6 +200,16 @@ def _follows(p: Premise, s: Series, held: Sequence[Series]) -> bool:
     )
 
 
+def _by_factor(s: Series, p: Premise) -> bool:
+    """The change from an hour before to the onset is at least ``p.min_ratio``-fold."""
+    if not p.min_ratio:
+        return True
+    before, now = s.value("hour_before"), s.value("at_onset")
+    if before is None or now is None or min(before, now) <= 0:
+        return False
+    return (now / before if p.test == "rose" else before / now) >= p.min_ratio
+
+
 def _selects(p: Premise, s: Series) -> bool:
     """``s`` is of the premise's query, with its labels and (when given) its name."""
     if s.query != p.query or any(s.labels.get(k) != v for k, v in p.labels.items()):
@@ -212,7 +224,11 @@ def _holds(p: Premise, s: Series, series: Sequence[Series], book: Rulebook) -> b
     if p.test == "present":
         return True
     if p.test in ("rose", "fell"):
-        return _changed(s, p.test, book) and (not p.new_version or _on_new(s, series, book))
+        return (
+            _changed(s, p.test, book)
+            and _by_factor(s, p)
+            and (not p.new_version or _on_new(s, series, book))
+        )
     if p.test == "appeared":
         return _in_window(s.value("first_seen"), s.onset, book)
     if p.test in ("steady", "increased"):

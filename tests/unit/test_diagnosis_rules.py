@@ -160,6 +160,7 @@ def test_a_swept_metric_names_its_cause_by_its_words_near_the_onset_only() -> No
     assert rule == "swept-gc" and "dotnet_gc_collections_total" in cause
     assert first("orders_stream_num_pending")[0] == "swept-backlog"
     assert first("mongo_pool_wait_queue_size")[0] == "swept-pool"
+    assert first("checkout_upstream_timeouts_total")[0] == "swept-dependency"
     # a name that says neither a cause nor both pool and waiting; a rise long before the onset
     assert first("mongo_pool_checked_out")[0] == ""
     assert first("invoice_pending_total")[0] == ""
@@ -175,9 +176,22 @@ def test_full_collections_and_a_busy_worker_pool_name_their_causes() -> None:
     assert "workers-exhausted" not in _rules([busy])
 
 
-def test_a_surge_with_latency_needs_the_latency_to_follow_the_requests() -> None:
+def test_a_surge_is_a_1_5_fold_rise_with_saturation_after_it() -> None:
     requests = item(lambda i: 90.0 if i < 200 else 400.0, "/s", "request_rate")
+    drift = item(lambda i: 90.0 if i < 200 else 120.0, "/s", "request_rate")
     later = item(lambda i: 0.2 if i < 206 else 0.9, "seconds", "latency_p99")
     earlier = item(lambda i: 0.2 if i < 150 else 0.9, "seconds", "latency_p99")
-    assert "traffic-surge-latency" in _rules([requests, later])
-    assert "traffic-surge-latency" not in _rules([requests, earlier])
+    assert "traffic-surge-saturated" in _rules([requests, later])
+    assert "traffic-surge-saturated" not in _rules([requests, earlier])
+    assert "traffic-surge-saturated" not in _rules([drift, later])
+    assert "traffic-surge-saturated" not in _rules([requests])
+
+
+def test_errors_soon_after_a_new_replicaset_are_a_deploy_regression() -> None:
+    rollout = item(lambda i: 1, "presence", "replicasets", replicaset="api-7f9c")
+    rollout["facts"]["values"]["first_seen"] = START + DEPLOY * STEP
+    errors = item(lambda i: 0.001 if i < DEPLOY + 6 else 0.2, "ratio", "error_ratio")
+    late = item(lambda i: 0.001 if i < DEPLOY + 70 else 0.2, "ratio", "error_ratio")
+    assert "deploy-errors" in _rules([rollout, errors])
+    assert "deploy-errors" not in _rules([rollout, late])
+    assert "deploy-errors" not in _rules([errors])
