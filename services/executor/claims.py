@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from services.executor import coverage, log_lines, log_shapes, series_claims
+from services.executor import coverage, log_causes, log_lines, log_shapes, series_claims
 from services.executor.claim_parts import binding as _binding
 from services.executor.claim_parts import claim as _claim
 from services.executor.claim_parts import item_at
@@ -157,6 +157,7 @@ class _Round:
         self.series: list[series_claims.SeriesRef] = []
         self.levels: dict[str, str] = {}  # log claim text -> its level
         self.onset: dict[str, float] = {}  # log claim text of the onset search -> its time
+        self.logged: list[log_causes.Logged] = []  # every stated log line, for its signature
 
     def text(self, key: str, **values: Any) -> str:
         return _fill(self.t[key][self.lang], values)
@@ -209,6 +210,7 @@ class _Round:
                     self.items[wording] = item
                 else:
                     self.levels[wording] = str(item.get("level") or "").upper()
+                    self.log_line(wording, item)
 
     def onset_lines(self, inv: ToolInvocation) -> None:
         """The onset search's lines, kept aside; none or a failure goes unsaid (the planned
@@ -222,8 +224,15 @@ class _Round:
                 continue
             if wording not in self.onset:
                 self.onset[wording] = moment.timestamp()
+                self.log_line(wording, item)
                 b = _binding(inv, ref.raw_path, ref.text)
                 self.claims.append(_claim("observation", wording, [b]))
+
+    def log_line(self, wording: str, item: Mapping[str, Any]) -> None:
+        moment = parse_time(str(item.get("timestamp") or ""))
+        if moment is not None:
+            message, level = str(item.get("message") or ""), str(item.get("level") or "")
+            self.logged.append(log_causes.Logged(wording, message, level, moment.timestamp()))
 
     def knowledge(self, inv: ToolInvocation, block: Mapping[str, Any]) -> None:
         """A runbook block's causes as hypotheses and its checks as steps, one line each.
@@ -319,9 +328,17 @@ def _series(acc: _Round, shapes: list[dict[str, Any]]) -> list[str]:
     logs = log_lines.by_level(logs, acc.levels)
     near = log_lines.near_change(onset, acc.onset, logs)
     declared = len(series) - found.swept
+    causes = [acc.text_of(t["diagnosis"], rule=rule, cause=cause) for rule, cause in found.causes]
+    lead: list[dict[str, Any]] = []
+    if not causes and (hit := _log_cause(acc)) is not None:
+        lead = [c for c in acc.claims if c["claim_text"] == hit.first][:1]
+        cause = hit.signature.cause["zh" if acc.lang == "zh" else "en"]
+        causes = [acc.text_of(t["diagnosis"], rule=f"log:{hit.signature.id}", cause=cause)]
+        logs, near = [c for c in logs if c not in lead], [c for c in near if c not in lead]
     acc.claims[:] = [
         *alerts,
         *series[: found.premises],
+        *lead,
         *logs[:3],
         *near,
         *series[found.premises : declared],
@@ -330,7 +347,14 @@ def _series(acc: _Round, shapes: list[dict[str, Any]]) -> list[str]:
         *series[declared:],
         *negatives,
     ]
-    return [acc.text_of(t["diagnosis"], rule=rule, cause=cause) for rule, cause in found.causes]
+    return causes
+
+
+def _log_cause(acc: _Round) -> log_causes.Named | None:
+    """The log signature of the stated lines near the onset (the series', else the alerts')."""
+    moments = [s.series.onset for s in acc.series if s.series.onset is not None]
+    moments += [m.timestamp() for a in acc.firing if (m := parse_time(a.startsAt or ""))]
+    return log_causes.named(acc.logged, moments[0]) if moments else None
 
 
 def diagnosis_findings(

@@ -1,0 +1,101 @@
+"""Causes named by logged messages, when no diagnosis rule holds on the series.
+
+Why: a metric a service does not export cannot hold a premise, but its logs may
+still say what broke ("No space left on device", "Connection is not available,
+request timed out"). An SRE searches for such messages first.
+``rules/log-signatures.json`` declares them. A signature counts the error,
+warning and fatal lines logged in the diagnosis rules' window around the onset
+(an old failure or a later one is not a cause). The signature with the most
+lines names a labelled hypothesis, and its first line is stated, so the cause
+rests on a checked claim. The series come first: a log signature is read only
+when no diagnosis rule held.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from services.executor.diagnosis import rulebook
+from tracebound import resources
+from tracebound.errors import ConfigError
+
+SIGNATURES_PATH = resources.path("rules", "log-signatures.json")
+
+
+class Signature(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    category: str
+    patterns: tuple[str, ...] = Field(min_length=1)
+    cause: dict[Literal["en", "zh"], str]
+
+    @field_validator("patterns")
+    @classmethod
+    def _compiles(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        for pattern in v:
+            re.compile(pattern)
+        return v
+
+
+class Signatures(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    version: str
+    description: str = ""
+    levels: tuple[str, ...] = Field(min_length=1)
+    signatures: tuple[Signature, ...]
+
+
+@cache
+def signatures() -> Signatures:
+    try:
+        raw = json.loads(SIGNATURES_PATH.read_text(encoding="utf-8"))
+        return Signatures.model_validate(raw)
+    except (OSError, ValueError, ValidationError) as exc:
+        raise ConfigError(f"log signatures {SIGNATURES_PATH} are unusable: {exc}") from exc
+
+
+@dataclass(frozen=True, slots=True)
+class Logged:
+    """One stated log line: its claim text, message, level and time (epoch seconds)."""
+
+    text: str
+    message: str
+    level: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class Named:
+    """The signature that named a cause, and the claim text of its first line."""
+
+    signature: Signature
+    first: str
+
+
+def named(lines: Sequence[Logged], onset: float, book: Signatures | None = None) -> Named | None:
+    """The signature most lines near ``onset`` match (the earliest first line breaks a tie)."""
+    book = book or signatures()
+    rules = rulebook()
+    start, end = onset - rules.lead_minutes * 60, onset + rules.grace_minutes * 60
+    levels = {level.upper() for level in book.levels}
+    near = sorted(
+        (line for line in lines if line.level.upper() in levels and start <= line.at <= end),
+        key=lambda line: line.at,
+    )
+    best: Named | None = None
+    rank = (0, 0.0)
+    for signature in book.signatures:
+        compiled = [re.compile(p, re.IGNORECASE) for p in signature.patterns]
+        hits = [line for line in near if any(c.search(line.message) for c in compiled)]
+        if hits and (best is None or (-len(hits), hits[0].at) < rank):
+            best, rank = Named(signature, hits[0].text), (-len(hits), hits[0].at)
+    return best

@@ -1,0 +1,111 @@
+"""Causes named by logged messages: only near the onset, only when no series rule held."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from services.executor.claims import build_evidence
+from services.executor.log_causes import Logged, named, signatures
+from tests.support.evidence_events import tool_invocation
+from tests.support.series_items import ONSET, START, item
+from tracebound.events import ExecutionPlan, PlannedCall, ToolInvocation
+
+LOGS = {"log_topic": "application-logs", "query": "gw", "service": "gw", "window_minutes": 120}
+
+
+def _line(minutes: float, message: str, level: str = "ERROR") -> Logged:
+    return Logged(f"{minutes}: {message}", message, level, ONSET + minutes * 60)
+
+
+def _cause(lines: list[Logged]) -> str:
+    found = named(lines, ONSET)
+    return found.signature.id if found else ""
+
+
+def test_the_signature_with_most_lines_near_the_onset_names_the_cause() -> None:
+    full = _line(-9, "write /data/wal/000172: No space left on device")
+    refused = _line(-5, "dial tcp 10.0.3.7:6379: connect: connection refused")
+    assert _cause([full, refused, _line(-3, "flush failed: ENOSPC")]) == "disk-full"
+    # a tie goes to the signature whose first line came first
+    assert _cause([refused, full]) == "disk-full"
+    found = named([refused, full], ONSET)
+    assert found is not None and found.first == full.text
+
+
+def test_old_later_and_routine_lines_name_nothing() -> None:
+    assert _cause([_line(-200, "java.lang.OutOfMemoryError: Java heap space")]) == ""
+    assert _cause([_line(30, "java.lang.OutOfMemoryError: Java heap space")]) == ""
+    assert _cause([_line(-4, "java.lang.OutOfMemoryError: Java heap space", "INFO")]) == ""
+    assert _cause([_line(-4, "GET /v1/items 200 12ms", "ERROR")]) == ""
+
+
+def test_every_signature_names_a_known_category() -> None:
+    known = {
+        "traffic_surge",
+        "memory_leak_oom",
+        "deploy_regression",
+        "pool_exhaustion",
+        "dependency_failure",
+        "disk_full_logs",
+        "gc_pressure",
+        "slow_consumer",
+    }
+    assert {s.category for s in signatures().signatures} <= known
+
+
+def _invocation(
+    inv_id: int, tool: str, params: dict[str, Any], output: dict[str, Any], paths: list[str]
+) -> ToolInvocation:
+    raw = {
+        "id": inv_id,
+        "tool_name": tool,
+        "success": True,
+        "arguments": params,
+        "retrieval_details": {
+            "evidence_status": "supported",
+            "evidence_refs": [{"raw_path": p, "text": p} for p in paths],
+        },
+    }
+    return tool_invocation(raw).model_copy(update={"output": output})
+
+
+def _evidence(series_rule: bool) -> dict[str, Any]:
+    rising = item(
+        lambda i: 0.4 if i < 200 or not series_rule else 0.4 - 0.008 * (i - 200),
+        "ratio",
+        "fs_free_ratio",
+        mountpoint="/data",
+    )
+    prom = _invocation(
+        1, "query_prometheus", {"queries": "disk"}, {"series": [rising]}, ["$.series[0]"]
+    )
+    messages = ["GET /v1/items 200", "cache warm", "retrying upload", "No space left on device"]
+    records = [
+        {
+            "timestamp": datetime.fromtimestamp(START + 6000 + i, UTC).isoformat(),
+            "level": "ERROR" if "space" in text else "INFO",
+            "service": "gw",
+            "message": text,
+        }
+        for i, text in enumerate(messages)
+    ]
+    paths = [f"$.logs[{i}]" for i in range(len(records))]
+    logs = _invocation(2, "query_logs", LOGS, {"logs": records}, paths)
+    plan = ExecutionPlan(
+        calls=(
+            PlannedCall(tool="query_prometheus", params={"queries": "disk"}, purpose=""),
+            PlannedCall(tool="query_logs", params=LOGS, purpose=""),
+        ),
+        services=("gw",),
+        alert_names=(),
+    )
+    return build_evidence([prom, logs], plan, "en", narrow=False, max_claims=16)
+
+
+def test_a_signature_names_the_cause_only_when_no_series_rule_held() -> None:
+    by_log = _evidence(series_rule=False)
+    assert by_log["hypotheses"][0].startswith("Likely cause by diagnosis rule log:disk-full")
+    assert "No space left on device" in by_log["claims"][0]["claim_text"]
+    by_series = _evidence(series_rule=True)
+    assert "log:" not in " ".join(by_series["hypotheses"])
