@@ -205,17 +205,19 @@ def _by_factor(s: Series, p: Premise) -> bool:
     if not p.min_ratio:
         return True
     before, now = s.value("hour_before"), s.value("at_onset")
-    if before is None or now is None or min(before, now) <= 0:
+    low, high = (before, now) if p.test == "rose" else (now, before)
+    if low is None or high is None or high <= 0 or low < 0:
         return False
-    return (now / before if p.test == "rose" else before / now) >= p.min_ratio
+    return low == 0 or high / low >= p.min_ratio
 
 
 def _selects(p: Premise, s: Series) -> bool:
     """``s`` is of the premise's query, with its labels and (when given) its name."""
     if s.query != p.query or any(s.labels.get(k) != v for k, v in p.labels.items()):
         return False
-    what = str(s.item.get("what") or "")
-    return p.name is None or re.search(p.name, what, re.IGNORECASE) is not None
+    # a swept series is its metric's name, or "mean <name>" for a histogram's mean
+    name = str(s.item.get("what") or "").split(" ")[-1]
+    return p.name is None or re.search(p.name, name, re.IGNORECASE) is not None
 
 
 def _holds(p: Premise, s: Series, series: Sequence[Series], book: Rulebook) -> bool:

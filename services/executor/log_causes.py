@@ -5,7 +5,8 @@ still say what broke ("No space left on device", "Connection is not available,
 request timed out"). An SRE searches for such messages first.
 ``rules/log-signatures.json`` declares them. A signature counts the error,
 warning and fatal lines logged in the diagnosis rules' window around the onset
-(an old failure or a later one is not a cause). The signature with the most
+(an old failure or a later one is not a cause), and never one that also matched
+a line logged before that window (a chronic message). The signature with the most
 lines names a labelled hypothesis, and its first line is stated, so the cause
 rests on a checked claim. The series come first: a log signature is read only
 when no diagnosis rule held.
@@ -87,15 +88,15 @@ def named(lines: Sequence[Logged], onset: float, book: Signatures | None = None)
     rules = rulebook()
     start, end = onset - rules.lead_minutes * 60, onset + rules.grace_minutes * 60
     levels = {level.upper() for level in book.levels}
-    near = sorted(
-        (line for line in lines if line.level.upper() in levels and start <= line.at <= end),
-        key=lambda line: line.at,
-    )
+    loud = sorted((line for line in lines if line.level.upper() in levels), key=lambda x: x.at)
     best: Named | None = None
     rank = (0, 0.0)
     for signature in book.signatures:
         compiled = [re.compile(p, re.IGNORECASE) for p in signature.patterns]
-        hits = [line for line in near if any(c.search(line.message) for c in compiled)]
+        matched = [line for line in loud if any(c.search(line.message) for c in compiled)]
+        if any(line.at < start for line in matched):
+            continue  # logged before the window too: a chronic message, not this cause
+        hits = [line for line in matched if line.at <= end]
         if hits and (best is None or (-len(hits), hits[0].at) < rank):
             best, rank = Named(signature, hits[0].text), (-len(hits), hits[0].at)
     return best

@@ -112,3 +112,27 @@ def test_every_catalogue_query_is_valid_promql_on_a_real_prometheus(tmp_path: Pa
                 failed[qid] = reply.text[:300]
     assert len(queries) == len(book.queries) + len(names)
     assert not failed, failed
+
+
+def test_a_query_prometheus_refuses_costs_that_query_only(tmp_path: Path) -> None:
+    now = datetime.now(UTC).replace(microsecond=0)
+    data = backfill(_openmetrics(now.timestamp()), tmp_path / "prometheus")
+    book = catalogue()
+    broken = book.queries["request_rate"].model_copy(update={"promql": "sum(rate(x{SCOPE}[5m])"})
+    book = book.model_copy(update={"queries": {**book.queries, "broken": broken}})
+    alert = Alert(
+        status="firing",
+        labels={"alertname": "LedgerOutboxBacklog", "service": SERVICE, "namespace": NAMESPACE},
+        startsAt=(now - timedelta(minutes=2)).isoformat(),
+    )
+    ctx = RunContext(run_id="r", alerts=(alert,), requested_at=now)
+    with running_monitoring(tmp_path / "monitoring", "http://127.0.0.1:9/", data_dir=data) as mon:
+        tool = QueryPrometheusTool(
+            mon.prometheus_url, 5.0, ToolBackend(name="prometheus"), book=book
+        )
+        mixed = tool.run(QueryPrometheusParams(queries="broken request_rate", service=SERVICE), ctx)
+        alone = tool.run(QueryPrometheusParams(queries="broken", service=SERVICE), ctx)
+    assert mixed.success, mixed.error_message
+    assert [q["id"] for q in mixed.output["queries"]] == ["request_rate"]
+    assert mixed.output["query_errors"][0].startswith("broken: prometheus: HTTP 400")
+    assert not alone.success and "HTTP 400" in (alone.error_message or "")

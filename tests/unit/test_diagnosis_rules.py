@@ -165,6 +165,16 @@ def test_a_swept_metric_names_its_cause_by_its_words_near_the_onset_only() -> No
     assert first("mongo_pool_checked_out")[0] == ""
     assert first("invoice_pending_total")[0] == ""
     assert first("dotnet_gc_collections_total", began=40)[0] == ""
+    # names whose words mean something else: event-loop lag, allocation, idle keep-alives,
+    # a proxy's callers ("downstream")
+    for other in (
+        "nodejs_eventloop_lag_seconds",
+        "jvm_gc_memory_allocated_bytes_total",
+        "nginx_connections_waiting",
+        "envoy_http_downstream_rq_timeout",
+    ):
+        assert first(other)[0] == "", other
+    assert first("mean gc_pause_seconds")[0] == "swept-gc"
 
 
 def test_full_collections_and_a_busy_worker_pool_name_their_causes() -> None:
@@ -174,6 +184,8 @@ def test_full_collections_and_a_busy_worker_pool_name_their_causes() -> None:
     ceiling = item(lambda i: 200, "count", "workers_max", pod="p")
     assert _rules([busy, ceiling])[0] == "workers-exhausted"
     assert "workers-exhausted" not in _rules([busy])
+    always = item(lambda i: 200, "count", "workers_busy", pod="p")
+    assert "workers-exhausted" not in _rules([always, ceiling])
 
 
 def test_a_surge_is_a_1_5_fold_rise_with_saturation_after_it() -> None:

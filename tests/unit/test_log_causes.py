@@ -38,6 +38,10 @@ def test_old_later_and_routine_lines_name_nothing() -> None:
     assert _cause([_line(30, "java.lang.OutOfMemoryError: Java heap space")]) == ""
     assert _cause([_line(-4, "java.lang.OutOfMemoryError: Java heap space", "INFO")]) == ""
     assert _cause([_line(-4, "GET /v1/items 200 12ms", "ERROR")]) == ""
+    # a message logged before the window as well is chronic, not this alert's cause
+    reset = "read: Connection reset by peer"
+    assert _cause([_line(-100, reset), _line(-20, reset), _line(-5, reset)]) == ""
+    assert _cause([_line(-4, "GET /x 503 Service Unavailable: retry later")]) == ""
 
 
 def test_every_signature_names_a_known_category() -> None:

@@ -38,7 +38,7 @@ class Query(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     what: str = Field(min_length=1, max_length=80)
-    promql: str = Field(min_length=1, max_length=4000)
+    promql: str = Field(min_length=1, max_length=8000)
     scope: str
     unit: str
     # the smallest change, as a share of the level before, that counts as one

@@ -137,7 +137,8 @@ class QueryPrometheusTool:
 
     def _result(self, api: str, params: dict[str, str]) -> list[dict[str, Any]]:
         """``data.result`` of ``/api/v1/<api>`` (``query`` or ``query_range``)."""
-        body = get_json("prometheus", f"{self._url}/api/v1/{api}", params, self._timeout_s)
+        url = f"{self._url}/api/v1/{api}"
+        body = get_json("prometheus", url, params, self._timeout_s, form=True)
         data = body.get("data")
         result = data.get("result") if isinstance(data, dict) else None
         if not isinstance(result, list):
@@ -233,20 +234,33 @@ class QueryPrometheusTool:
         onset_text: str,
         envelope: dict[str, Any],
     ) -> list[dict[str, Any]]:
-        """Every series of ``ids`` in order, within the time budget and the series cap."""
+        """Every series of ``ids`` in order, within the time budget and the series cap.
+
+        A query Prometheus refuses is recorded (``query_errors``) and skipped: the
+        other queries' evidence stands. When every query failed, the call fails.
+        """
         end = ctx.requested_at if ctx.requested_at.year > 1970 else self._now()
         span = (end - timedelta(minutes=p.window_minutes), end, _step(p.window_minutes))
         onset = parse_time(onset_text) if onset_text else None
         items: list[dict[str, Any]] = []
+        errors: list[str] = []
         deadline = time.monotonic() + self._budget_s
         for position, qid in enumerate(ids):
             if len(items) >= MAX_SERIES or time.monotonic() > deadline:
                 # what was found stays evidence; what was not run is said, not hidden
                 envelope["not_run"] = list(ids[position:])
                 break
-            promql, found = self._run_one(qid, labels, span)
+            try:
+                promql, found = self._run_one(qid, labels, span)
+            except ToolBackendError as exc:
+                errors.append(f"{qid}: {exc}")
+                continue
             envelope["queries"].append({"id": qid, "promql": promql, "series": len(found)})
             items.extend(self._items(qid, found, span, onset, p.window_minutes))
+        if errors:
+            envelope["query_errors"] = errors[:5]
+            if not envelope["queries"]:
+                raise ToolBackendError(errors[0])
         if p.sweep and "not_run" in envelope:
             envelope["not_run"].append(SWEEP_ID)
         elif p.sweep and len(items) < MAX_SERIES:
