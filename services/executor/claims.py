@@ -328,13 +328,8 @@ def _series(acc: _Round, shapes: list[dict[str, Any]]) -> list[str]:
     logs = log_lines.by_level(logs, acc.levels)
     near = log_lines.near_change(onset, acc.onset, logs)
     declared = len(series) - found.swept
-    causes = [acc.text_of(t["diagnosis"], rule=rule, cause=cause) for rule, cause in found.causes]
-    lead: list[dict[str, Any]] = []
-    if not causes and (hit := _log_cause(acc)) is not None:
-        lead = [c for c in acc.claims if c["claim_text"] == hit.first][:1]
-        cause = hit.signature.cause["zh" if acc.lang == "zh" else "en"]
-        causes = [acc.text_of(t["diagnosis"], rule=f"log:{hit.signature.id}", cause=cause)]
-        logs, near = [c for c in logs if c not in lead], [c for c in near if c not in lead]
+    causes, lead = _causes(acc, found.causes)
+    logs, near = [c for c in logs if c not in lead], [c for c in near if c not in lead]
     acc.claims[:] = [
         *alerts,
         *series[: found.premises],
@@ -350,11 +345,16 @@ def _series(acc: _Round, shapes: list[dict[str, Any]]) -> list[str]:
     return causes
 
 
-def _log_cause(acc: _Round) -> log_causes.Named | None:
-    """The log signature of the stated lines near the onset (the series', else the alerts')."""
-    moments = [s.series.onset for s in acc.series if s.series.onset is not None]
-    moments += [m.timestamp() for a in acc.firing if (m := parse_time(a.startsAt or ""))]
-    return log_causes.named(acc.logged, moments[0]) if moments else None
+def _causes(acc: _Round, found: Sequence[tuple[str, str]]) -> tuple[list[str], list[Any]]:
+    """The rules' causes; when none held, a log signature's cause and its first line."""
+    t = acc.t["series"]
+    causes = [acc.text_of(t["diagnosis"], rule=rule, cause=cause) for rule, cause in found]
+    series = [r.series for r in acc.series]
+    if causes or (hit := log_causes.near_onset(acc.logged, series, acc.firing)) is None:
+        return causes, []
+    cause = hit.signature.cause["zh" if acc.lang == "zh" else "en"]
+    line = [c for c in acc.claims if c["claim_text"] == hit.first][:1]
+    return [acc.text_of(t["diagnosis"], rule=f"log:{hit.signature.id}", cause=cause)], line
 
 
 def diagnosis_findings(
@@ -367,7 +367,7 @@ def diagnosis_findings(
     """
     acc = _Round(ExecutionPlan(calls=()), _lang(language), False, ())
     for inv in trace:
-        if inv.tool_name == "query_prometheus":
+        if inv.tool_name in ("query_prometheus", "query_logs"):
             acc.add(inv)
     found = series_claims.diagnose(acc.series, acc.lang)
     t = acc.t["series"]
@@ -375,8 +375,8 @@ def diagnosis_findings(
         _claim("observation", series_claims.wording(r.series.item, acc.lang, t), [r.binding])
         for r in found.refs[: found.premises]
     ]
-    causes = [acc.text_of(t["diagnosis"], rule=rule, cause=cause) for rule, cause in found.causes]
-    return claims, causes
+    causes, line = _causes(acc, found.causes)
+    return [*claims, *line], causes
 
 
 def with_findings(

@@ -23,9 +23,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from services.executor.diagnosis import rulebook
+from services.executor.diagnosis import Series, rulebook
 from tracebound import resources
 from tracebound.errors import ConfigError
+from tracebound.events import Alert
+from tracebound.rfc3339 import parse_time
 
 SIGNATURES_PATH = resources.path("rules", "log-signatures.json")
 
@@ -100,3 +102,12 @@ def named(lines: Sequence[Logged], onset: float, book: Signatures | None = None)
         if hits and (best is None or (-len(hits), hits[0].at) < rank):
             best, rank = Named(signature, hits[0].text), (-len(hits), hits[0].at)
     return best
+
+
+def near_onset(
+    lines: Sequence[Logged], series: Sequence[Series], alerts: Sequence[Alert]
+) -> Named | None:
+    """:func:`named` around the onset the series give, else the firing alerts' start."""
+    moments = [s.onset for s in series if s.onset is not None]
+    moments += [m.timestamp() for a in alerts if (m := parse_time(a.startsAt or ""))]
+    return named(lines, moments[0]) if moments else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from services.executor.claims import build_evidence
+from services.executor.claims import build_evidence, diagnosis_findings
 from services.executor.log_causes import Logged, named, signatures
 from tests.support.evidence_events import tool_invocation
 from tests.support.series_items import ONSET, START, item
@@ -74,7 +74,7 @@ def _invocation(
     return tool_invocation(raw).model_copy(update={"output": output})
 
 
-def _evidence(series_rule: bool) -> dict[str, Any]:
+def _trace(series_rule: bool) -> list[ToolInvocation]:
     rising = item(
         lambda i: 0.4 if i < 200 or not series_rule else 0.4 - 0.008 * (i - 200),
         "ratio",
@@ -95,7 +95,10 @@ def _evidence(series_rule: bool) -> dict[str, Any]:
         for i, text in enumerate(messages)
     ]
     paths = [f"$.logs[{i}]" for i in range(len(records))]
-    logs = _invocation(2, "query_logs", LOGS, {"logs": records}, paths)
+    return [prom, _invocation(2, "query_logs", LOGS, {"logs": records}, paths)]
+
+
+def _evidence(series_rule: bool) -> dict[str, Any]:
     plan = ExecutionPlan(
         calls=(
             PlannedCall(tool="query_prometheus", params={"queries": "disk"}, purpose=""),
@@ -104,7 +107,7 @@ def _evidence(series_rule: bool) -> dict[str, Any]:
         services=("gw",),
         alert_names=(),
     )
-    return build_evidence([prom, logs], plan, "en", narrow=False, max_claims=16)
+    return build_evidence(_trace(series_rule), plan, "en", narrow=False, max_claims=16)
 
 
 def test_a_signature_names_the_cause_only_when_no_series_rule_held() -> None:
@@ -113,3 +116,11 @@ def test_a_signature_names_the_cause_only_when_no_series_rule_held() -> None:
     assert "No space left on device" in by_log["claims"][0]["claim_text"]
     by_series = _evidence(series_rule=True)
     assert "log:" not in " ".join(by_series["hypotheses"])
+
+
+def test_llm_mode_gains_the_same_log_cause_and_its_line() -> None:
+    claims, causes = diagnosis_findings(_trace(series_rule=False), "en")
+    assert causes[0].startswith("Likely cause by diagnosis rule log:disk-full")
+    assert ["No space left on device" in c["claim_text"] for c in claims] == [True]
+    claims, causes = diagnosis_findings(_trace(series_rule=True), "en")
+    assert not any("log:" in c for c in causes)
