@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from services.executor.diagnosis import Series, rulebook
 from tracebound import resources
@@ -40,12 +40,20 @@ class Signature(BaseModel):
     patterns: tuple[str, ...] = Field(min_length=1)
     cause: dict[Literal["en", "zh"], str]
 
+    _compiled: tuple[re.Pattern[str], ...] = PrivateAttr(default=())
+
     @field_validator("patterns")
     @classmethod
     def _compiles(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         for pattern in v:
             re.compile(pattern)
         return v
+
+    def model_post_init(self, context: object, /) -> None:
+        self._compiled = tuple(re.compile(p, re.IGNORECASE) for p in self.patterns)
+
+    def matches(self, message: str) -> bool:
+        return any(c.search(message) for c in self._compiled)
 
 
 class Signatures(BaseModel):
@@ -94,8 +102,7 @@ def named(lines: Sequence[Logged], onset: float, book: Signatures | None = None)
     best: Named | None = None
     rank = (0, 0.0)
     for signature in book.signatures:
-        compiled = [re.compile(p, re.IGNORECASE) for p in signature.patterns]
-        matched = [line for line in loud if any(c.search(line.message) for c in compiled)]
+        matched = [line for line in loud if signature.matches(line.message)]
         if any(line.at < start for line in matched):
             continue  # logged before the window too: a chronic message, not this cause
         hits = [line for line in matched if line.at <= end]

@@ -25,6 +25,23 @@ def tool_invocation(raw: dict[str, Any]) -> ToolInvocation:
     return record.model_copy(update={"input_params": params, "output": output, "duration_ms": 12})
 
 
+def answered_invocation(
+    inv_id: int, tool: str, params: dict[str, Any], output: dict[str, Any], paths: list[str]
+) -> ToolInvocation:
+    """A successful call of ``tool`` whose refs are ``paths`` of ``output`` (none: no evidence)."""
+    raw = {
+        "id": inv_id,
+        "tool_name": tool,
+        "success": True,
+        "arguments": params,
+        "retrieval_details": {
+            "evidence_status": "supported" if paths else "no_evidence",
+            "evidence_refs": [{"raw_path": p, "text": p} for p in paths or ["$.no_evidence"]],
+        },
+    }
+    return tool_invocation(raw).model_copy(update={"output": output})
+
+
 def evidence_event(
     structured_output: dict[str, Any] | None,
     invocations: list[dict[str, Any]],

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, get_args
 
+from evals.incidents.model import Category
 from services.executor.claims import build_evidence, diagnosis_findings
 from services.executor.log_causes import Logged, named, signatures
-from tests.support.evidence_events import tool_invocation
+from tests.support.evidence_events import answered_invocation
 from tests.support.series_items import ONSET, START, item
 from tracebound.events import ExecutionPlan, PlannedCall, ToolInvocation
 
@@ -45,33 +46,8 @@ def test_old_later_and_routine_lines_name_nothing() -> None:
 
 
 def test_every_signature_names_a_known_category() -> None:
-    known = {
-        "traffic_surge",
-        "memory_leak_oom",
-        "deploy_regression",
-        "pool_exhaustion",
-        "dependency_failure",
-        "disk_full_logs",
-        "gc_pressure",
-        "slow_consumer",
-    }
+    known = set(get_args(Category))
     assert {s.category for s in signatures().signatures} <= known
-
-
-def _invocation(
-    inv_id: int, tool: str, params: dict[str, Any], output: dict[str, Any], paths: list[str]
-) -> ToolInvocation:
-    raw = {
-        "id": inv_id,
-        "tool_name": tool,
-        "success": True,
-        "arguments": params,
-        "retrieval_details": {
-            "evidence_status": "supported",
-            "evidence_refs": [{"raw_path": p, "text": p} for p in paths],
-        },
-    }
-    return tool_invocation(raw).model_copy(update={"output": output})
 
 
 def _trace(series_rule: bool) -> list[ToolInvocation]:
@@ -81,7 +57,7 @@ def _trace(series_rule: bool) -> list[ToolInvocation]:
         "fs_free_ratio",
         mountpoint="/data",
     )
-    prom = _invocation(
+    prom = answered_invocation(
         1, "query_prometheus", {"queries": "disk"}, {"series": [rising]}, ["$.series[0]"]
     )
     messages = ["GET /v1/items 200", "cache warm", "retrying upload", "No space left on device"]
@@ -95,7 +71,7 @@ def _trace(series_rule: bool) -> list[ToolInvocation]:
         for i, text in enumerate(messages)
     ]
     paths = [f"$.logs[{i}]" for i in range(len(records))]
-    return [prom, _invocation(2, "query_logs", LOGS, {"logs": records}, paths)]
+    return [prom, answered_invocation(2, "query_logs", LOGS, {"logs": records}, paths)]
 
 
 def _evidence(series_rule: bool) -> dict[str, Any]:

@@ -12,28 +12,12 @@ from services.executor.claims import build_evidence
 from services.executor.log_lines import near_change
 from services.executor.onset_logs import first_change, onset_call
 from services.executor.tools.logs import QueryLogsParams, to_log_query
-from tests.support.evidence_events import tool_invocation
+from tests.support.evidence_events import answered_invocation
 from tests.support.series_items import START, STEP, item
 from tracebound.events import ExecutionPlan, PlannedCall, ToolInvocation
 
 DROP = 200  # the sample where the free space starts to fall
 LOGS = {"log_topic": "application-logs", "query": "gw", "service": "gw", "window_minutes": 70}
-
-
-def _invocation(
-    inv_id: int, tool: str, params: dict[str, Any], output: dict[str, Any], paths: list[str]
-) -> ToolInvocation:
-    raw = {
-        "id": inv_id,
-        "tool_name": tool,
-        "success": True,
-        "arguments": params,
-        "retrieval_details": {
-            "evidence_status": "supported" if paths else "no_evidence",
-            "evidence_refs": [{"raw_path": p, "text": p} for p in paths or ["$.no_evidence"]],
-        },
-    }
-    return tool_invocation(raw).model_copy(update={"output": output})
 
 
 def _series(filling: bool) -> ToolInvocation:
@@ -43,7 +27,7 @@ def _series(filling: bool) -> ToolInvocation:
         "fs_free_ratio",
         mountpoint="/var/log",
     )
-    return _invocation(
+    return answered_invocation(
         1, "query_prometheus", {"queries": "disk"}, {"series": [free]}, ["$.series[0]"]
     )
 
@@ -59,7 +43,7 @@ def _logs(inv_id: int, params: dict[str, Any], lines: list[tuple[float, str]]) -
         for t, text in lines
     ]
     paths = [f"$.logs[{i}]" for i in range(len(records))]
-    return _invocation(inv_id, "query_logs", params, {"logs": records}, paths)
+    return answered_invocation(inv_id, "query_logs", params, {"logs": records}, paths)
 
 
 def _plan(*calls: str) -> ExecutionPlan:
@@ -124,7 +108,7 @@ def test_the_answer_states_the_lines_written_when_the_change_began() -> None:
     recent = _logs(2, LOGS, [(began + 600 + i, text) for i, text in enumerate(said)])
     span = {**LOGS, "start": "s", "end": "e"}
     onset = _logs(3, span, [(began - 40, "config reloaded: log.level info -> debug")])
-    empty = _invocation(4, "query_logs", span, {"logs": []}, [])
+    empty = answered_invocation(4, "query_logs", span, {"logs": []}, [])
     plan = _plan("query_prometheus", "query_logs")
     out = build_evidence(
         [_series(filling=True), recent, onset, empty], plan, "en", narrow=False, max_claims=16
