@@ -9,6 +9,9 @@ claim and every hypothesis).
 
 A ``\\b`` before a number in a pattern marks where the number starts: it does not
 match inside a decimal, so ``\\b8\\s*GiB`` does not match the ``8`` of ``3.8 GiB``.
+A ``\\b`` after a number marks where it ends: not before a decimal or thousands part,
+nor before a percent sign unless the pattern itself goes on to one. So a count
+``max\\W+\\b100\\b`` does not match the percentage in "max 100%".
 """
 
 from __future__ import annotations
@@ -32,8 +35,29 @@ class Score:
 _NUMBER_START = re.compile(r"\\b(?=(?:\((?:\?:)?)?(?:\d|\\d|\[\d))")
 
 
+# a digit, or a group of digits and alternatives only, such as ``(?:10|25|100)``
+_NUMBER_BEFORE = re.compile(r"(?:\d|\((?:\?:)?[\d|]+\))$")
+_NOT_A_WHOLE_NUMBER = r"\b(?![.,]\d)"
+_NOT_A_PERCENTAGE = r"(?!\s*%)"
+
+
+def _ended(pattern: str) -> str:
+    """``pattern`` with each ``\\b`` after a number made to end that number."""
+    parts = pattern.split(r"\b")
+    out = parts[0]
+    for i, part in enumerate(parts[1:], start=1):
+        if _NUMBER_BEFORE.search(parts[i - 1]) and not parts[i - 1].endswith("\\"):
+            goes_on_to_percent = "%" in part[:12]
+            out += _NOT_A_WHOLE_NUMBER + ("" if goes_on_to_percent else _NOT_A_PERCENTAGE)
+        else:
+            out += r"\b"
+        out += part
+    return out
+
+
 def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(_NUMBER_START.sub(r"(?<![\\d.])\\b", pattern), re.IGNORECASE)
+    started = _NUMBER_START.sub(r"(?<![\\d.])\\b", _ended(pattern))
+    return re.compile(started, re.IGNORECASE)
 
 
 def _matches(patterns: Iterable[str], texts: Sequence[str]) -> bool:

@@ -149,6 +149,14 @@ def test_a_number_in_a_pattern_is_not_matched_inside_a_decimal(dev: list[Inciden
     assert "old_gen" in score(inc, [], [], pool).facts_found
 
 
+def test_a_number_in_a_pattern_ends_where_its_pattern_says(dev: list[Incident]) -> None:
+    inc = by_id(dev, "claimsdesk-hikari-exhausted")
+    ratio = "5xx ratio rose to 31% (max 100% over the window); pool max 20, 100.5 ms waits"
+    assert score(inc, [], [], ratio).false_statements == ()
+    assert score(inc, [], [], "pool max 100 connections").false_statements == ("pool_max_wrong",)
+    assert score(inc, [], [], "the pool size is 50.").false_statements == ("pool_max_wrong",)
+
+
 def test_the_key_recognises_its_own_statements(every: list[Incident]) -> None:
     failures = 0
     for inc in every:
