@@ -6,6 +6,8 @@ catalogue query knows. A call with ``sweep=true`` must read the one whose change
 began near the alert's onset, and leave out the one that rose long before it, the
 one whose name says nothing of trouble, and the one a catalogue query already reads.
 Its claim, worded from the item, passes the verifier against the item's ref text.
+Every catalogue query runs there, a refused one costs only itself, and the error
+ratio by version gives a version without 5xx its 0.
 """
 
 from __future__ import annotations
@@ -136,3 +138,36 @@ def test_a_query_prometheus_refuses_costs_that_query_only(tmp_path: Path) -> Non
     assert [q["id"] for q in mixed.output["queries"]] == ["request_rate"]
     assert mixed.output["query_errors"][0].startswith("broken: prometheus: HTTP 400")
     assert not alone.success and "HTTP 400" in (alone.error_message or "")
+
+
+def _versions_openmetrics(end: float) -> str:
+    """Two versions of one service; only the new one answers 500, one in four requests."""
+    minutes = range(-120, 1)
+    series = {
+        'version="1.4.0",code="200"': 6.0,
+        'version="1.5.0",code="200"': 3.0,
+        'version="1.5.0",code="500"': 1.0,
+    }
+    lines = ["# TYPE http_requests counter"]
+    lines += [
+        f"http_requests_total{{{LABELS},{labels}}} {per_s * 60 * (m + 120):.1f} {end + m * 60:.0f}"
+        for labels, per_s in series.items()
+        for m in minutes
+    ]
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+def test_the_error_ratio_by_version_gives_a_clean_version_zero(tmp_path: Path) -> None:
+    """Each version's 5xx share of its own requests; a version without 5xx shows 0, not nothing."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    data = backfill(_versions_openmetrics(now.timestamp()), tmp_path / "prometheus")
+    query = catalogue().queries["error_ratio_by_version"]
+    promql = render(query, f'namespace="{NAMESPACE}",service="{SERVICE}"')
+    with running_monitoring(tmp_path / "monitoring", "http://127.0.0.1:9/", data_dir=data) as mon:
+        reply = mon.client.get(
+            f"{mon.prometheus_url}/api/v1/query",
+            params={"query": promql, "time": f"{now.timestamp() - 60:.0f}"},
+        )
+    result = reply.json()["data"]["result"]
+    ratios = {r["metric"].get("version"): round(float(r["value"][1]), 3) for r in result}
+    assert ratios == {"1.4.0": 0.0, "1.5.0": 0.25}
