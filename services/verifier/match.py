@@ -240,11 +240,16 @@ def _negation_results(claim: Facts, evidence: Facts, lexicon: Negations) -> list
             detail = "claim adds a negation" if conflict else "negation not stated in evidence"
             results.append(FactResult("negation", text, False, conflict, detail))
     dropped: set[str] = set()
+    kept = {(neg.cue, neg.head) for neg in claim.negations}
     for neg in evidence.negations:
         if not neg.head or neg.head in dropped:
             continue
-        plain = claim.plain_words if neg.head.isascii() else claim.cjk_plain
-        if neg.head in plain:
+        ascii_head = neg.head.isascii()
+        plain = claim.plain_words if ascii_head else claim.cjk_plain
+        # a claim quoting "x.throttle ... (no throttle ...)" keeps the negation and
+        # states the word where the evidence states it plainly too
+        also_plain = neg.head in (evidence.plain_words if ascii_head else evidence.cjk_plain)
+        if neg.head in plain and not ((neg.cue, neg.head) in kept and also_plain):
             dropped.add(neg.head)
             detail = f"evidence says {neg.cue} {neg.head}; claim drops the negation"
             results.append(FactResult("negation", f"{neg.cue} {neg.head}", False, True, detail))

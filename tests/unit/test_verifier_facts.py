@@ -124,6 +124,16 @@ def test_compare_flags_conflicts_and_silence() -> None:
     assert any(r.kind == "negation" and r.conflict for r in added)
 
 
+def test_a_quoted_line_keeps_its_negation_beside_the_plain_word() -> None:
+    line = "WARNING app.throttle client=sync 2,912 requests (no throttle class configured)"
+    evidence = extract(f"logged {line}; logger=app.throttle", rules=RULES)
+    quoted = compare(extract(f'sync logged "{line}"', rules=RULES), evidence, rules=RULES)
+    assert not any(r.conflict for r in quoted)
+    # the word alone, with the evidence's negation dropped, is still a conflict
+    dropped = compare(extract("a throttle class is configured", rules=RULES), evidence, rules=RULES)
+    assert any(r.kind == "negation" and r.conflict for r in dropped)
+
+
 def test_alias_is_declared_in_rules() -> None:
     evidence = extract("order-service HikariPool-1 - Connection is not available", rules=RULES)
     [result] = [
