@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from datetime import UTC, datetime
 
 import pytest
 
@@ -12,6 +13,7 @@ from services.executor.series_claims import wording
 from services.executor.tools.base import RunContext
 from services.executor.tools.promql import catalogue, matchers
 from services.executor.tools.query_prometheus import (
+    MAX_QUERIES,
     QueryPrometheusParams,
     QueryPrometheusTool,
     scope_labels,
@@ -287,3 +289,33 @@ def test_the_description_names_the_sets_which_cover_every_query() -> None:
     assert all(name in description for name in book.sets)
     assert "cpu_throttling" not in description, "single ids are left to the skills"
     assert set(book.queries) == {q for ids in book.sets.values() for q in ids}
+
+
+def test_every_set_runs_whole_within_the_query_cap() -> None:
+    book = catalogue()
+    assert all(len(book.expand(name)) <= MAX_QUERIES for name in book.sets)
+
+
+def test_a_breakdown_without_its_label_is_not_stated_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``latency_p99_by_version`` of a service without versions repeats ``latency_p99``."""
+    tool = QueryPrometheusTool("http://127.0.0.1:9", 1.0, ToolBackend(name="prometheus"))
+    values = [[t, "0.2"] for t in range(int(START), int(END), STEP)]
+
+    def answer(promql: str, *_: object) -> list[dict[str, object]]:
+        if "version" not in promql:
+            return [{"metric": {}, "values": values}]
+        return [
+            {"metric": {"version": "2.1.0"}, "values": values},
+            {"metric": {}, "values": values},
+        ]
+
+    monkeypatch.setattr(tool, "_range", answer)
+    onset = datetime.fromtimestamp(ONSET, UTC).isoformat()
+    alert = Alert(status="firing", labels={"alertname": "A", "service": "api"}, startsAt=onset)
+    params = QueryPrometheusParams(queries="latency_p99 latency_p99_by_version", service="api")
+    ctx = RunContext(run_id="r", alerts=(alert,), requested_at=datetime.fromtimestamp(END, UTC))
+    outcome = tool.run(params, ctx)
+    labels = [(s["query"], s["labels"]) for s in outcome.output["series"]]
+    assert labels == [("latency_p99", {}), ("latency_p99_by_version", {"version": "2.1.0"})]

@@ -41,13 +41,15 @@ from tracebound.events import Alert, ToolBackend
 from tracebound.rfc3339 import parse_time
 
 TOOL_NAME = "query_prometheus"
-MAX_QUERIES = 64
+MAX_QUERIES = 96
 MAX_SERIES = 60
 MAX_POINTS = 240
 MIN_STEP_S = 15
 # Queries start only within this many seconds of the call (under the executor's
 # default 10 s call timeout), so a slow server costs the rest, not the whole call.
 BUDGET_S = 7.0
+# a query id naming a breakdown (``latency_p99_by_version``)
+BY_LABEL = "_by_"
 NO_SCOPE = "no service, namespace, pod, instance or job label to scope the queries to"
 NO_PROMETHEUS = "no Prometheus configured (TRACEBOUND_TOOLS_PROMETHEUS_URL)"
 
@@ -198,6 +200,9 @@ class QueryPrometheusTool:
         message = f"found {len(items)} series ({query_text})"
         if envelope.get("not_run"):
             message += f"; not run (time budget or series cap): {' '.join(envelope['not_run'])}"
+        failed = len(envelope.get("query_errors", ())) + len(envelope.get("sweep_errors", ()))
+        if failed:
+            message += f"; {failed} queries failed (query_errors, sweep_errors)"
         envelope.update(series=items, message=message)
         return ToolOutcome(
             output=envelope,
@@ -206,7 +211,7 @@ class QueryPrometheusTool:
             ),
             success=True,
             retrieval_layer="prometheus",
-            output_preview=preview(f"{len(items)} series: {', '.join(ids)}"),
+            output_preview=preview(f"{message.removeprefix('found ')}: {', '.join(ids)}"),
         )
 
     def _planned(
@@ -354,5 +359,8 @@ class QueryPrometheusTool:
         window_min: int,
     ) -> list[dict[str, Any]]:
         q = self._book.queries[qid]
+        if BY_LABEL in qid:
+            # "by version" without a version label repeats the overall series: not stated twice
+            found = [r for r in found if isinstance(r, dict) and r.get("metric")]
         reading = Reading(q.what, qid, q.unit, least=q.min_change, trend=q.trend, empties=q.empties)
         return series_items(reading, found, span, onset, window_min)
