@@ -50,6 +50,9 @@ class Premise(BaseModel):
     at_least: float = Field(default=0.0, ge=0)
     optional: bool = False
     new_version: bool = False
+    # a series of the dependency the failing calls go to (a second query_prometheus
+    # call, ``dependency``), never of the alert's own service; and the other way round
+    dependency: bool = False
     # the change began after one of these queries' changes (or first sighting) and
     # no more than ``within_minutes`` later: the order of cause and effect
     after: tuple[str, ...] = ()
@@ -107,6 +110,11 @@ class Series:
         labels: Mapping[str, str] = self.item.get("labels") or {}
         return labels
 
+    @property
+    def dependency(self) -> str:
+        """The dependency this series is of ("" for the alert's own service)."""
+        return str(self.item.get("dependency") or "")
+
     def value(self, name: str) -> float | None:
         values: Mapping[str, Any] = self.item.get("facts", {}).get("values", {})
         raw = values.get(name)
@@ -154,7 +162,11 @@ def _compared(s: Series, p: Premise, series: Sequence[Series]) -> bool:
     """``reaches``: at least ``share`` of the other query's level (``peaks``: at its
     highest in the window); ``below``: under it."""
     level = s.value("max") if p.test == "peaks" else level_now(s.item)
-    shared = [o for o in series if o.query == p.of and same_group(o.labels, s.labels)]
+    shared = [
+        o
+        for o in series
+        if o.query == p.of and o.dependency == s.dependency and same_group(o.labels, s.labels)
+    ]
     others = [v for o in shared if (v := level_now(o.item)) is not None and v > 0]
     if level is None or not others:
         return False
@@ -168,7 +180,7 @@ def _new_versions(series: Sequence[Series], book: Rulebook) -> set[str]:
     return {
         s.labels.get("version", "")
         for s in series
-        if _in_window(s.value("first_seen"), s.onset, book)
+        if not s.dependency and _in_window(s.value("first_seen"), s.onset, book)
     } - {""}
 
 
@@ -214,6 +226,8 @@ def _by_factor(s: Series, p: Premise) -> bool:
 def _selects(p: Premise, s: Series) -> bool:
     """``s`` is of the premise's query, with its labels and (when given) its name."""
     if s.query != p.query or any(s.labels.get(k) != v for k, v in p.labels.items()):
+        return False
+    if bool(s.dependency) != p.dependency:
         return False
     # a swept series is its metric's name, or "mean <name>" for a histogram's mean
     name = str(s.item.get("what") or "").split(" ")[-1]

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from services.executor.claims import build_evidence, diagnosis_findings, with_findings
+from services.executor.follow_ups import follow_up_calls
 from services.executor.gate import SHARED_POOL, ToolGate, ToolPool
 from services.executor.llm_executor import run_llm_round
-from services.executor.onset_logs import onset_call
 from services.executor.repair import settle
 from services.executor.settings import ExecutorSettings
 from services.executor.tools.base import EvidenceTool
@@ -234,9 +234,8 @@ class ExecutorHandler:
         narrow = job.plan.narrow_scope
         for call in execution.calls:
             gate.call(call.tool, call.params)
-        onset = None if narrow else onset_call(gate.invocations, execution.calls)
-        if onset is not None:
-            gate.call(onset.tool, onset.params)
+        for follow in () if narrow else follow_up_calls(gate.invocations, execution.calls):
+            gate.call(follow.tool, follow.params)
         limit = self.settings.max_claims_narrow if narrow else self.settings.max_claims_broad
         structured = build_evidence(
             gate.invocations,

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.executor.evidence_shape import ExecutorEvidenceShape
+from services.executor.follow_ups import follow_up_calls
 from services.executor.gate import Refusal, ToolGate
-from services.executor.onset_logs import onset_call
 from services.executor.tool_view import ToolView, invalid_arguments
 from services.executor.tools.base import NO_BACKEND, EvidenceTool
 from tracebound.events import PlannedCall, PlanSnapshot, RetryContext, ToolInvocation
@@ -221,9 +221,9 @@ def run_llm_round(
     ]
     view = ToolView(recorder.budget)
     messages += planned_turn(gate, view, planned)
-    onset = None if plan.narrow_scope else onset_call(gate.invocations, planned)
-    if onset is not None:  # the logs of when the first change began, as in rules mode
-        messages += planned_turn(gate, view, [onset], first=len(planned) + 1)
+    follow = [] if plan.narrow_scope else follow_up_calls(gate.invocations, planned)
+    if follow:  # the onset's logs and the failing dependency's state, as in rules mode
+        messages += planned_turn(gate, view, follow, first=len(planned) + 1)
     specs = None if recorder.budget.small and planned else tool_specs(gate.tools)
     recovered = 0
     for _turn in range(max_turns):

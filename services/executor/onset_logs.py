@@ -31,7 +31,8 @@ LIMIT = 20
 SPAN_PARAMS = ("start", "end")
 
 
-def _series(trace: Sequence[ToolInvocation]) -> list[Series]:
+def trace_series(trace: Sequence[ToolInvocation]) -> list[Series]:
+    """Every answered ``query_prometheus`` series of the trace, keyed by its ref."""
     out: list[Series] = []
     for inv in trace:
         output = inv.output if isinstance(inv.output, Mapping) else {}
@@ -49,7 +50,7 @@ def first_change(trace: Sequence[ToolInvocation]) -> float | None:
     """When the earliest premise of a diagnosis rule that held began to change (epoch s)."""
     moments = [
         began
-        for finding in diagnosis.evaluate(_series(trace))
+        for finding in diagnosis.evaluate(trace_series(trace))
         for premise in finding.premises
         if (began := premise.value("change_began")) is not None
     ]

@@ -75,7 +75,15 @@ def _filled(cause: str, premises: Sequence[Series]) -> str:
         if m[1] == "what":
             found = str(premises[0].item.get("what") or "") if premises else ""
         else:
-            found = next((s.labels[m[1]] for s in premises if s.labels.get(m[1])), "")
+            # a label of a premise; a dependency's own series name it on the item
+            found = next(
+                (
+                    str(s.labels.get(m[1]) or s.item.get(m[1]))
+                    for s in premises
+                    if s.labels.get(m[1]) or s.item.get(m[1])
+                ),
+                "",
+            )
         return str(found)[:_SLOT_CHARS] or m[2]
 
     return _SLOT.sub(value, cause)

@@ -136,9 +136,7 @@ def test_series_labels_are_merged_over_the_scope(every: list[Incident]) -> None:
     scopes = {inc.scope.namespace for inc in every}
     ok = all(
         {"namespace", "service", "job", "instance"} <= set(s.labels)
-        and (
-            s.labels["namespace"] == inc.scope.namespace or s.labels["namespace"] not in scopes
-        )
+        and (s.labels["namespace"] == inc.scope.namespace or s.labels["namespace"] not in scopes)
         and s.seed.startswith(inc.id)
         for inc in every
         for s in inc.series

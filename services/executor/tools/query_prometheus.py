@@ -50,6 +50,10 @@ MIN_STEP_S = 15
 BUDGET_S = 7.0
 # a query id naming a breakdown (``latency_p99_by_version``)
 BY_LABEL = "_by_"
+# a dependency is named by a metric label: a plain service name only
+DEPENDENCY_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+# what of the alert's scope a dependency shares
+DEPENDENCY_KEEPS = ("namespace", "cluster")
 NO_SCOPE = "no service, namespace, pod, instance or job label to scope the queries to"
 NO_PROMETHEUS = "no Prometheus configured (TRACEBOUND_TOOLS_PROMETHEUS_URL)"
 
@@ -61,6 +65,9 @@ class QueryPrometheusParams(ToolParams):
     window_minutes: int = Field(default=120, ge=10, le=360)
     # after the queries, read the service's other metrics that changed (promql_sweep)
     sweep: bool = False
+    # a service the alert's service calls (an upstream its failing calls name): the
+    # queries are scoped to it, in the alert's namespace, with the alert's onset
+    dependency: str | None = Field(default=None, pattern=DEPENDENCY_NAME)
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +107,9 @@ def scope_labels(alerts: Sequence[Alert], p: QueryPrometheusParams) -> tuple[dic
             labels[key] = value
     if p.service:
         labels.setdefault("service", p.service)
+    if p.dependency:
+        labels = {k: v for k, v in labels.items() if k in DEPENDENCY_KEEPS}
+        labels["service"] = p.dependency
     starts = sorted(t for a in relevant if (t := parse_time(a.startsAt)) is not None)
     return labels, (starts[0].isoformat() if starts else "")
 
@@ -261,14 +271,16 @@ class QueryPrometheusTool:
                 errors.append(f"{qid}: {exc}")
                 continue
             envelope["queries"].append({"id": qid, "promql": promql, "series": len(found)})
-            items.extend(self._items(qid, found, span, onset, p.window_minutes))
+            items.extend(
+                self._items(qid, found, span, onset, p.window_minutes, dependency=p.dependency)
+            )
         if errors:
             envelope["query_errors"] = errors[:5]
             if not envelope["queries"]:
                 raise ToolBackendError(errors[0])
         if p.sweep and "not_run" in envelope:
             envelope["not_run"].append(SWEEP_ID)
-        elif p.sweep and len(items) < MAX_SERIES:
+        elif p.sweep and not p.dependency and len(items) < MAX_SERIES:
             swept = self._sweep(
                 labels,
                 span,
@@ -357,10 +369,16 @@ class QueryPrometheusTool:
         span: tuple[datetime, datetime, int],
         onset: datetime | None,
         window_min: int,
+        *,
+        dependency: str | None = None,
     ) -> list[dict[str, Any]]:
         q = self._book.queries[qid]
         if BY_LABEL in qid:
             # "by version" without a version label repeats the overall series: not stated twice
             found = [r for r in found if isinstance(r, dict) and r.get("metric")]
-        reading = Reading(q.what, qid, q.unit, least=q.min_change, trend=q.trend, empties=q.empties)
-        return series_items(reading, found, span, onset, window_min)
+        what = f"{q.what} of {dependency}" if dependency else q.what
+        reading = Reading(what, qid, q.unit, least=q.min_change, trend=q.trend, empties=q.empties)
+        items = series_items(reading, found, span, onset, window_min)
+        for item in items if dependency else ():
+            item["dependency"] = dependency
+        return items

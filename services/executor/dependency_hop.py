@@ -1,0 +1,65 @@
+"""A second metrics call, about the dependency the service's failing calls go to.
+
+Why: when a service's outgoing calls fail, the first question at the console is
+what happened to the other side: is it crash-looping, out of memory, scaled to
+nothing, freshly deployed? The diagnosis rules that held name the dependency (a
+label of the failing-call series, such as Envoy's cluster or a client's host),
+and that name scopes one more ``query_prometheus`` call, in the alert's
+namespace and with the alert's onset. Its series say whose they are, and rules
+read them only through premises marked ``dependency``.
+
+The name comes from a metric label, so it is untrusted: only a plain service
+name is followed (the tool's parameter pattern), once per round.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+from services.executor import diagnosis
+from services.executor.onset_logs import SERIES_TOOL, trace_series
+from services.executor.tools.query_prometheus import DEPENDENCY_NAME
+from tracebound.events import PlannedCall, ToolInvocation
+
+# the rule category whose premises may name a dependency, and what is read of it
+CATEGORY = "dependency_failure"
+QUERIES = "dependency_state"
+CARRIED = ("service", "alert_name", "window_minutes")
+_NAME = re.compile(DEPENDENCY_NAME)
+
+
+def dependency_named(trace: Sequence[ToolInvocation]) -> str | None:
+    """The dependency the first dependency-failure rule that held names, if any."""
+    for finding in diagnosis.evaluate(trace_series(trace)):
+        if finding.rule.category != CATEGORY:
+            continue
+        for premise in finding.premises:
+            name = premise.labels.get("dependency", "")
+            if _NAME.fullmatch(name):
+                return name
+    return None
+
+
+def dependency_call(
+    trace: Sequence[ToolInvocation], calls: Sequence[PlannedCall]
+) -> PlannedCall | None:
+    """The call reading the named dependency's state, when a metrics call was planned."""
+    planned = next((c for c in calls if c.tool == SERIES_TOOL), None)
+    asked = any(
+        inv.tool_name == SERIES_TOOL
+        and isinstance(inv.input_params, Mapping)
+        and inv.input_params.get("dependency")
+        for inv in trace
+    )
+    if planned is None or asked:
+        return None
+    name = dependency_named(trace)
+    if name is None:
+        return None
+    base = planned.params if isinstance(planned.params, Mapping) else {}
+    params = {k: base[k] for k in CARRIED if base.get(k) is not None}
+    params.update(queries=QUERIES, dependency=name)
+    return PlannedCall(
+        tool=SERIES_TOOL, params=params, purpose=f"the state of {name}, where the failing calls go"
+    )
