@@ -47,7 +47,7 @@ def _ended(pattern: str) -> str:
     out = parts[0]
     for i, part in enumerate(parts[1:], start=1):
         if _NUMBER_BEFORE.search(parts[i - 1]) and not parts[i - 1].endswith("\\"):
-            goes_on_to_percent = "%" in part[:12]
+            goes_on_to_percent = any("%" in later for later in parts[i:])
             out += _NOT_A_WHOLE_NUMBER + ("" if goes_on_to_percent else _NOT_A_PERCENTAGE)
         else:
             out += r"\b"

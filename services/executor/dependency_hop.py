@@ -26,17 +26,25 @@ from tracebound.events import PlannedCall, ToolInvocation
 CATEGORY = "dependency_failure"
 QUERIES = "dependency_state"
 CARRIED = ("service", "alert_name", "window_minutes")
+# the queries of outgoing calls, whose series name the upstream they go to
+CALL_QUERIES = frozenset(
+    {"client_errors", "client_error_ratio", "client_latency_p99", "circuit_breakers"}
+)
 _NAME = re.compile(DEPENDENCY_NAME)
 
 
 def dependency_named(trace: Sequence[ToolInvocation]) -> str | None:
-    """The dependency the first dependency-failure rule that held names, if any."""
+    """The upstream the failing calls of the first dependency-failure rule that held go to.
+
+    Only an outgoing-call series names one: a name cut from a metric's name ("db",
+    "cache") is a kind of dependency, not a service to look up.
+    """
     for finding in diagnosis.evaluate(trace_series(trace)):
         if finding.rule.category != CATEGORY:
             continue
         for premise in finding.premises:
-            name = premise.labels.get("dependency", "")
-            if _NAME.fullmatch(name):
+            name = str(premise.labels.get("dependency") or "")
+            if premise.query in CALL_QUERIES and _NAME.fullmatch(name):
                 return name
     return None
 

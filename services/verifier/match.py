@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from services.common.negation import Negations
-from services.verifier.facts import PLAIN, Facts, Identifier, Negation, Number
+from services.verifier.facts import PLAIN, Facts, Identifier, Negation, Number, extract
 from services.verifier.rules_file import VerifierRules
 
 TOLERANCE = 1e-9
@@ -186,6 +186,31 @@ def _negation_conflict(neg: Negation, evidence: Facts) -> bool:
     return neg.head in evidence.cjk_plain
 
 
+# a quotation in a claim: a log line or message, copied word for word
+_QUOTED = re.compile(r'"([^"]{24,})"')
+
+
+def _outside_quotes_of(neg: Negation, claim: Facts, evidence: Facts, rules: VerifierRules) -> Facts:
+    """The claim without its word-for-word quotes of the evidence that keep ``neg``.
+
+    A quoted line ("app.throttle … (no throttle class configured)") copies the
+    evidence's negation with it, so the plain word beside it drops nothing. A quote
+    that leaves the negation out, or is not in the evidence, still counts.
+    """
+    copied = [
+        q
+        for q in _QUOTED.findall(claim.search)
+        if q in evidence.search
+        and any(n.cue == neg.cue and n.head == neg.head for n in extract(q, rules).negations)
+    ]
+    if not copied:
+        return claim
+    text = claim.search
+    for q in copied:
+        text = text.replace(f'"{q}"', " ")
+    return extract(text, rules, values=False)
+
+
 def compare(
     claim: Facts,
     evidence: Facts,
@@ -201,13 +226,12 @@ def compare(
     phrasing is judged separately). ``sequences`` are the evidence's numbers
     in text order, per cited text (see :func:`order_result`).
     """
-    lexicon = rules.negations
     results: list[FactResult] = []
     if values:
         results += _value_results(claim, evidence, rules, sequences)
     if not negations:
         return results
-    return results + _negation_results(claim, evidence, lexicon)
+    return results + _negation_results(claim, evidence, rules)
 
 
 def _value_results(
@@ -229,7 +253,8 @@ def _value_results(
     return results
 
 
-def _negation_results(claim: Facts, evidence: Facts, lexicon: Negations) -> list[FactResult]:
+def _negation_results(claim: Facts, evidence: Facts, rules: VerifierRules) -> list[FactResult]:
+    lexicon = rules.negations
     results: list[FactResult] = []
     for neg in claim.negations:
         text = f"{neg.cue} {neg.head}".strip()
@@ -240,16 +265,12 @@ def _negation_results(claim: Facts, evidence: Facts, lexicon: Negations) -> list
             detail = "claim adds a negation" if conflict else "negation not stated in evidence"
             results.append(FactResult("negation", text, False, conflict, detail))
     dropped: set[str] = set()
-    kept = {(neg.cue, neg.head) for neg in claim.negations}
     for neg in evidence.negations:
         if not neg.head or neg.head in dropped:
             continue
-        ascii_head = neg.head.isascii()
-        plain = claim.plain_words if ascii_head else claim.cjk_plain
-        # a claim quoting "x.throttle ... (no throttle ...)" keeps the negation and
-        # states the word where the evidence states it plainly too
-        also_plain = neg.head in (evidence.plain_words if ascii_head else evidence.cjk_plain)
-        if neg.head in plain and not ((neg.cue, neg.head) in kept and also_plain):
+        outside = _outside_quotes_of(neg, claim, evidence, rules)
+        plain = outside.plain_words if neg.head.isascii() else outside.cjk_plain
+        if neg.head in plain:
             dropped.add(neg.head)
             detail = f"evidence says {neg.cue} {neg.head}; claim drops the negation"
             results.append(FactResult("negation", f"{neg.cue} {neg.head}", False, True, detail))

@@ -21,8 +21,12 @@ def points(fn: Callable[[int], float]) -> list[tuple[float, float]]:
     return [(START + i * STEP, fn(i)) for i in range(241)]
 
 
-def item(fn: Callable[[int], float], unit: str, query: str, **labels: str) -> dict[str, Any]:
-    facts = series_facts(points(fn), start=START, end=END, onset=ONSET, step=STEP)
+def item(
+    fn: Callable[[int], float], unit: str, query: str, *, since: int = 0, **labels: str
+) -> dict[str, Any]:
+    """The item of a series sampled from sample ``since`` (first seen then) to the end."""
+    sampled = points(fn)[since:]
+    facts = series_facts(sampled, start=START, end=END, onset=ONSET, step=STEP)
     assert facts is not None
     book = catalogue().queries.get(query)
     trend, empties = (book.trend, book.empties) if book else (False, False)

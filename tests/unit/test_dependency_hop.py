@@ -44,7 +44,12 @@ def _of(dependency: str, it: dict[str, Any]) -> dict[str, Any]:
 def _crashing(dependency: str) -> list[dict[str, Any]]:
     restarts = item(lambda i: 0 if i < FAILING else 4, "count", "restarts", pod="geo-eta-1")
     reason = item(
-        lambda _: 1, "count", "last_terminated_reason", pod="geo-eta-1", reason="OOMKilled"
+        lambda _: 1,
+        "count",
+        "last_terminated_reason",
+        since=FAILING,
+        pod="geo-eta-1",
+        reason="OOMKilled",
     )
     return [_of(dependency, restarts), _of(dependency, reason)]
 
@@ -97,3 +102,28 @@ def test_a_dependencys_series_is_read_only_by_premises_about_a_dependency() -> N
     refs = [SeriesRef({}, s) for s in series_of([*own, *_crashing("geo-eta")])]
     cause = dict(diagnose(refs, "en").causes)["dependency-crashing"]
     assert "geo-eta" in cause and "OOMKilled" in cause
+
+
+def test_a_restart_long_before_the_alert_blames_no_dependency() -> None:
+    restarts = item(lambda i: 0 if i < 5 else 1, "count", "restarts", pod="geo-eta-1")
+    rules = [
+        f.rule.id for f in evaluate(series_of([_failing("geo-eta"), _of("geo-eta", restarts)]))
+    ]
+    assert "dependency-crashing" not in rules and "dependency-failing" in rules
+
+
+def test_only_an_outgoing_call_names_the_dependency_followed() -> None:
+    category = item(
+        lambda i: 0.01 if i < FAILING else 0.2, "/s", "dependency_errors", dependency="db"
+    )
+    trace = [_invocation(1, PLANNED, [category, _failing("payments")])]
+    assert dependency_named(trace) == "payments"
+    assert dependency_named([_invocation(1, PLANNED, [category])]) is None
+
+
+def test_without_the_alerts_namespace_no_dependency_is_queried() -> None:
+    alert = Alert(status="firing", labels={"alertname": "Dispatch5xx", "service": "dispatch"})
+    params = QueryPrometheusParams(
+        queries="dependency_state", service="dispatch", dependency="geo-eta"
+    )
+    assert scope_labels([alert], params)[0] == {}

@@ -13,7 +13,7 @@ import pytest
 
 from evals.incidents import render
 from evals.incidents.model import Incident, Series
-from evals.incidents.score import score
+from evals.incidents.score import _compiled, score
 from tests.support.incident_splits import Sealed, by_id, sealed
 
 
@@ -155,6 +155,9 @@ def test_a_number_in_a_pattern_ends_where_its_pattern_says(dev: list[Incident]) 
     assert score(inc, [], [], ratio).false_statements == ()
     assert score(inc, [], [], "pool max 100 connections").false_statements == ("pool_max_wrong",)
     assert score(inc, [], [], "the pool size is 50.").false_statements == ("pool_max_wrong",)
+    # a pattern that goes on to a percent sign, however far, still matches one
+    spelled = _compiled(r"(?:\b90\b|ninety|about\s+ninety)\s*(?:%|percent)")
+    assert spelled.search("CPU at 90%") and not spelled.search("CPU at 90.5%")
 
 
 def test_the_key_recognises_its_own_statements(every: list[Incident]) -> None:

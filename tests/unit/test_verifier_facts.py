@@ -132,6 +132,16 @@ def test_a_quoted_line_keeps_its_negation_beside_the_plain_word() -> None:
     # the word alone, with the evidence's negation dropped, is still a conflict
     dropped = compare(extract("a throttle class is configured", rules=RULES), evidence, rules=RULES)
     assert any(r.kind == "negation" and r.conflict for r in dropped)
+    # so is a negation moved to the other subject, quoted or not
+    two = extract(
+        "queue orders: no consumer attached; queue refunds: consumer attached", rules=RULES
+    )
+    for swapped in (
+        "queue refunds: no consumer attached; queue orders: consumer attached",
+        'queue orders: "consumer attached", queue refunds: "no consumer attached"',
+    ):
+        results = compare(extract(swapped, rules=RULES), two, rules=RULES)
+        assert any(r.kind == "negation" and r.conflict for r in results), swapped
 
 
 def test_alias_is_declared_in_rules() -> None:

@@ -108,8 +108,9 @@ def scope_labels(alerts: Sequence[Alert], p: QueryPrometheusParams) -> tuple[dic
     if p.service:
         labels.setdefault("service", p.service)
     if p.dependency:
-        labels = {k: v for k, v in labels.items() if k in DEPENDENCY_KEEPS}
-        labels["service"] = p.dependency
+        # a dependency is looked up only where the alert is, never cluster-wide
+        kept = {k: v for k, v in labels.items() if k in DEPENDENCY_KEEPS}
+        labels = {**kept, "service": p.dependency} if "namespace" in kept else {}
     starts = sorted(t for a in relevant if (t := parse_time(a.startsAt)) is not None)
     return labels, (starts[0].isoformat() if starts else "")
 
