@@ -17,9 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from services.executor import diagnosis
-from services.executor.onset_logs import SERIES_TOOL, trace_series
+from services.executor.diagnosis import Finding
 from services.executor.tools.query_prometheus import DEPENDENCY_NAME
+from services.executor.tools.query_prometheus import TOOL_NAME as SERIES_TOOL
 from tracebound.events import PlannedCall, ToolInvocation
 
 # the rule category whose premises may name a dependency, and what is read of it
@@ -33,13 +33,13 @@ CALL_QUERIES = frozenset(
 _NAME = re.compile(DEPENDENCY_NAME)
 
 
-def dependency_named(trace: Sequence[ToolInvocation]) -> str | None:
+def dependency_named(findings: Sequence[Finding]) -> str | None:
     """The upstream the failing calls of the first dependency-failure rule that held go to.
 
     Only an outgoing-call series names one: a name cut from a metric's name ("db",
     "cache") is a kind of dependency, not a service to look up.
     """
-    for finding in diagnosis.evaluate(trace_series(trace)):
+    for finding in findings:
         if finding.rule.category != CATEGORY:
             continue
         for premise in finding.premises:
@@ -50,9 +50,10 @@ def dependency_named(trace: Sequence[ToolInvocation]) -> str | None:
 
 
 def dependency_call(
-    trace: Sequence[ToolInvocation], calls: Sequence[PlannedCall]
+    trace: Sequence[ToolInvocation], calls: Sequence[PlannedCall], findings: Sequence[Finding]
 ) -> PlannedCall | None:
-    """The call reading the named dependency's state, when a metrics call was planned."""
+    """The call reading the named dependency's state, when a metrics call was planned
+    (``findings``: the rules that hold on ``trace``)."""
     planned = next((c for c in calls if c.tool == SERIES_TOOL), None)
     asked = any(
         inv.tool_name == SERIES_TOOL
@@ -62,7 +63,7 @@ def dependency_call(
     )
     if planned is None or asked:
         return None
-    name = dependency_named(trace)
+    name = dependency_named(findings)
     if name is None:
         return None
     base = planned.params if isinstance(planned.params, Mapping) else {}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from services.executor.dependency_hop import dependency_call
-from services.executor.onset_logs import onset_call
+from services.executor.onset_logs import onset_call, trace_findings
 from tracebound.events import PlannedCall, ToolInvocation
 
 
@@ -18,5 +18,6 @@ def follow_up_calls(
     trace: Sequence[ToolInvocation], planned: Sequence[PlannedCall]
 ) -> list[PlannedCall]:
     """The follow-up calls the planned calls' answers ask for, in the order they run."""
-    calls = (onset_call(trace, planned), dependency_call(trace, planned))
+    findings = trace_findings(trace)  # the rules, evaluated once for both
+    calls = (onset_call(trace, planned, findings), dependency_call(trace, planned, findings))
     return [c for c in calls if c is not None]

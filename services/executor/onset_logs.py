@@ -19,11 +19,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from services.executor import diagnosis
-from services.executor.diagnosis import Series
+from services.executor.diagnosis import Finding, Series
+from services.executor.tools.logs import TOOL_NAME as LOG_TOOL
+from services.executor.tools.query_prometheus import TOOL_NAME as SERIES_TOOL
 from tracebound.events import PlannedCall, ToolInvocation
 
-LOG_TOOL = "query_logs"
-SERIES_TOOL = "query_prometheus"
 # the span searched: a few minutes before the change point (its cause) and one after
 LEAD = timedelta(minutes=5)
 TRAIL = timedelta(minutes=1)
@@ -46,11 +46,19 @@ def trace_series(trace: Sequence[ToolInvocation]) -> list[Series]:
     return out
 
 
-def first_change(trace: Sequence[ToolInvocation]) -> float | None:
+def trace_findings(trace: Sequence[ToolInvocation]) -> list[Finding]:
+    """The diagnosis rules that hold on the trace's series, best supported first."""
+    return diagnosis.evaluate(trace_series(trace))
+
+
+def first_change(
+    trace: Sequence[ToolInvocation], findings: Sequence[Finding] | None = None
+) -> float | None:
     """When the earliest premise of a diagnosis rule that held began to change (epoch s)."""
+    held = trace_findings(trace) if findings is None else findings
     moments = [
         began
-        for finding in diagnosis.evaluate(trace_series(trace))
+        for finding in held
         for premise in finding.premises
         if (began := premise.value("change_began")) is not None
     ]
@@ -62,13 +70,18 @@ def is_onset_search(params: Mapping[str, Any]) -> bool:
     return all(params.get(name) for name in SPAN_PARAMS)
 
 
-def onset_call(trace: Sequence[ToolInvocation], calls: Sequence[PlannedCall]) -> PlannedCall | None:
-    """The search around the first change, when a log search was planned and answered."""
+def onset_call(
+    trace: Sequence[ToolInvocation],
+    calls: Sequence[PlannedCall],
+    findings: Sequence[Finding] | None = None,
+) -> PlannedCall | None:
+    """The search around the first change, when a log search was planned and answered
+    (``findings``: the rules that hold on ``trace``, when the caller has them)."""
     planned = next((c for c in calls if c.tool == LOG_TOOL), None)
     answered = any(inv.tool_name == LOG_TOOL and inv.success for inv in trace)
     if planned is None or not answered:
         return None
-    began = first_change(trace)
+    began = first_change(trace, findings)
     if began is None:
         return None
     moment = datetime.fromtimestamp(began, UTC)

@@ -190,23 +190,29 @@ def _negation_conflict(neg: Negation, evidence: Facts) -> bool:
 _QUOTED = re.compile(r'"([^"]{24,})"')
 
 
-def _outside_quotes_of(neg: Negation, claim: Facts, evidence: Facts, rules: VerifierRules) -> Facts:
-    """The claim without its word-for-word quotes of the evidence that keep ``neg``.
+def _copied_quotes(claim: Facts, evidence: Facts) -> list[str]:
+    """The claim's quotations that are in the evidence word for word."""
+    return [q for q in _QUOTED.findall(claim.search) if q in evidence.search]
+
+
+def _outside_quotes_of(
+    neg: Negation, claim: Facts, quotes: Sequence[str], rules: VerifierRules
+) -> Facts:
+    """The claim without those of its copied ``quotes`` that keep ``neg``.
 
     A quoted line ("app.throttle … (no throttle class configured)") copies the
     evidence's negation with it, so the plain word beside it drops nothing. A quote
     that leaves the negation out, or is not in the evidence, still counts.
     """
-    copied = [
+    keeping = [
         q
-        for q in _QUOTED.findall(claim.search)
-        if q in evidence.search
-        and any(n.cue == neg.cue and n.head == neg.head for n in extract(q, rules).negations)
+        for q in quotes
+        if any(n.cue == neg.cue and n.head == neg.head for n in extract(q, rules).negations)
     ]
-    if not copied:
+    if not keeping:
         return claim
     text = claim.search
-    for q in copied:
+    for q in keeping:
         text = text.replace(f'"{q}"', " ")
     return extract(text, rules, values=False)
 
@@ -265,10 +271,11 @@ def _negation_results(claim: Facts, evidence: Facts, rules: VerifierRules) -> li
             detail = "claim adds a negation" if conflict else "negation not stated in evidence"
             results.append(FactResult("negation", text, False, conflict, detail))
     dropped: set[str] = set()
+    quotes = _copied_quotes(claim, evidence) if evidence.negations else []
     for neg in evidence.negations:
         if not neg.head or neg.head in dropped:
             continue
-        outside = _outside_quotes_of(neg, claim, evidence, rules)
+        outside = _outside_quotes_of(neg, claim, quotes, rules)
         plain = outside.plain_words if neg.head.isascii() else outside.cjk_plain
         if neg.head in plain:
             dropped.add(neg.head)

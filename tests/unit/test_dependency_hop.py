@@ -8,6 +8,7 @@ from typing import Any
 from services.executor.dependency_hop import dependency_call, dependency_named
 from services.executor.diagnosis import evaluate
 from services.executor.follow_ups import follow_up_calls
+from services.executor.onset_logs import trace_findings
 from services.executor.series_claims import SeriesRef, diagnose
 from services.executor.tools.query_prometheus import QueryPrometheusParams, scope_labels
 from tests.support.evidence_events import answered_invocation
@@ -56,8 +57,8 @@ def _crashing(dependency: str) -> list[dict[str, Any]]:
 
 def test_the_dependency_a_failure_rule_names_is_read_once() -> None:
     trace = [_invocation(1, PLANNED, [_failing("geo-eta")])]
-    assert dependency_named(trace) == "geo-eta"
-    call = dependency_call(trace, _plan())
+    assert dependency_named(trace_findings(trace)) == "geo-eta"
+    call = dependency_call(trace, _plan(), trace_findings(trace))
     assert call is not None and call.params == {
         **PLANNED,
         "queries": "dependency_state",
@@ -65,13 +66,13 @@ def test_the_dependency_a_failure_rule_names_is_read_once() -> None:
     }
     assert follow_up_calls(trace, _plan()) == [call]
     asked = [*trace, _invocation(2, dict(call.params), _crashing("geo-eta"))]
-    assert dependency_call(asked, _plan()) is None, "one call per round"
+    assert dependency_call(asked, _plan(), trace_findings(asked)) is None, "one call per round"
 
 
 def test_a_label_that_is_no_plain_name_is_not_followed() -> None:
     trace = [_invocation(1, PLANNED, [_failing('geo"} or vector(1) #')])]
-    assert dependency_named(trace) is None
-    assert dependency_call(trace, _plan()) is None
+    assert dependency_named(trace_findings(trace)) is None
+    assert dependency_call(trace, _plan(), trace_findings(trace)) is None
 
 
 def test_the_scope_is_the_dependency_in_the_alerts_namespace() -> None:
@@ -117,8 +118,8 @@ def test_only_an_outgoing_call_names_the_dependency_followed() -> None:
         lambda i: 0.01 if i < FAILING else 0.2, "/s", "dependency_errors", dependency="db"
     )
     trace = [_invocation(1, PLANNED, [category, _failing("payments")])]
-    assert dependency_named(trace) == "payments"
-    assert dependency_named([_invocation(1, PLANNED, [category])]) is None
+    assert dependency_named(trace_findings(trace)) == "payments"
+    assert dependency_named(trace_findings([_invocation(1, PLANNED, [category])])) is None
 
 
 def test_without_the_alerts_namespace_no_dependency_is_queried() -> None:
