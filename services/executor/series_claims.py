@@ -76,14 +76,7 @@ def _filled(cause: str, premises: Sequence[Series]) -> str:
             found = str(premises[0].item.get("what") or "") if premises else ""
         else:
             # a label of a premise; a dependency's own series name it on the item
-            found = next(
-                (
-                    str(s.labels.get(m[1]) or s.item.get(m[1]))
-                    for s in premises
-                    if s.labels.get(m[1]) or s.item.get(m[1])
-                ),
-                "",
-            )
+            found = next((v for s in premises if (v := s.labels.get(m[1]) or s.item.get(m[1]))), "")
         return str(found)[:_SLOT_CHARS] or m[2]
 
     return _SLOT.sub(value, cause)
