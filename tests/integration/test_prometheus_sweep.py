@@ -120,7 +120,10 @@ def test_a_query_prometheus_refuses_costs_that_query_only(tmp_path: Path) -> Non
     now = datetime.now(UTC).replace(microsecond=0)
     data = backfill(_openmetrics(now.timestamp()), tmp_path / "prometheus")
     book = catalogue()
-    broken = book.queries["request_rate"].model_copy(update={"promql": "sum(rate(x{SCOPE}[5m])"})
+    # an exported metric, so the listing lets the broken template run
+    broken = book.queries["request_rate"].model_copy(
+        update={"promql": "sum(rate(ledger_webhook_failures_total{SCOPE}[5m])"}
+    )
     book = book.model_copy(update={"queries": {**book.queries, "broken": broken}})
     alert = Alert(
         status="firing",
@@ -132,10 +135,13 @@ def test_a_query_prometheus_refuses_costs_that_query_only(tmp_path: Path) -> Non
         tool = QueryPrometheusTool(
             mon.prometheus_url, 5.0, ToolBackend(name="prometheus"), book=book
         )
-        mixed = tool.run(QueryPrometheusParams(queries="broken request_rate", service=SERVICE), ctx)
+        queries = "broken pool_pending request_rate"
+        mixed = tool.run(QueryPrometheusParams(queries=queries, service=SERVICE), ctx)
         alone = tool.run(QueryPrometheusParams(queries="broken", service=SERVICE), ctx)
     assert mixed.success, mixed.error_message
-    assert [q["id"] for q in mixed.output["queries"]] == ["request_rate"]
+    assert [q["id"] for q in mixed.output["queries"]] == ["pool_pending"]
+    # the service exports no request counter: the real listing says so, no query runs
+    assert mixed.output["absent"] == ["request_rate"]
     assert mixed.output["query_errors"][0].startswith("broken: prometheus: HTTP 400")
     assert not alone.success and "HTTP 400" in (alone.error_message or "")
 

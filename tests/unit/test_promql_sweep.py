@@ -99,7 +99,7 @@ class _Prometheus(QueryPrometheusTool):
                 return found
         return []
 
-    def _names(self, scope: str, labels: Any, at: datetime) -> tuple[str, list[str]]:
+    def _names(self, scope: str, labels: Any, span: Any, listings: Any) -> tuple[str, list[str]]:
         return 'service="svc"', self.names
 
 
@@ -137,7 +137,7 @@ class _Failing(QueryPrometheusTool):
             raise ToolBackendError("prometheus: HTTP 422")
         return []
 
-    def _names(self, scope: str, labels: Any, at: datetime) -> tuple[str, list[str]]:
+    def _names(self, scope: str, labels: Any, span: Any, listings: Any) -> tuple[str, list[str]]:
         return 'service="svc"', ["svc_outbox_pending"]
 
 

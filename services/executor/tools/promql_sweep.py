@@ -20,11 +20,10 @@ from datetime import datetime
 from typing import Any, Literal
 
 from services.executor.tools.promql import Catalogue, Sweep
+from services.executor.tools.promql_names import selects
 
 SWEEP_ID = "sweep"
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]{0,199}")
-_SELECTED_NAME = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{")
-_NAME_REGEX = re.compile(r"__name__\s*=~\s*\"((?:[^\"\\]|\\.)*)\"")
 _COUNTER_ENDINGS = ("_total", "_count", "_sum")
 _UNIT_ENDINGS = (("_bytes", "bytes"), ("_seconds", "seconds"), ("_ratio", "ratio"))
 
@@ -41,9 +40,9 @@ def _known(book: Catalogue) -> _Known:
     names: set[str] = set()
     patterns: list[re.Pattern[str]] = []
     for query in book.queries.values():
-        names.update(_SELECTED_NAME.findall(query.promql))
-        for raw in _NAME_REGEX.findall(query.promql):
-            patterns.append(re.compile(raw.replace("\\\\", "\\")))
+        chosen = selects(query.promql)
+        names.update(chosen.names)
+        patterns.extend(chosen.patterns)
     _KNOWN[id(book)] = (book, frozenset(names), tuple(patterns))
     return _KNOWN[id(book)]
 
@@ -118,11 +117,6 @@ def read(name: str, names: Collection[str], sweep: Sweep) -> Read:
     if name.endswith("_sum") and f"{family}_count" in names:
         return Read(f"mean {family}", unit_of(family), name, "mean", drop)
     return Read(name, unit_of(name), name, "rate" if counter(name) else "level", drop)
-
-
-def names_query(selector: str) -> str:
-    """The instant query that lists the metric names of the scope."""
-    return f"group by (__name__) ({{{selector}}})"
 
 
 def near_onset(item: Mapping[str, Any], onset: datetime, sweep: Sweep) -> bool:

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from services.executor.tools import promql_sweep, refs
+from services.executor.tools import promql_names, promql_sweep, refs
 from services.executor.tools.base import (
     RunContext,
     ToolBackendError,
@@ -56,6 +56,10 @@ DEPENDENCY_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 DEPENDENCY_KEEPS = ("namespace", "cluster")
 NO_SCOPE = "no service, namespace, pod, instance or job label to scope the queries to"
 NO_PROMETHEUS = "no Prometheus configured (TRACEBOUND_TOOLS_PROMETHEUS_URL)"
+# a call's window: start, end and the step in seconds
+Span = tuple[datetime, datetime, int]
+# the metric names listed under each selector in one call (None: the listing failed)
+Listings = dict[str, frozenset[str] | None]
 
 
 class QueryPrometheusParams(ToolParams):
@@ -167,15 +171,47 @@ class QueryPrometheusTool:
         }
         return self._result("query_range", params)
 
+    def _listing(self, selector: str, span: Span, listings: Listings) -> frozenset[str] | None:
+        """The metric names with a sample under ``selector`` in the window, listed once per
+        call; None when the listing failed (then every query is run, as without it)."""
+        if selector not in listings:
+            params = promql_names.listing_params(selector, span[0].timestamp(), span[1].timestamp())
+            try:
+                body = get_json(
+                    "prometheus",
+                    f"{self._url}/api/v1/label/__name__/values",
+                    params,
+                    self._timeout_s,
+                )
+            except ToolBackendError:
+                listings[selector] = None
+            else:
+                data = body.get("data")
+                listings[selector] = (
+                    frozenset(n for n in data if isinstance(n, str))
+                    if isinstance(data, list)
+                    else None
+                )
+        return listings[selector]
+
     def _run_one(
-        self, qid: str, labels: Mapping[str, str], span: tuple[datetime, datetime, int]
-    ) -> tuple[str, list[Any]]:
-        """The first scope alternative that returns series, and its series."""
+        self, qid: str, labels: Mapping[str, str], span: Span, listings: Listings
+    ) -> tuple[str | None, list[Any]]:
+        """The first scope alternative that returns series, and its series; None when
+        no alternative ran.
+
+        An alternative whose scope exports none of the query's metric names is not
+        run: the listing already says it would return nothing.
+        """
         query = self._book.queries[qid]
-        tried = ""
+        chosen = promql_names.selects(query.promql)
+        tried: str | None = None
         for alternative in self._book.scopes[query.scope]:
             selector = matchers(alternative, labels)
             if selector is None:
+                continue
+            available = self._listing(selector, span, listings)
+            if available is not None and not chosen.any_of(available):
                 continue
             tried = render(query, selector)
             found = self._range(tried, *span)
@@ -196,7 +232,7 @@ class QueryPrometheusTool:
             return failed_outcome(envelope, str(exc), "prometheus")
         add_shares(items, self._book)
         query_text = f"{p.queries} scope {labels_text(labels) or '-'}"
-        if not envelope["queries"]:
+        if not envelope["queries"] and not envelope.get("absent"):
             return failed_outcome(envelope, "no query ran within the time budget", "prometheus")
         if not items:
             message = "no series matched"
@@ -260,6 +296,9 @@ class QueryPrometheusTool:
         onset = parse_time(onset_text) if onset_text else None
         items: list[dict[str, Any]] = []
         errors: list[str] = []
+        # queries whose metrics the scope does not export: not run, and said so
+        absent: list[str] = []
+        listings: Listings = {}
         deadline = time.monotonic() + self._budget_s
         for position, qid in enumerate(ids):
             if len(items) >= MAX_SERIES or time.monotonic() > deadline:
@@ -267,14 +306,19 @@ class QueryPrometheusTool:
                 envelope["not_run"] = list(ids[position:])
                 break
             try:
-                promql, found = self._run_one(qid, labels, span)
+                promql, found = self._run_one(qid, labels, span, listings)
             except ToolBackendError as exc:
                 errors.append(f"{qid}: {exc}")
+                continue
+            if promql is None:
+                absent.append(qid)
                 continue
             envelope["queries"].append({"id": qid, "promql": promql, "series": len(found)})
             items.extend(
                 self._items(qid, found, span, onset, p.window_minutes, dependency=p.dependency)
             )
+        if absent:
+            envelope["absent"] = absent
         if errors:
             envelope["query_errors"] = errors[:5]
             if not envelope["queries"]:
@@ -289,6 +333,7 @@ class QueryPrometheusTool:
                 window_min=p.window_minutes,
                 deadline=deadline,
                 envelope=envelope,
+                listings=listings,
             )
             items.extend(swept[: MAX_SERIES - len(items)])
         return items[:MAX_SERIES]
@@ -296,12 +341,13 @@ class QueryPrometheusTool:
     def _sweep(
         self,
         labels: Mapping[str, str],
-        span: tuple[datetime, datetime, int],
+        span: Span,
         onset: datetime | None,
         *,
         window_min: int,
         deadline: float,
         envelope: dict[str, Any],
+        listings: Listings,
     ) -> list[dict[str, Any]]:
         """The service's other metrics that changed near the onset (:mod:`promql_sweep`).
 
@@ -318,7 +364,7 @@ class QueryPrometheusTool:
         errors: list[str] = []
         selector = ""
         try:
-            selector, names = self._names(sweep.scope, labels, span[1])
+            selector, names = self._names(sweep.scope, labels, span, listings)
         except ToolBackendError as exc:
             names, errors = [], [str(exc)]
         for name in promql_sweep.candidates(names, self._book, sweep):
@@ -347,27 +393,26 @@ class QueryPrometheusTool:
         out.sort(key=interest, reverse=True)
         return out[: sweep.max_series]
 
-    def _names(self, scope: str, labels: Mapping[str, str], at: datetime) -> tuple[str, list[str]]:
+    def _names(
+        self, scope: str, labels: Mapping[str, str], span: Span, listings: Listings
+    ) -> tuple[str, list[str]]:
         """The first scope alternative with metrics, and their names."""
         for alternative in self._book.scopes[scope]:
             selector = matchers(alternative, labels)
             if selector is None:
                 continue
-            params = {"query": promql_sweep.names_query(selector), "time": f"{at.timestamp():.3f}"}
-            names = [
-                str(r["metric"]["__name__"])
-                for r in self._result("query", params)
-                if isinstance(r.get("metric"), dict) and r["metric"].get("__name__")
-            ]
+            names = self._listing(selector, span, listings)
+            if names is None:
+                raise ToolBackendError("prometheus: the metric names could not be listed")
             if names:
-                return selector, names
+                return selector, sorted(names)
         return "", []
 
     def _items(
         self,
         qid: str,
         found: list[Any],
-        span: tuple[datetime, datetime, int],
+        span: Span,
         onset: datetime | None,
         window_min: int,
         *,
