@@ -146,7 +146,7 @@ def score_row(incident: Incident, run: Run | None) -> Row:
     claims = [(c.claim_type, c.claim_text) for c in allowed.allowed_claims] if allowed else []
     hypotheses = list(allowed.allowed_hypotheses) if allowed else []
     text = run.answer.user_facing_answer
-    got = score.score(incident, claims, hypotheses, text)
+    got = score.score(incident, claims, hypotheses, text, shown=score.shown_in(text, hypotheses))
     row.answered = True
     row.run_id = run.run_id
     row.verdict = run.answer.verdict

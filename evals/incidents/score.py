@@ -2,10 +2,11 @@
 
 Patterns are Python regular expressions, searched case-insensitively. The cause is
 named when a cause pattern matches a verified claim of type ``root_cause`` or the
-first hypothesis. A fact is found when any of its patterns matches the answer text or
-any verified claim. A false statement is made when one of its patterns matches its
-scope: ``cause`` (root-cause claims and hypotheses) or ``any`` (answer text, every
-claim and every hypothesis).
+first hypothesis the answer shows (the composer withholds one that states a fact no
+verified claim holds; a user never reads it). A fact is found when any of its
+patterns matches the answer text or any verified claim. A false statement is made
+when one of its patterns matches its scope: ``cause`` (root-cause claims and every
+allowed hypothesis) or ``any`` (answer text, every claim and every hypothesis).
 
 A ``\\b`` before a number in a pattern marks where the number starts: it does not
 match inside a decimal, so ``\\b8\\s*GiB`` does not match the ``8`` of ``3.8 GiB``.
@@ -17,6 +18,7 @@ nor before a percent sign unless the pattern itself goes on to one. So a count
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -70,11 +72,15 @@ def score(
     claims: Sequence[tuple[str, str]],
     hypotheses: Sequence[str],
     answer_text: str,
+    *,
+    shown: Sequence[str] | None = None,
 ) -> Score:
-    """Score a diagnosis: ``claims`` are the (claim_type, claim_text) of verified claims."""
+    """Score a diagnosis: ``claims`` are the (claim_type, claim_text) of verified claims,
+    ``hypotheses`` the allowed ones and ``shown`` those the answer shows (default: all)."""
     key = incident.key
     root = [text for kind, text in claims if kind == "root_cause"]
-    cause_named = _matches(key.cause.patterns, [*root, *hypotheses[:1]])
+    first = list(hypotheses if shown is None else shown)[:1]
+    cause_named = _matches(key.cause.patterns, [*root, *first])
     fact_texts = [answer_text, *(text for _, text in claims)]
     found = tuple(f.id for f in key.facts if _matches(f.patterns, fact_texts))
     missing = tuple(f.id for f in key.facts if f.id not in found)
@@ -84,3 +90,10 @@ def score(
     }
     false = tuple(s.id for s in key.false if _matches(s.patterns, scopes[s.scope]))
     return Score(cause_named, found, missing, false)
+
+
+def shown_in(answer_text: str, hypotheses: Sequence[str]) -> list[str]:
+    """The hypotheses the answer text shows, in their order (the composer writes each in
+    NFKC form, stripped)."""
+    answer = unicodedata.normalize("NFKC", answer_text)
+    return [h for h in hypotheses if unicodedata.normalize("NFKC", h).strip() in answer]

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Any
 
+from services.composer.checks import foreign_facts
 from services.executor.claims import templates
-from services.executor.diagnosis import evaluate
+from services.executor.diagnosis import evaluate, rulebook
 from services.executor.log_lines import distinct_first
 from services.executor.series_claims import SeriesRef, diagnose, wording
 from services.executor.tools.promql import catalogue
 from services.executor.tools.series_shares import add_shares
 from services.executor.tools.series_text import minutes_from_onset, series_text
 from services.executor.tools.units import format_quantity
+from services.verifier.rules_file import default_verifier_rules
 from services.verifier.structure import check_claim
 from tests.support.series_items import ONSET, START, STEP, item, series_of
 
@@ -207,3 +210,18 @@ def test_errors_soon_after_a_new_replicaset_are_a_deploy_regression() -> None:
     assert "deploy-errors" in _rules([rollout, errors])
     assert "deploy-errors" not in _rules([rollout, late])
     assert "deploy-errors" not in _rules([errors])
+
+
+def test_every_cause_passes_the_composers_screen_on_its_own() -> None:
+    """A cause states no number of its own: the composer withholds a hypothesis with a
+    number no verified claim holds, so "rose 1.5-fold or more" would never be shown.
+    (A name such as OOMKilled is stated by the premises' own claims.)"""
+    rules = default_verifier_rules()
+    slot = re.compile(r"\{\w+\|([^{}]*)\}")
+    blocked = {
+        (rule.id, lang): found
+        for rule in rulebook().rules
+        for lang, text in rule.cause.items()
+        if (found := [f for f in foreign_facts([], slot.sub(r"\1", text), rules) if "number" in f])
+    }
+    assert blocked == {}

@@ -13,7 +13,7 @@ import pytest
 
 from evals.incidents import render
 from evals.incidents.model import Incident, Series
-from evals.incidents.score import _compiled, score
+from evals.incidents.score import _compiled, score, shown_in
 from tests.support.incident_splits import Sealed, by_id, sealed
 
 
@@ -178,3 +178,13 @@ def test_the_key_recognises_its_own_statements(every: list[Incident]) -> None:
         herring = score(inc, [("root_cause", inc.red_herring)], [], "").false_statements
         failures += not herring
     assert failures == 0
+
+
+def test_a_withheld_hypothesis_does_not_name_the_cause(dev: list[Incident]) -> None:
+    inc = by_id(dev, "parcel-router-rollout-panic")
+    allowed = ["A bad rollout caused a regression in quotes", "Traffic spike"]
+    answer = "Unconfirmed hypotheses:\n- Traffic spike\n"
+    shown = shown_in(answer, allowed)
+    assert shown == ["Traffic spike"]
+    assert not score(inc, [], allowed, answer, shown=shown).cause_named
+    assert score(inc, [], allowed, answer).cause_named, "without shown: every allowed one"
