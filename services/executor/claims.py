@@ -312,8 +312,9 @@ def _series(acc: _Round, shapes: list[dict[str, Any]]) -> list[str]:
 
     The alert, the causes' premises, the first logs (errors first), the lines
     written when the first premise began to change, the other series that
-    changed, the log shapes' counts, the other logs, the swept series, what was
-    not found. A changed series is a computed fact; a later log line one sample.
+    changed, the log shapes' counts, the other logs, the swept series and the
+    alert's own expression, what was not found. A changed series is a computed
+    fact; a later log line one sample.
     """
     found = series_claims.diagnose(acc.series, acc.lang)
     t = acc.t["series"]
@@ -327,7 +328,7 @@ def _series(acc: _Round, shapes: list[dict[str, Any]]) -> list[str]:
     logs = [c for c in acc.claims if c not in alerts and c not in negatives and c not in onset]
     logs = log_lines.by_level(logs, acc.levels)
     near = log_lines.near_change(onset, acc.onset, logs)
-    declared = len(series) - found.swept
+    declared = len(series) - found.late
     causes, lead = _causes(acc, found.causes)
     logs, near = [c for c in logs if c not in lead], [c for c in near if c not in lead]
     acc.claims[:] = [
@@ -352,7 +353,7 @@ def _causes(acc: _Round, found: Sequence[tuple[str, str]]) -> tuple[list[str], l
     series = [r.series for r in acc.series]
     if causes or (hit := log_causes.near_onset(acc.logged, series, acc.firing)) is None:
         return causes, []
-    cause = hit.signature.cause["zh" if acc.lang == "zh" else "en"]
+    cause = hit.cause("zh" if acc.lang == "zh" else "en")
     line = [c for c in acc.claims if c["claim_text"] == hit.first][:1]
     return [acc.text_of(t["diagnosis"], rule=f"log:{hit.signature.id}", cause=cause)], line
 

@@ -37,11 +37,23 @@ class Premise(BaseModel):
 
     query: str
     test: Literal[
-        "present", "rose", "fell", "steady", "increased", "appeared", "reaches", "peaks", "below"
+        "present",
+        "rose",
+        "fell",
+        "worsened",
+        "growing",
+        "steady",
+        "increased",
+        "appeared",
+        "reaches",
+        "peaks",
+        "below",
     ]
     labels: dict[str, str] = Field(default_factory=dict)
     # a regular expression searched in what the series is (a swept series: its metric name)
     name: str | None = None
+    # regular expressions searched in label values ("persistentvolumeclaim": "logs")
+    matching: dict[str, str] = Field(default_factory=dict)
     of: str | None = None
     share: float = Field(default=1.0, gt=0, le=10)
     # ``rose``/``fell``: by at least this factor between an hour before and the onset
@@ -63,6 +75,13 @@ class Premise(BaseModel):
     def _pattern(cls, v: str | None) -> str | None:
         if v is not None:
             re.compile(v)
+        return v
+
+    @field_validator("matching")
+    @classmethod
+    def _patterns(cls, v: dict[str, str]) -> dict[str, str]:
+        for pattern in v.values():
+            re.compile(pattern)
         return v
 
 
@@ -212,12 +231,18 @@ def _follows(p: Premise, s: Series, held: Sequence[Series]) -> bool:
     )
 
 
+def _direction(s: Series, p: Premise) -> str:
+    """The direction a ``rose``/``fell`` premise asks for; ``worsened``: the direction in
+    which the series moves toward firing (the alert's own expression: ``worse``)."""
+    return str(s.item.get("worse") or "") if p.test == "worsened" else p.test
+
+
 def _by_factor(s: Series, p: Premise) -> bool:
     """The change from an hour before to the onset is at least ``p.min_ratio``-fold."""
     if not p.min_ratio:
         return True
     before, now = s.value("hour_before"), s.value("at_onset")
-    low, high = (before, now) if p.test == "rose" else (now, before)
+    low, high = (before, now) if _direction(s, p) == "rose" else (now, before)
     if low is None or high is None or high <= 0 or low < 0:
         return False
     return low == 0 or high / low >= p.min_ratio
@@ -227,6 +252,8 @@ def _selects(p: Premise, s: Series) -> bool:
     """``s`` is of the premise's query, with its labels and (when given) its name."""
     if s.query != p.query or any(s.labels.get(k) != v for k, v in p.labels.items()):
         return False
+    if any(not re.search(rx, s.labels.get(k, ""), re.IGNORECASE) for k, rx in p.matching.items()):
+        return False
     if bool(s.dependency) != p.dependency:
         return False
     # a swept series is its metric's name, or "mean <name>" for a histogram's mean
@@ -234,19 +261,26 @@ def _selects(p: Premise, s: Series) -> bool:
     return p.name is None or re.search(p.name, name, re.IGNORECASE) is not None
 
 
-def _holds(p: Premise, s: Series, series: Sequence[Series], book: Rulebook) -> bool:
+def _holds(  # noqa: PLR0911 - one return per kind of test
+    p: Premise, s: Series, series: Sequence[Series], book: Rulebook
+) -> bool:
     if not _selects(p, s):
         return False
     if p.test == "present":
         return True
-    if p.test in ("rose", "fell"):
+    if p.test in ("rose", "fell", "worsened"):
+        direction = _direction(s, p)
         return (
-            _changed(s, p.test, book)
+            direction in ("rose", "fell")
+            and _changed(s, direction, book)
             and _by_factor(s, p)
             and (not p.new_version or _on_new(s, series, book))
         )
     if p.test == "appeared":
         return _in_window(s.value("first_seen"), s.onset, book)
+    if p.test == "growing":
+        # still climbing in the half hour before the onset (a level that accumulates)
+        return bool(s.item.get("facts", {}).get("trend") == "growing")
     if p.test in ("steady", "increased"):
         return _level(s, p)
     return p.of is not None and _compared(s, p, series)

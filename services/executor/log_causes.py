@@ -55,6 +55,11 @@ class Signature(BaseModel):
     def matches(self, message: str) -> bool:
         return any(c.search(message) for c in self._compiled)
 
+    def position(self, message: str) -> int:
+        """Where in ``message`` the first of its patterns matched (0 if none does)."""
+        found = [m.start() for c in self._compiled if (m := c.search(message))]
+        return min(found, default=0)
+
 
 class Signatures(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -84,12 +89,42 @@ class Logged:
     at: float
 
 
+# the first line's message a cause quotes: at most this many characters, cut at a space
+QUOTED_CHARS = 100
+
+
+# how much of the message before the signature's own words the quote keeps
+_LEAD_CHARS = 30
+
+
+def quoted(message: str, at: int = 0) -> str:
+    """``message`` in quotes around position ``at`` (where a signature matched), at most
+    :data:`QUOTED_CHARS` long, cut at spaces (never inside a word or a number, which the
+    composer would read as a fact no claim holds); a cut is marked with an ellipsis."""
+    text = re.sub(r"\s", " ", message)  # one line, every position kept
+    # from a word boundary at most _LEAD_CHARS before the match (else the match itself)
+    space = text.find(" ", at - _LEAD_CHARS, at)
+    start = 0 if at <= _LEAD_CHARS else (space + 1 if space >= 0 else at)
+    part = text[start:].strip()
+    if len(part) > QUOTED_CHARS:
+        cut = part.rfind(" ", 0, QUOTED_CHARS + 1)
+        part = (part[:cut] if cut > 0 else part[:QUOTED_CHARS]).rstrip(" ,;:") + " \u2026"
+    lead = "\u2026 " if start > 0 else ""
+    return f"\u201c{lead}{part}\u201d"
+
+
 @dataclass(frozen=True, slots=True)
 class Named:
-    """The signature that named a cause, and the claim text of its first line."""
+    """The signature that named a cause, the claim text of its first line, and its message."""
 
     signature: Signature
     first: str
+    message: str
+
+    def cause(self, lang: Literal["en", "zh"]) -> str:
+        """The signature's cause, quoting the first line's message (``{message}``)."""
+        at = self.signature.position(self.message)
+        return self.signature.cause[lang].replace("{message}", quoted(self.message, at))
 
 
 def named(lines: Sequence[Logged], onset: float, book: Signatures | None = None) -> Named | None:
@@ -107,7 +142,8 @@ def named(lines: Sequence[Logged], onset: float, book: Signatures | None = None)
             continue  # logged before the window too: a chronic message, not this cause
         hits = [line for line in matched if line.at <= end]
         if hits and (best is None or (-len(hits), hits[0].at) < rank):
-            best, rank = Named(signature, hits[0].text), (-len(hits), hits[0].at)
+            best = Named(signature, hits[0].text, hits[0].message)
+            rank = (-len(hits), hits[0].at)
     return best
 
 

@@ -20,8 +20,14 @@ from typing import Any
 from services.executor import diagnosis
 from services.executor.diagnosis import Series
 from services.executor.tools.promql import catalogue
+from services.executor.tools.promql_alert import ALERT_ID
 from services.executor.tools.promql_sweep import SWEEP_ID
 from services.executor.tools.series_text import hour_told, series_scope
+
+# series stated after every other evidence unless a rule rests on them: a swept metric
+# (the catalogue is what is known to matter) and the alert's own expression (its value
+# is already the alert's)
+LATE = (SWEEP_ID, ALERT_ID)
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +118,7 @@ class Diagnosed:
     refs: tuple[SeriesRef, ...]
     causes: tuple[tuple[str, str], ...]  # (rule id, cause text)
     premises: int = 0  # how many of ``refs`` (the first) are premises of a rule that held
-    swept: int = 0  # how many of ``refs`` (the last) the sweep found
+    late: int = 0  # how many of ``refs`` (the last) are swept or the alert's expression
 
 
 def diagnose(refs: Sequence[SeriesRef], lang: str) -> Diagnosed:
@@ -134,11 +140,10 @@ def diagnose(refs: Sequence[SeriesRef], lang: str) -> Diagnosed:
         for r in refs
         if r not in ordered and (q := book.queries.get(r.series.query)) is not None and q.always
     )
-    # a declared query's series before a swept one: the catalogue is what is known to matter
     rest = sorted(
         (r for r in refs if _changed(r.series)),
-        key=lambda r: (r.series.query == SWEEP_ID, -_size(r.series)),
+        key=lambda r: (r.series.query in LATE, -_size(r.series)),
     )
     ordered.extend(r for r in rest if r not in ordered)
-    swept = sum(1 for r in ordered[premises:] if r.series.query == SWEEP_ID)
-    return Diagnosed(tuple(ordered), tuple(causes), premises, swept)
+    late = sum(1 for r in ordered[premises:] if r.series.query in LATE)
+    return Diagnosed(tuple(ordered), tuple(causes), premises, late)

@@ -225,3 +225,58 @@ def test_every_cause_passes_the_composers_screen_on_its_own() -> None:
         if (found := [f for f in foreign_facts([], slot.sub(r"\1", text), rules) if "number" in f])
     }
     assert blocked == {}
+
+
+def _alert(fn: Any, worse: str = "rose") -> dict[str, Any]:
+    series = item(fn, "count", "alert")
+    series["worse"] = worse
+    return series
+
+
+def test_the_alerts_own_expression_worsening_after_a_deploy_names_it() -> None:
+    after = _alert(lambda i: 180.0 if i < DEPLOY + 6 else 2900.0)
+    before = _alert(lambda i: 180.0 if i < DEPLOY - 40 else 2900.0)
+    assert "deploy-alert" in _rules([_deployed(), after])
+    assert "deploy-alert" not in _rules([_deployed(), before])
+    assert "deploy-alert" not in _rules([after]), "no deploy, no deploy cause"
+    # an alert that fires below its threshold worsens when its expression falls
+    falling = _alert(lambda i: 0.4 if i < DEPLOY + 6 else 0.05, worse="fell")
+    assert "deploy-alert" in _rules([_deployed(), falling])
+    falling["worse"] = "rose"
+    assert "deploy-alert" not in _rules([_deployed(), falling])
+
+
+def test_a_doubled_request_rate_before_the_alert_worsened_is_a_surge() -> None:
+    surge = item(lambda i: 900.0 if i < 200 else 4000.0, "/s", "request_rate")
+    mild = item(lambda i: 900.0 if i < 200 else 1300.0, "/s", "request_rate")
+    queue = _alert(lambda i: 0.0 if i < 201 else 1600.0)
+    early = _alert(lambda i: 0.0 if i < 150 else 1600.0)
+    assert _rules([surge, queue])[0] == "traffic-surge-alert"
+    assert "traffic-surge-alert" not in _rules([mild, queue])
+    assert "traffic-surge-alert" not in _rules([surge, early]), "the symptom came first"
+
+
+def test_one_oom_kill_and_memory_climbing_back_to_the_limit_is_a_leak() -> None:
+    # killed once before the window; since then the working set climbs to 93% of 1 GiB
+    climbing = [
+        item(lambda i: 1, "presence", "last_terminated_reason", reason="OOMKilled", pod="p"),
+        item(lambda i: 0 if i < 20 else 1, "count", "restarts", pod="p"),
+        item(lambda i: 4e8 + i * 2.2e6, "bytes", "memory_working_set", pod="p"),
+        item(lambda i: 1.0e9, "bytes", "memory_limit", pod="p"),
+        item(lambda i: 3e8 + i * 2e6, "bytes", "heap_used"),
+    ]
+    rules = _rules(climbing)
+    assert rules[0] == "memory-leak-climbs-back" and "oom-killed" in rules
+    flat = [*climbing[:2], item(lambda i: 9.3e8, "bytes", "memory_working_set", pod="p")]
+    assert "memory-leak-climbs-back" not in _rules([*flat, climbing[3]])
+
+
+def test_a_logs_volume_filling_names_logs_by_the_volumes_name() -> None:
+    def volume(claim: str) -> dict[str, Any]:
+        fn = lambda i: 0.4 if i < 150 else 0.4 - 0.004 * (i - 150)  # noqa: E731
+        return item(fn, "ratio", "volume_free_ratio", persistentvolumeclaim=claim)
+
+    assert _rules([volume("traefik-logs")])[0] == "logs-volume-filling"
+    assert _rules([volume("logging-data")])[0] == "logs-volume-filling"
+    assert _rules([volume("catalog-data")]) == ["volume-filling"]
+    assert _rules([volume("blogs-db")]) == ["volume-filling"], "a word, not a substring"

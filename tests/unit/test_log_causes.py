@@ -7,7 +7,7 @@ from typing import Any, get_args
 
 from evals.incidents.model import Category
 from services.executor.claims import build_evidence, diagnosis_findings
-from services.executor.log_causes import Logged, named, signatures
+from services.executor.log_causes import QUOTED_CHARS, Logged, named, quoted, signatures
 from tests.support.evidence_events import answered_invocation
 from tests.support.series_items import ONSET, START, item
 from tracebound.events import ExecutionPlan, PlannedCall, ToolInvocation
@@ -100,3 +100,46 @@ def test_llm_mode_gains_the_same_log_cause_and_its_line() -> None:
     assert ["No space left on device" in c["claim_text"] for c in claims] == [True]
     claims, causes = diagnosis_findings(_trace(series_rule=True), "en")
     assert not any("log:" in c for c in causes)
+
+
+def test_a_client_library_exception_names_a_failing_dependency() -> None:
+    for message in (
+        "Task index_product raised unexpected: TransportError(503, 'unavailable_shards')",
+        "requests.exceptions.ConnectionError: HTTPSConnectionPool(host='ledger', port=443)",
+        "httpx.ReadTimeout: timed out",
+        "rpc error: code = DeadlineExceeded desc = DEADLINE_EXCEEDED",
+        "call to upstream inventory timed out after 2000ms",
+    ):
+        assert _cause([_line(-4, message)]) == "dependency-unreachable", message
+
+
+def test_a_failing_log_rotation_names_logs_filling_the_disk() -> None:
+    line = 'error: skipping "/var/log/app/access.log" because parent directory has insecure'
+    assert _cause([_line(-30, line + " permissions")]) == "log-rotation-failing"
+
+
+def test_the_cause_quotes_the_first_lines_message_cut_at_a_space() -> None:
+    long = "TransportError(503, 'unavailable_shards_exception', '[products-v7][1] primary " + (
+        "shard is not active Timeout: [2s], request: [BulkShardRequest [[products-v7][1]]"
+    )
+    found = named([_line(-4, long), _line(-2, "ConnectionError: reset")], ONSET)
+    assert found is not None and found.message == long
+    cause = found.cause("en")
+    assert cause.startswith("a failing dependency") and "\u201cTransportError(503," in cause
+    assert cause.endswith(" \u2026\u201d") and len(quoted(long)) <= QUOTED_CHARS + 4
+    assert quoted("short message") == "\u201cshort message\u201d"
+    # a cut never ends inside a word or a number
+    inner = quoted(long)[1:-3].rstrip()
+    assert long.startswith(inner) and long[len(inner)] == " "
+
+
+def test_the_quote_starts_near_where_the_signature_matched() -> None:
+    task = "Task catalog.tasks.index[3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f]"
+    message = f"[ERROR/Worker-7] {task} raised unexpected: TransportError(503, 'shards') " + (
+        "x " * 60
+    )
+    found = named([_line(-4, message)], ONSET)
+    assert found is not None
+    cause = found.cause("en")
+    assert "\u201c\u2026 raised unexpected: TransportError(503," in cause, cause
+    assert task not in cause

@@ -7,13 +7,9 @@ from typing import Any
 
 from services.executor.tools.base import RunContext, ToolBackendError
 from services.executor.tools.promql import catalogue
-from services.executor.tools.promql_names import listing_params, selects
-from services.executor.tools.query_prometheus import (
-    Listings,
-    QueryPrometheusParams,
-    QueryPrometheusTool,
-    Span,
-)
+from services.executor.tools.promql_names import Listings, listing_params, selects
+from services.executor.tools.query_prometheus import QueryPrometheusParams, QueryPrometheusTool
+from services.executor.tools.series_items import Span
 from tests.support.series_items import END, ONSET, START, STEP
 from tracebound.events import Alert, ToolBackend
 

@@ -178,6 +178,20 @@ def map_alert(
     }
 
 
+def alerting_rules(data: Any) -> list[dict[str, Any]]:
+    """The alerting rules of a ``/api/v1/rules?type=alert`` answer's ``data``."""
+    groups = data.get("groups") if isinstance(data, dict) else None
+    if not isinstance(groups, list):
+        raise ToolBackendError("prometheus: rules response has no data.groups list")
+    return [
+        rule
+        for group in groups
+        if isinstance(group, dict)
+        for rule in group.get("rules") or []
+        if isinstance(rule, dict) and rule.get("type", "alerting") == "alerting"
+    ]
+
+
 class PrometheusAlertSource:
     """``AlertSource`` reading alerts, their rules and live values from Prometheus."""
 
@@ -195,17 +209,7 @@ class PrometheusAlertSource:
         return body.get("data")
 
     def _rules(self) -> list[dict[str, Any]]:
-        data = self._get("/api/v1/rules", {"type": "alert"})
-        groups = data.get("groups") if isinstance(data, dict) else None
-        if not isinstance(groups, list):
-            raise ToolBackendError("prometheus: rules response has no data.groups list")
-        return [
-            rule
-            for group in groups
-            if isinstance(group, dict)
-            for rule in group.get("rules") or []
-            if isinstance(rule, dict) and rule.get("type", "alerting") == "alerting"
-        ]
+        return alerting_rules(self._get("/api/v1/rules", {"type": "alert"}))
 
     def _evaluate(self, lhs: str) -> Any:
         data = self._get("/api/v1/query", {"query": lhs})

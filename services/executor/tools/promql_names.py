@@ -16,6 +16,13 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from functools import lru_cache
 
+from services.executor.tools.base import ToolBackendError
+from services.executor.tools.httpjson import get_json
+from services.executor.tools.series_items import Span
+
+# the metric names listed under each selector in one call (None: the listing failed)
+Listings = dict[str, frozenset[str] | None]
+
 # ``name{`` of a selector, and the pattern of ``{__name__=~"…"}``
 _SELECTED_NAME = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{")
 _NAME_REGEX = re.compile(r"__name__\s*=~\s*\"((?:[^\"\\]|\\.)*)\"")
@@ -52,3 +59,15 @@ def listing_params(selector: str, start: float, end: float) -> dict[str, str]:
     """The parameters of ``/api/v1/label/__name__/values`` for the names under ``selector``
     with a sample in ``[start, end]`` (a version's series that ended is still listed)."""
     return {"match[]": f"{{{selector}}}", "start": f"{start:.3f}", "end": f"{end:.3f}"}
+
+
+def listing(url: str, selector: str, span: Span, timeout_s: float) -> frozenset[str] | None:
+    """The metric names with a sample under ``selector`` in the window; None when the
+    listing failed (then every query is run, as without it)."""
+    params = listing_params(selector, span[0].timestamp(), span[1].timestamp())
+    try:
+        body = get_json("prometheus", f"{url}/api/v1/label/__name__/values", params, timeout_s)
+    except ToolBackendError:
+        return None
+    data = body.get("data")
+    return frozenset(n for n in data if isinstance(n, str)) if isinstance(data, list) else None

@@ -14,13 +14,16 @@ other series, named by its metric.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from services.executor.tools.base import ToolBackendError
 from services.executor.tools.promql import Catalogue, Sweep
 from services.executor.tools.promql_names import selects
+from services.executor.tools.series_items import RangeQuery, Reading, Span, interest, series_items
 
 SWEEP_ID = "sweep"
 _METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]{0,199}")
@@ -129,3 +132,51 @@ def near_onset(item: Mapping[str, Any], onset: datetime, sweep: Sweep) -> bool:
         return False
     at = onset.timestamp()
     return at - sweep.lead_minutes * 60 <= moment <= at + sweep.grace_minutes * 60
+
+
+@dataclass(frozen=True, slots=True)
+class Swept:
+    """One call's sweep: its catalogue, range query and window."""
+
+    book: Catalogue
+    sweep: Sweep
+    run_range: RangeQuery
+    span: Span
+    onset: datetime
+    window_min: int
+
+    def items(
+        self, selector: str, names: Collection[str], deadline: float, envelope: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        """The candidates' series whose change began near the onset, most telling first.
+
+        A failed query is recorded (``sweep_errors``) and skipped: the other names are
+        still read, and the declared queries' evidence stands. No query starts after
+        ``deadline`` (``not_run``).
+        """
+        out: list[dict[str, Any]] = []
+        errors: list[str] = []
+        for name in candidates(names, self.book, self.sweep):
+            if time.monotonic() > deadline:
+                envelope["not_run"] = [SWEEP_ID]
+                break
+            planned = read(name, names, self.sweep)
+            query = planned.render(selector)
+            try:
+                found = self.run_range(query, *self.span)
+            except ToolBackendError as exc:
+                errors.append(str(exc))
+                continue
+            envelope["queries"].append({"id": SWEEP_ID, "promql": query, "series": len(found)})
+            out += series_items(
+                Reading(planned.what, SWEEP_ID, planned.unit),
+                found,
+                self.span,
+                self.onset,
+                self.window_min,
+                keep=lambda item: near_onset(item, self.onset, self.sweep),
+            )
+        if errors:
+            envelope["sweep_errors"] = errors[:5]
+        out.sort(key=interest, reverse=True)
+        return out[: self.sweep.max_series]

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from services.executor.tools import promql_names, promql_sweep, refs
+from services.executor.tools import promql_alert, promql_names, promql_sweep, refs
 from services.executor.tools.base import (
     RunContext,
     ToolBackendError,
@@ -33,8 +33,9 @@ from services.executor.tools.base import (
 )
 from services.executor.tools.httpjson import get_json
 from services.executor.tools.promql import SCOPE_LABELS, Catalogue, catalogue, matchers, render
+from services.executor.tools.promql_names import Listings
 from services.executor.tools.promql_sweep import SWEEP_ID
-from services.executor.tools.series_items import Reading, interest, series_items
+from services.executor.tools.series_items import Reading, Span, series_items
 from services.executor.tools.series_shares import add_shares
 from services.executor.tools.series_text import labels_text, series_text
 from tracebound.events import Alert, ToolBackend
@@ -56,10 +57,6 @@ DEPENDENCY_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 DEPENDENCY_KEEPS = ("namespace", "cluster")
 NO_SCOPE = "no service, namespace, pod, instance or job label to scope the queries to"
 NO_PROMETHEUS = "no Prometheus configured (TRACEBOUND_TOOLS_PROMETHEUS_URL)"
-# a call's window: start, end and the step in seconds
-Span = tuple[datetime, datetime, int]
-# the metric names listed under each selector in one call (None: the listing failed)
-Listings = dict[str, frozenset[str] | None]
 
 
 class QueryPrometheusParams(ToolParams):
@@ -91,6 +88,17 @@ def wall_clock() -> datetime:
     return datetime.now(UTC)
 
 
+def relevant_alerts(alerts: Sequence[Alert], p: QueryPrometheusParams) -> list[Alert]:
+    """The run's alerts of the call's service and alert name (of its service, when none
+    has that name)."""
+    return [
+        a
+        for a in alerts
+        if (not p.service or a.labels.get("service") == p.service)
+        and (not p.alert_name or a.labels.get("alertname") == p.alert_name)
+    ] or [a for a in alerts if not p.service or a.labels.get("service") == p.service]
+
+
 def scope_labels(alerts: Sequence[Alert], p: QueryPrometheusParams) -> tuple[dict[str, str], str]:
     """The labels queries are scoped to, and the onset, from the run's matching alerts.
 
@@ -98,12 +106,7 @@ def scope_labels(alerts: Sequence[Alert], p: QueryPrometheusParams) -> tuple[dic
     the service parameter gives ``service`` when no alert does. The onset is the
     earliest ``startsAt`` among them.
     """
-    relevant = [
-        a
-        for a in alerts
-        if (not p.service or a.labels.get("service") == p.service)
-        and (not p.alert_name or a.labels.get("alertname") == p.alert_name)
-    ] or [a for a in alerts if not p.service or a.labels.get("service") == p.service]
+    relevant = relevant_alerts(alerts, p)
     labels: dict[str, str] = {}
     for key in SCOPE_LABELS:
         values = {a.labels.get(key) or "" for a in relevant}
@@ -152,46 +155,21 @@ class QueryPrometheusTool:
             "the onset; else $.no_evidence."
         )
 
-    def _result(self, api: str, params: dict[str, str]) -> list[dict[str, Any]]:
-        """``data.result`` of ``/api/v1/<api>`` (``query`` or ``query_range``)."""
-        url = f"{self._url}/api/v1/{api}"
-        body = get_json("prometheus", url, params, self._timeout_s, form=True)
-        data = body.get("data")
+    def _range(self, promql: str, start: datetime, end: datetime, step: int) -> list[Any]:
+        """``data.result`` of a range query (POSTed as a form)."""
+        params = {"query": promql, "start": f"{start.timestamp():.3f}"}
+        params |= {"end": f"{end.timestamp():.3f}", "step": str(step)}
+        url = f"{self._url}/api/v1/query_range"
+        data = get_json("prometheus", url, params, self._timeout_s, form=True).get("data")
         result = data.get("result") if isinstance(data, dict) else None
         if not isinstance(result, list):
-            raise ToolBackendError(f"prometheus: {api} response has no data.result list")
+            raise ToolBackendError("prometheus: query_range response has no data.result list")
         return [r for r in result if isinstance(r, dict)]
 
-    def _range(self, promql: str, start: datetime, end: datetime, step: int) -> list[Any]:
-        params = {
-            "query": promql,
-            "start": f"{start.timestamp():.3f}",
-            "end": f"{end.timestamp():.3f}",
-            "step": str(step),
-        }
-        return self._result("query_range", params)
-
     def _listing(self, selector: str, span: Span, listings: Listings) -> frozenset[str] | None:
-        """The metric names with a sample under ``selector`` in the window, listed once per
-        call; None when the listing failed (then every query is run, as without it)."""
+        """The metric names under ``selector`` in the window, listed once per call."""
         if selector not in listings:
-            params = promql_names.listing_params(selector, span[0].timestamp(), span[1].timestamp())
-            try:
-                body = get_json(
-                    "prometheus",
-                    f"{self._url}/api/v1/label/__name__/values",
-                    params,
-                    self._timeout_s,
-                )
-            except ToolBackendError:
-                listings[selector] = None
-            else:
-                data = body.get("data")
-                listings[selector] = (
-                    frozenset(n for n in data if isinstance(n, str))
-                    if isinstance(data, list)
-                    else None
-                )
+            listings[selector] = promql_names.listing(self._url, selector, span, self._timeout_s)
         return listings[selector]
 
     def _run_one(
@@ -300,6 +278,8 @@ class QueryPrometheusTool:
         absent: list[str] = []
         listings: Listings = {}
         deadline = time.monotonic() + self._budget_s
+        if not p.dependency:
+            items += self._alert_series(relevant_alerts(ctx.alerts, p), span, onset, p, envelope)
         for position, qid in enumerate(ids):
             if len(items) >= MAX_SERIES or time.monotonic() > deadline:
                 # what was found stays evidence; what was not run is said, not hidden
@@ -338,6 +318,21 @@ class QueryPrometheusTool:
             items.extend(swept[: MAX_SERIES - len(items)])
         return items[:MAX_SERIES]
 
+    def _alert_series(
+        self,
+        alerts: Sequence[Alert],
+        span: Span,
+        onset: datetime | None,
+        p: QueryPrometheusParams,
+        envelope: dict[str, Any],
+    ) -> list[dict[str, Any]]:
+        """The alert's own expression over the window (:mod:`promql_alert`)."""
+        if len(alerts) != 1:
+            return []
+        rules = promql_alert.Rules(self._url, self._timeout_s)
+        window = (span, onset, p.window_minutes)
+        return promql_alert.alert_items(rules, alerts[0], self._range, window, envelope)
+
     def _sweep(
         self,
         labels: Mapping[str, str],
@@ -349,49 +344,20 @@ class QueryPrometheusTool:
         envelope: dict[str, Any],
         listings: Listings,
     ) -> list[dict[str, Any]]:
-        """The service's other metrics that changed near the onset (:mod:`promql_sweep`).
-
-        A failed sweep query is recorded (``sweep_errors``) and skipped: the other
-        names are still read, and the declared queries' evidence stands.
-        """
+        """The service's other metrics that changed near the onset (:mod:`promql_sweep`)."""
         sweep = self._book.sweep
         if sweep is None or onset is None:
             return []
         if time.monotonic() > deadline:
             envelope["not_run"] = [SWEEP_ID]
             return []
-        out: list[dict[str, Any]] = []
-        errors: list[str] = []
-        selector = ""
         try:
             selector, names = self._names(sweep.scope, labels, span, listings)
         except ToolBackendError as exc:
-            names, errors = [], [str(exc)]
-        for name in promql_sweep.candidates(names, self._book, sweep):
-            if time.monotonic() > deadline:
-                envelope["not_run"] = [SWEEP_ID]
-                break
-            planned = promql_sweep.read(name, names, sweep)
-            query = planned.render(selector)
-            try:
-                found = self._range(query, *span)
-            except ToolBackendError as exc:
-                errors.append(str(exc))
-                continue
-            envelope["queries"].append({"id": SWEEP_ID, "promql": query, "series": len(found)})
-            reading = Reading(planned.what, SWEEP_ID, planned.unit)
-            out += series_items(
-                reading,
-                found,
-                span,
-                onset,
-                window_min,
-                keep=lambda item: promql_sweep.near_onset(item, onset, sweep),
-            )
-        if errors:
-            envelope["sweep_errors"] = errors[:5]
-        out.sort(key=interest, reverse=True)
-        return out[: sweep.max_series]
+            envelope["sweep_errors"] = [str(exc)]
+            return []
+        read = promql_sweep.Swept(self._book, sweep, self._range, span, onset, window_min)
+        return read.items(selector, names, deadline, envelope)
 
     def _names(
         self, scope: str, labels: Mapping[str, str], span: Span, listings: Listings

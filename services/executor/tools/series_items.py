@@ -15,6 +15,11 @@ from typing import Any
 from services.executor.tools.series_facts import clock, series_facts
 from services.executor.tools.series_text import item_facts
 
+# a call's window: start, end and the step in seconds
+Span = tuple[datetime, datetime, int]
+# a range query: PromQL, start, end and step to the result's series
+RangeQuery = Callable[[str, datetime, datetime, int], list[Any]]
+
 MAX_SERIES_PER_QUERY = 6
 
 
@@ -33,7 +38,7 @@ class Reading:
 def series_items(
     reading: Reading,
     found: list[Any],
-    span: tuple[datetime, datetime, int],
+    span: Span,
     onset: datetime | None,
     window_min: int,
     *,
