@@ -347,15 +347,15 @@ def _series(acc: _Round, shapes: list[dict[str, Any]]) -> list[str]:
 
 
 def _causes(acc: _Round, found: Sequence[tuple[str, str]]) -> tuple[list[str], list[Any]]:
-    """The rules' causes; when none held, a log signature's cause and its first line."""
+    """The rules' causes, a log signature's and its line first (:func:`log_causes.unless_held`)."""
     t = acc.t["series"]
     causes = [acc.text_of(t["diagnosis"], rule=rule, cause=cause) for rule, cause in found]
-    series = [r.series for r in acc.series]
-    if causes or (hit := log_causes.near_onset(acc.logged, series, acc.firing)) is None:
+    hit = log_causes.unless_held(found, acc.logged, [r.series for r in acc.series], acc.firing)
+    if hit is None:
         return causes, []
-    cause = hit.cause("zh" if acc.lang == "zh" else "en")
     line = [c for c in acc.claims if c["claim_text"] == hit.first][:1]
-    return [acc.text_of(t["diagnosis"], rule=f"log:{hit.signature.id}", cause=cause)], line
+    cause = hit.cause("zh" if acc.lang == "zh" else "en")
+    return [acc.text_of(t["diagnosis"], rule=f"log:{hit.signature.id}", cause=cause), *causes], line
 
 
 def diagnosis_findings(

@@ -93,6 +93,13 @@ class Rule(BaseModel):
     cause: dict[Literal["en", "zh"], str]
     premises: tuple[Premise, ...] = Field(min_length=1)
     needs_one_of: tuple[str, ...] = ()
+    # circumstantial evidence (the alert's expression worsened after a deploy): it ranks
+    # as this many premises at most, however many deploy markers held, and a log
+    # signature's cause goes before it
+    circumstantial: bool = False
+
+
+CIRCUMSTANTIAL_RANK = 2
 
 
 class Rulebook(BaseModel):
@@ -111,6 +118,11 @@ def rulebook() -> Rulebook:
         return Rulebook.model_validate(json.loads(RULES_PATH.read_text(encoding="utf-8")))
     except (OSError, ValueError, ValidationError) as exc:
         raise ConfigError(f"diagnosis rules {RULES_PATH} are unusable: {exc}") from exc
+
+
+def circumstantial(rule_id: str) -> bool:
+    """Whether the shipped rule ``rule_id`` is circumstantial evidence only."""
+    return any(r.id == rule_id and r.circumstantial for r in rulebook().rules)
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,5 +321,6 @@ def evaluate(series: Sequence[Series], book: Rulebook | None = None) -> list[Fin
                 held.append(match)
         if not ok or (rule.needs_one_of and not names & set(rule.needs_one_of)):
             continue
-        found.append((-len(held), order, Finding(rule, tuple(held))))
+        rank = min(len(held), CIRCUMSTANTIAL_RANK) if rule.circumstantial else len(held)
+        found.append((-rank, order, Finding(rule, tuple(held))))
     return [f for _, _, f in sorted(found, key=lambda x: (x[0], x[1]))]

@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from services.executor.diagnosis import Series, rulebook
+from services.executor.diagnosis import Series, circumstantial, rulebook
 from tracebound import resources
 from tracebound.errors import ConfigError
 from tracebound.events import Alert
@@ -154,3 +154,16 @@ def near_onset(
     moments = [s.onset for s in series if s.onset is not None]
     moments += [m.timestamp() for a in alerts if (m := parse_time(a.startsAt or ""))]
     return named(lines, moments[0]) if moments else None
+
+
+def unless_held(
+    found: Sequence[tuple[str, str]],
+    lines: Sequence[Logged],
+    series: Sequence[Series],
+    alerts: Sequence[Alert],
+) -> Named | None:
+    """:func:`near_onset`, unless a diagnosis rule that is more than circumstantial held
+    (``found``: the rule ids and causes that held)."""
+    if any(not circumstantial(rule) for rule, _ in found):
+        return None
+    return near_onset(lines, series, alerts)

@@ -280,3 +280,19 @@ def test_a_logs_volume_filling_names_logs_by_the_volumes_name() -> None:
     assert _rules([volume("logging-data")])[0] == "logs-volume-filling"
     assert _rules([volume("catalog-data")]) == ["volume-filling"]
     assert _rules([volume("blogs-db")]) == ["volume-filling"], "a word, not a substring"
+
+
+def test_a_circumstantial_rule_ranks_as_two_premises_however_many_markers_held() -> None:
+    generation = item(lambda i: 41 if i < DEPLOY else 42, "count", "deployment_generation")
+    replicaset = item(lambda i: 1, "presence", "replicasets", replicaset="rs-2")
+    replicaset["facts"]["values"]["first_seen"] = START + DEPLOY * STEP
+    symptom = _alert(lambda i: 0.01 if i < DEPLOY + 4 else 0.3)
+    markers = [_deployed(), generation, replicaset, symptom]
+    [finding] = [f for f in evaluate(series_of(markers)) if f.rule.id == "deploy-alert"]
+    assert len(finding.premises) >= 3, "more series than the two it ranks as"
+    # a rule on two premises outranks it (ties go to the file's order), though three
+    # series hold the deploy and its symptom
+    errors = item(lambda i: 0 if i < DEPLOY + 4 else 40.0, "/s", "dependency_errors")
+    ratio = item(lambda i: 0.001 if i < DEPLOY + 4 else 0.3, "ratio", "error_ratio")
+    ranked = _rules([*markers, errors, ratio])
+    assert ranked.index("datastore-failing") < ranked.index("deploy-alert")

@@ -7,10 +7,17 @@ from typing import Any, get_args
 
 from evals.incidents.model import Category
 from services.executor.claims import build_evidence, diagnosis_findings
-from services.executor.log_causes import QUOTED_CHARS, Logged, named, quoted, signatures
+from services.executor.log_causes import (
+    QUOTED_CHARS,
+    Logged,
+    named,
+    quoted,
+    signatures,
+    unless_held,
+)
 from tests.support.evidence_events import answered_invocation
 from tests.support.series_items import ONSET, START, item
-from tracebound.events import ExecutionPlan, PlannedCall, ToolInvocation
+from tracebound.events import Alert, ExecutionPlan, PlannedCall, ToolInvocation
 
 LOGS = {"log_topic": "application-logs", "query": "gw", "service": "gw", "window_minutes": 120}
 
@@ -143,3 +150,16 @@ def test_the_quote_starts_near_where_the_signature_matched() -> None:
     cause = found.cause("en")
     assert "\u201c\u2026 raised unexpected: TransportError(503," in cause, cause
     assert task not in cause
+
+
+def test_a_log_cause_goes_first_unless_a_rule_beyond_circumstance_held() -> None:
+    lines = [_line(-4, "requests.exceptions.ConnectionError: connection refused")]
+    circumstance = [("deploy-alert", "a regression")]
+    assert unless_held(circumstance, lines, [], [_firing()]) is not None
+    assert unless_held([], lines, [], [_firing()]) is not None
+    held = [*circumstance, ("datastore-failing", "a failing dependency")]
+    assert unless_held(held, lines, [], [_firing()]) is None
+
+
+def _firing() -> Alert:
+    return Alert(status="firing", startsAt=datetime.fromtimestamp(ONSET, UTC).isoformat())
