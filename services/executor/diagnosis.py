@@ -268,8 +268,10 @@ def _selects(p: Premise, s: Series) -> bool:
         return False
     if bool(s.dependency) != p.dependency:
         return False
-    # a swept series is its metric's name, or "mean <name>" for a histogram's mean
-    name = str(s.item.get("what") or "").split(" ")[-1]
+    # a swept series is its metric's name, or "mean <name>" for a histogram's mean; the
+    # alert's own expression is its PromQL
+    expr = s.item.get("expr")
+    name = str(expr) if expr else str(s.item.get("what") or "").split(" ")[-1]
     return p.name is None or re.search(p.name, name, re.IGNORECASE) is not None
 
 

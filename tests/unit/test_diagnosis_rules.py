@@ -227,9 +227,12 @@ def test_every_cause_passes_the_composers_screen_on_its_own() -> None:
     assert blocked == {}
 
 
-def _alert(fn: Any, worse: str = "rose") -> dict[str, Any]:
+LATENCY = "histogram_quantile(0.99, sum by (le) (rate(http_request_duration_seconds_bucket[5m])))"
+
+
+def _alert(fn: Any, worse: str = "rose", expr: str = LATENCY) -> dict[str, Any]:
     series = item(fn, "count", "alert")
-    series["worse"] = worse
+    series["worse"], series["expr"] = worse, expr
     return series
 
 
@@ -244,6 +247,9 @@ def test_the_alerts_own_expression_worsening_after_a_deploy_names_it() -> None:
     assert "deploy-alert" in _rules([_deployed(), falling])
     falling["worse"] = "rose"
     assert "deploy-alert" not in _rules([_deployed(), falling])
+    # a deploy is named from the request outcomes it changes, never from memory or a disk
+    memory = _alert(lambda i: 0.4 if i < DEPLOY + 6 else 0.93, expr="container_memory_rss / 1e9")
+    assert "deploy-alert" not in _rules([_deployed(), memory])
 
 
 def test_a_doubled_request_rate_before_the_alert_worsened_is_a_surge() -> None:

@@ -112,5 +112,5 @@ def alert_items(
     envelope["queries"].append({"id": ALERT_ID, "promql": read.lhs, "series": len(kept)})
     items = series_items(Reading(read.what, ALERT_ID, read.unit), kept, span, onset, window_min)
     for item in items:
-        item["worse"] = read.worse
+        item["worse"], item["expr"] = read.worse, read.lhs
     return items
