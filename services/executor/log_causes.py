@@ -56,8 +56,9 @@ class Signature(BaseModel):
         return any(c.search(message) for c in self._compiled)
 
     def position(self, message: str) -> int:
-        """Where in ``message`` the first of its patterns matched (0 if none does)."""
-        found = [m.start() for c in self._compiled if (m := c.search(message))]
+        """Where in ``message`` the first of its patterns matched (0 if none does); a
+        pattern anchored at the start (``^(?!…).*could not obtain``) by its last words."""
+        found = [max(m.start(), m.end() - 60) for c in self._compiled if (m := c.search(message))]
         return min(found, default=0)
 
 

@@ -177,3 +177,42 @@ def test_the_error_ratio_by_version_gives_a_clean_version_zero(tmp_path: Path) -
     result = reply.json()["data"]["result"]
     ratios = {r["metric"].get("version"): round(float(r["value"][1]), 3) for r in result}
     assert ratios == {"1.4.0": 0.0, "1.5.0": 0.25}
+
+
+RULES = f"""groups:
+- name: ledger
+  rules:
+  - alert: LedgerOutboxBacklog
+    expr: max by (namespace, service) (ledger_outbox_pending{{{LABELS}}}) > 1000
+    labels:
+      severity: page
+"""
+
+
+def test_the_alerts_own_expression_is_read_from_the_real_rule(tmp_path: Path) -> None:
+    """The rule's left-hand side over the window, from Prometheus's own /api/v1/rules."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    data = backfill(_openmetrics(now.timestamp()), tmp_path / "prometheus")
+    alert = Alert(
+        status="firing",
+        labels={
+            "alertname": "LedgerOutboxBacklog",
+            "service": SERVICE,
+            "namespace": NAMESPACE,
+            "severity": "page",
+        },
+        startsAt=(now - timedelta(minutes=2)).isoformat(),
+    )
+    ctx = RunContext(run_id="r", alerts=(alert,), requested_at=now)
+    monitoring = running_monitoring(
+        tmp_path / "monitoring", "http://127.0.0.1:9/", RULES, data_dir=data
+    )
+    with monitoring as mon:
+        tool = QueryPrometheusTool(mon.prometheus_url, 5.0, ToolBackend(name="prometheus"))
+        outcome = tool.run(QueryPrometheusParams(queries="pool_pending", service=SERVICE), ctx)
+    assert outcome.success, outcome.error_message
+    [own] = [s for s in outcome.output["series"] if s["query"] == "alert"]
+    assert own["labels"] == {"namespace": NAMESPACE, "service": SERVICE}
+    assert own["worse"] == "rose" and own["facts"]["direction"] == "rose"
+    assert own["what"] == "the expression of alert LedgerOutboxBacklog"
+    assert outcome.output["queries"][0]["id"] == "alert"

@@ -163,3 +163,11 @@ def test_a_log_cause_goes_first_unless_a_rule_beyond_circumstance_held() -> None
 
 def _firing() -> Alert:
     return Alert(status="firing", startsAt=datetime.fromtimestamp(ONSET, UTC).isoformat())
+
+
+def test_a_pattern_anchored_at_the_start_quotes_from_its_last_words() -> None:
+    head = "pid=1 tid=2pqa class=PaymentWebhookJob jid=d2e3f4a5b6c7d8e9f0a1b2c3 elapsed=5.004 "
+    tail = "WARN: ActiveRecord::ConnectionTimeoutError: could not obtain a connection from the pool"
+    found = named([_line(-4, head + tail)], ONSET)
+    assert found is not None and found.signature.id == "pool-exhausted"
+    assert "could not obtain a connection" in found.cause("en")
