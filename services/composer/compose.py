@@ -93,6 +93,30 @@ def _section(header: str, items: Sequence[str], p: Phrases) -> list[str]:
     return ["", header, *(p.bullet + item for item in items)] if items else []
 
 
+def hypothesis_lines(
+    material: ComposerInput,
+    language: str,
+    book: ComposerRules,
+    *,
+    templates: TemplatesFile | None = None,
+    shown: str = "",
+) -> list[str]:
+    """The hypotheses section: each allowed hypothesis that passes the screen and that
+    ``shown`` (an answer a model wrote) does not already hold, and a note when the screen
+    withheld one. Nothing for a verdict that states nothing."""
+    if material.verdict not in ("PASS", "LOW_CONFID"):
+        return []
+    rules, over, p = book.verifier, book.phrases, phrases(language_of(language), templates)
+    hypotheses = _screened(material.allowed_hypotheses, material.allowed_claims, rules, over)
+    # a hypothesis the screen drops is said to be withheld, never dropped silently
+    withheld = len(hypotheses) < len(dict.fromkeys(h.strip() for h in material.allowed_hypotheses))
+    written = unicodedata.normalize("NFKC", shown)
+    lines = _section(p.hypotheses_header, [h for h in hypotheses if h not in written], p)
+    if withheld and p.hypotheses_withheld not in written:
+        lines += [p.hypotheses_withheld] if lines else ["", p.hypotheses_withheld]
+    return lines
+
+
 def compose(
     material: ComposerInput,
     language: str,
@@ -107,12 +131,7 @@ def compose(
     verdict = material.verdict
     allowed = material.allowed_claims if verdict in ("PASS", "LOW_CONFID") else ()
     statements = [_statement(c, p, lang, rules) for c in allowed]
-    hypotheses = _screened(material.allowed_hypotheses, allowed, rules, over)
-    # a hypothesis the screen drops is said to be withheld, never dropped silently
-    withheld = len(hypotheses) < len(dict.fromkeys(h.strip() for h in material.allowed_hypotheses))
     actions = _screened(material.recommended_actions, allowed, rules, over)
-    if verdict not in ("PASS", "LOW_CONFID"):
-        hypotheses = []
 
     if verdict == "PASS" and statements:
         lines = [p.pass_intro, *(p.bullet + s for s in statements)]
@@ -131,9 +150,7 @@ def compose(
     else:
         lines = [p.reject_intro]
         summary = p.reject_summary
-    lines += _section(p.hypotheses_header, hypotheses, p)
-    if withheld and verdict in ("PASS", "LOW_CONFID"):
-        lines += ["", p.hypotheses_withheld] if not hypotheses else [p.hypotheses_withheld]
+    lines += hypothesis_lines(material, language, book, templates=templates)
     lines += _section(p.actions_header, actions, p)
     return ComposedAnswer(
         answer_summary=summary,

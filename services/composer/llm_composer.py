@@ -30,7 +30,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from services.composer.compose import ComposedAnswer, compose
+from services.composer.compose import ComposedAnswer, compose, hypothesis_lines
 from services.composer.guard import enforce, guard_material
 from services.composer.rulebook import ComposerRules
 from services.composer.templates import language_of
@@ -238,10 +238,13 @@ def guarded(
     if result.replaced:
         return Composition(dataclasses.replace(template, user_facing_answer=text), result)
     summary, actions, violations = _screen(material, reply, rejected, rules)
+    # every allowed hypothesis is shown: those the model left out are added as the
+    # template shows them, never dropped silently
+    added = hypothesis_lines(material, language, rules, shown=text)
     answer = ComposedAnswer(
         answer_summary=summary if summary is not None else template.answer_summary,
         recommended_actions=tuple(actions),
-        user_facing_answer=text,
+        user_facing_answer="\n".join([text.rstrip(), *added]) if added else text,
     )
     record = GuardResult(ok=not violations, violations=tuple(violations), replaced=bool(violations))
     return Composition(answer, record)

@@ -97,6 +97,8 @@ class Rule(BaseModel):
     # as this many premises at most, however many deploy markers held, and a log
     # signature's cause goes before it
     circumstantial: bool = False
+    # the premises' series that carry one of these labels agree on it (one pod's memory)
+    same_labels: tuple[str, ...] = ()
 
 
 CIRCUMSTANTIAL_RANK = 2
@@ -300,6 +302,16 @@ def _holds(  # noqa: PLR0911 - one return per kind of test
     return p.of is not None and _compared(s, p, series)
 
 
+def _agrees(s: Series, held: Sequence[Series], names: Sequence[str]) -> bool:
+    """``s`` has the values of ``names`` the held series have, where both carry them."""
+    return all(
+        s.labels.get(n) == o.labels.get(n)
+        for o in held
+        for n in names
+        if s.labels.get(n) and o.labels.get(n)
+    )
+
+
 def evaluate(series: Sequence[Series], book: Rulebook | None = None) -> list[Finding]:
     """The rules that hold on ``series``, best supported first."""
     book = book or rulebook()
@@ -311,7 +323,14 @@ def evaluate(series: Sequence[Series], book: Rulebook | None = None) -> list[Fin
         # premises that follow another change are matched once those changes are held
         for p in sorted(rule.premises, key=lambda p: bool(p.after)):
             match = next(
-                (s for s in series if _holds(p, s, series, book) and _follows(p, s, held)), None
+                (
+                    s
+                    for s in series
+                    if _holds(p, s, series, book)
+                    and _follows(p, s, held)
+                    and _agrees(s, held, rule.same_labels)
+                ),
+                None,
             )
             if match is None:
                 if not p.optional:

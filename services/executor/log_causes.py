@@ -58,7 +58,7 @@ class Signature(BaseModel):
     def position(self, message: str) -> int:
         """Where in ``message`` the first of its patterns matched (0 if none does); a
         pattern anchored at the start (``^(?!…).*could not obtain``) by its last words."""
-        found = [max(m.start(), m.end() - 60) for c in self._compiled if (m := c.search(message))]
+        found = [_last_words(message, m) for c in self._compiled if (m := c.search(message))]
         return min(found, default=0)
 
 
@@ -94,6 +94,15 @@ class Logged:
 QUOTED_CHARS = 100
 
 
+def _last_words(message: str, m: re.Match[str]) -> int:
+    """Where a match's own words begin: its start, or for a long match (``^(?!…).*could
+    not obtain``) the word boundary before its last 60 characters."""
+    if m.end() - m.start() <= _MATCH_CHARS:
+        return m.start()
+    return max(m.start(), message.rfind(" ", 0, m.end() - _MATCH_CHARS) + 1)
+
+
+_MATCH_CHARS = 60
 # how much of the message before the signature's own words the quote keeps
 _LEAD_CHARS = 30
 
@@ -108,8 +117,10 @@ def quoted(message: str, at: int = 0) -> str:
     start = 0 if at <= _LEAD_CHARS else (space + 1 if space >= 0 else at)
     part = text[start:].strip()
     if len(part) > QUOTED_CHARS:
+        # at the last space within the limit, else the first after it: never in a token
         cut = part.rfind(" ", 0, QUOTED_CHARS + 1)
-        part = (part[:cut] if cut > 0 else part[:QUOTED_CHARS]).rstrip(" ,;:") + " \u2026"
+        cut = cut if cut > 0 else part.find(" ", QUOTED_CHARS)
+        part = part if cut < 0 else part[:cut].rstrip(" ,;:") + " \u2026"
     lead = "\u2026 " if start > 0 else ""
     return f"\u201c{lead}{part}\u201d"
 

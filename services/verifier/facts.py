@@ -98,7 +98,7 @@ def _compiled(rules: VerifierRules) -> _Compiled:
     alternatives = "|".join(re.escape(u) for u in sorted(units, key=len, reverse=True))
     number = re.compile(
         # "N+1" (a query pattern's name) is a term, not the number 1
-        rf"(?<![A-Za-z0-9_.\-])(?<![A-Za-z]\+)(?P<n>\d+(?:\.\d+)?)"
+        rf"(?<![A-Za-z0-9_.\-])(?<![^A-Za-z0-9_][Nn]\+)(?<!^[Nn]\+)(?P<n>\d+(?:\.\d+)?)"
         rf"(?:\s*(?P<u>{alternatives}))?(?![A-Za-z0-9_])"
     )
     return _Compiled(

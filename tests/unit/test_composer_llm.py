@@ -155,7 +155,12 @@ def test_violating_summary_and_actions_are_screened(server: fake.FakeOpenAI) -> 
     )
     answer, _ = run(verdict, server, entry)
     rules, _ = run(verdict)
-    assert answer.user_facing_answer == text, "a clean answer text is kept"
+    kept, _, shown = answer.user_facing_answer.partition("\n\n")
+    assert kept == text, "a clean answer text is kept"
+    # the allowed hypotheses the model left out follow it, as the template shows them
+    hypotheses = verdict.composer_input.allowed_hypotheses
+    assert hypotheses and all(h in shown for h in hypotheses)
+    assert shown in rules.user_facing_answer
     assert answer.answer_summary == rules.answer_summary
     assert [a.action_text for a in answer.recommended_actions] == [actions[0]["action_text"]]
     violations = answer.guard.violations
@@ -164,6 +169,14 @@ def test_violating_summary_and_actions_are_screened(server: fake.FakeOpenAI) -> 
     for index in (1, 2, 3):
         assert any(v.startswith(f"recommended_actions[{index}]") for v in violations)
     assert not any(v.startswith("recommended_actions[0]") for v in violations)
+
+
+def test_a_hypothesis_the_model_wrote_is_not_added_again(server: fake.FakeOpenAI) -> None:
+    verdict = verdict_for("order-service-pool")
+    [hypothesis] = verdict.composer_input.allowed_hypotheses
+    text = f"{verdict.composer_input.allowed_claims[0].claim_text}\n- {hypothesis}"
+    answer, _ = run(verdict, server, reply(text))
+    assert answer.user_facing_answer == text
 
 
 def test_restating_a_refuted_claim_is_replaced(server: fake.FakeOpenAI) -> None:

@@ -302,3 +302,11 @@ def test_a_circumstantial_rule_ranks_as_two_premises_however_many_markers_held()
     ratio = item(lambda i: 0.001 if i < DEPLOY + 4 else 0.3, "ratio", "error_ratio")
     ranked = _rules([*markers, errors, ratio])
     assert ranked.index("datastore-failing") < ranked.index("deploy-alert")
+
+
+def test_a_leaks_premises_are_one_pods() -> None:
+    growing = item(lambda i: 4e8 + i * 1.8e6, "bytes", "memory_working_set", pod="a")
+    full = item(lambda i: 9.5e8, "bytes", "memory_working_set", pod="b")
+    limits = [item(lambda i: 1.0e9, "bytes", "memory_limit", pod=p) for p in ("a", "b")]
+    killed = item(lambda i: 1, "presence", "last_terminated_reason", reason="OOMKilled", pod="c")
+    assert "memory-leak-climbs-back" not in _rules([growing, full, *limits, killed])

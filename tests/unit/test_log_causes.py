@@ -171,3 +171,16 @@ def test_a_pattern_anchored_at_the_start_quotes_from_its_last_words() -> None:
     found = named([_line(-4, head + tail)], ONSET)
     assert found is not None and found.signature.id == "pool-exhausted"
     assert "could not obtain a connection" in found.cause("en")
+
+
+def test_a_quote_never_starts_or_ends_inside_a_token() -> None:
+    long = (
+        "jid=d2e3f4a5b6c7d8e9f0a1b2c3,elapsed=5.004,queue=payments,trace=0af7651916cd43dd8448eb21"
+    )
+    message = f"{long} could not obtain a connection from the pool within 5 s"
+    found = named([_line(-4, message)], ONSET)
+    assert found is not None
+    inner = found.cause("en").split("\u201c", 1)[1].rstrip("\u201d").removeprefix("\u2026 ")
+    inner = inner.removesuffix(" \u2026")
+    assert message.startswith(inner) or f" {inner}" in message, inner
+    assert quoted("x" * 150) == "\u201c" + "x" * 150 + "\u201d", "no space: the whole token"

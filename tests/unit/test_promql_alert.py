@@ -84,3 +84,22 @@ def test_the_items_are_marked_with_the_direction_toward_firing() -> None:
     failed: dict[str, Any] = {"queries": []}
     assert alert_items(_Rules("down", 1.0), ALERT, run_range, (span, onset, 120), failed) == []
     assert failed["alert_errors"] == ["prometheus: unreachable"]
+
+
+def test_a_rule_reads_what_is_measured_not_label_values() -> None:
+    memory = {**RULE, "query": 'container_memory_rss{pod=~"error-reporter-.*"} / 1e9 > 0.9'}
+    read = expression([memory], ALERT)
+    assert read is not None and "error" not in read.names
+    assert read.names == "container_memory_rss / 1e9"
+
+
+def test_an_expression_pinned_with_at_gives_no_series() -> None:
+    pinned = {**RULE, "query": "sum(rate(errors_total[5m] @ end())) > 1"}
+    assert expression([pinned], ALERT) is None
+    shifted = {**RULE, "query": "sum(rate(errors_total[5m] offset 1h)) > 1"}
+    assert expression([shifted], ALERT) is not None
+
+
+def test_a_templated_rule_label_matches_the_alerts_value() -> None:
+    templated = {**RULE, "labels": {"severity": "page", "service": "{{ $labels.job }}"}}
+    assert expression([templated], ALERT) is not None

@@ -85,7 +85,8 @@ def find_rule(rules: list[dict[str, Any]], labels: Mapping[str, str]) -> dict[st
         r
         for r in rules
         if r.get("name") == labels.get("alertname")
-        and all(labels.get(k) == v for k, v in _strings(r.get("labels")).items())
+        # a templated label ("{{ $labels.job }}") is listed unexpanded: it matches any value
+        and all(labels.get(k) == v for k, v in _strings(r.get("labels")).items() if "{{" not in v)
     ]
     for rule in candidates:
         if any(_strings(a.get("labels")) == labels for a in rule.get("alerts") or []):

@@ -14,6 +14,7 @@ agree with the alert's are kept.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,6 +28,10 @@ from services.executor.tools.series_items import RangeQuery, Reading, Span, seri
 from tracebound.events import Alert
 
 ALERT_ID = "alert"
+_SELECTORS = re.compile(r"\{[^{}]*\}|\[[^\[\]]*\]|\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'")
+_LABEL_LISTS = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)")
+# an ``@`` modifier pins the expression to one time: over a window it reads as flat
+_AT = re.compile(r"@\s*(?:start\(\)|end\(\)|[0-9.])")
 MAX_SERIES = 6
 # the direction in which the expression moves toward firing
 _WORSE = {">": "rose", ">=": "rose", "<": "fell", "<=": "fell"}
@@ -48,6 +53,12 @@ class AlertExpression:
     def what(self) -> str:
         return f"the expression of alert {self.alert_name}"
 
+    @property
+    def names(self) -> str:
+        """The expression's metric and function names only: label values, label lists
+        and ranges blanked, so a rule reads what is measured, not a pod's name."""
+        return " ".join(_LABEL_LISTS.sub(" ", _SELECTORS.sub(" ", self.lhs)).split())
+
 
 def expression(rules: Sequence[Mapping[str, Any]], alert: Alert) -> AlertExpression | None:
     """The alert's rule's comparison, when it is one expression against a number."""
@@ -56,6 +67,8 @@ def expression(rules: Sequence[Mapping[str, Any]], alert: Alert) -> AlertExpress
     )
     condition = parse_condition(rule_expr(rule)) if rule else None
     if condition is None or not condition.lhs or condition.comparison not in _WORSE:
+        return None
+    if _AT.search(_SELECTORS.sub(" ", condition.lhs)):
         return None
     unit = _UNITS.get(unit_of(condition.lhs) or "", "count")
     return AlertExpression(
@@ -112,5 +125,5 @@ def alert_items(
     envelope["queries"].append({"id": ALERT_ID, "promql": read.lhs, "series": len(kept)})
     items = series_items(Reading(read.what, ALERT_ID, read.unit), kept, span, onset, window_min)
     for item in items:
-        item["worse"], item["expr"] = read.worse, read.lhs
+        item["worse"], item["expr"] = read.worse, read.names
     return items
