@@ -23,13 +23,11 @@ from typing import Any
 from services.executor.tools.base import ToolBackendError
 from services.executor.tools.httpjson import get_json
 from services.executor.tools.prometheus import alerting_rules, find_rule, rule_expr
-from services.executor.tools.promrules import parse_condition, unit_of
+from services.executor.tools.promrules import measured, parse_condition, unit_of
 from services.executor.tools.series_items import RangeQuery, Reading, Span, series_items
 from tracebound.events import Alert
 
 ALERT_ID = "alert"
-_SELECTORS = re.compile(r"\{[^{}]*\}|\[[^\[\]]*\]|\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'")
-_LABEL_LISTS = re.compile(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)")
 # an ``@`` modifier pins the expression to one time: over a window it reads as flat
 _AT = re.compile(r"@\s*(?:start\(\)|end\(\)|[0-9.])")
 MAX_SERIES = 6
@@ -57,7 +55,7 @@ class AlertExpression:
     def names(self) -> str:
         """The expression's metric and function names only: label values, label lists
         and ranges blanked, so a rule reads what is measured, not a pod's name."""
-        return " ".join(_LABEL_LISTS.sub(" ", _SELECTORS.sub(" ", self.lhs)).split())
+        return " ".join(measured(self.lhs).split())
 
 
 def expression(rules: Sequence[Mapping[str, Any]], alert: Alert) -> AlertExpression | None:
@@ -68,7 +66,7 @@ def expression(rules: Sequence[Mapping[str, Any]], alert: Alert) -> AlertExpress
     condition = parse_condition(rule_expr(rule)) if rule else None
     if condition is None or not condition.lhs or condition.comparison not in _WORSE:
         return None
-    if _AT.search(_SELECTORS.sub(" ", condition.lhs)):
+    if _AT.search(measured(condition.lhs)):
         return None
     unit = _UNITS.get(unit_of(condition.lhs) or "", "count")
     return AlertExpression(

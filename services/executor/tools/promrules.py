@@ -265,12 +265,17 @@ def _metric_unit(name: str) -> str | None:
     return next((u for u in BASE_UNITS if base.endswith(f"_{u}")), None)
 
 
+def measured(expr: str) -> str:
+    """``expr`` with comments, strings, selectors, ranges and label lists blanked: what it
+    measures (metric and function names, operators, numbers), never a label's value."""
+    return _LABEL_LISTS.sub(" ", re.sub(r"\{[^{}]*\}|\[[^\[\]]*\]", " ", _blank_strings(expr)))
+
+
 def unit_of(lhs: str) -> str | None:
     """The unit of ``lhs`` by the naming conventions of the one metric it reads."""
     # Look inside brackets too, but never inside strings, selectors, ranges or
     # label lists (``by (le)`` names a label, not a metric).
-    flat = _LABEL_LISTS.sub(" ", re.sub(r"\{[^{}]*\}|\[[^\[\]]*\]", " ", _blank_strings(lhs)))
-    flat = _LITERALS.sub(" ", flat)
+    flat = _LITERALS.sub(" ", measured(lhs))
     if _ARITHMETIC.search(flat):
         return None
     metrics: list[str] = []
