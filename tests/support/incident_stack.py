@@ -67,17 +67,48 @@ def backfill(openmetrics: str, folder: Path) -> Path:
     return data
 
 
+class _Exposition:
+    """``body()`` rendered ahead of the scrapes: a scrape is answered at once with the
+    latest rendering and starts the next one, so rendering many incidents on a busy
+    machine never outlasts Prometheus' scrape timeout (values lag one scrape)."""
+
+    def __init__(self, body: Callable[[], str]) -> None:
+        self._body = body
+        self._lock = threading.Lock()
+        self._rendering = False
+        self._latest = self._render()
+
+    def _render(self) -> bytes | Exception:
+        try:
+            return self._body().encode()
+        except Exception as exc:  # shown in Prometheus' target state
+            return exc
+
+    def _refresh(self) -> None:
+        latest = self._render()
+        with self._lock:
+            self._latest, self._rendering = latest, False
+
+    def served(self) -> bytes | Exception:
+        """The latest rendering; a newer one is started unless one is under way."""
+        with self._lock:
+            latest, start = self._latest, not self._rendering
+            self._rendering = True
+        if start:
+            threading.Thread(target=self._refresh, name="incident-exposition", daemon=True).start()
+        return latest
+
+
 class _Handler(BaseHTTPRequestHandler):
-    body: Callable[[], str]
+    exposition: _Exposition
 
     def do_GET(self) -> None:
         if self.path.split("?", 1)[0] != "/metrics":
             self.send_error(404)
             return
-        try:
-            payload = type(self).body().encode()
-        except Exception as exc:  # shown in Prometheus' target state
-            self.send_error(500, f"{type(exc).__name__}: {exc}")
+        payload = type(self).exposition.served()
+        if isinstance(payload, Exception):
+            self.send_error(500, f"{type(payload).__name__}: {payload}")
             return
         self.send_response(200)
         self.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
@@ -93,7 +124,7 @@ class _Handler(BaseHTTPRequestHandler):
 def exporter(body: Callable[[], str]) -> Iterator[str]:
     """An HTTP server on a free loopback port serving ``body()`` at ``/metrics``;
     yields its ``host:port``."""
-    handler = type("ExporterHandler", (_Handler,), {"body": staticmethod(body)})
+    handler = type("ExporterHandler", (_Handler,), {"exposition": _Exposition(body)})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, name="incident-exporter", daemon=True)
