@@ -120,6 +120,21 @@ def test_a_client_library_exception_names_a_failing_dependency() -> None:
         assert _cause([_line(-4, message)]) == "dependency-unreachable", message
 
 
+def test_the_pool_libraries_own_exhaustion_messages_name_the_pool() -> None:
+    for message in (
+        "System.InvalidOperationException: Timeout expired.  The timeout period elapsed prior"
+        " to obtaining a connection from the pool.  This may have occurred because all pooled"
+        " connections were in use and max pool size was reached.",
+        "Npgsql.NpgsqlException: The connection pool has been exhausted",
+        "MongoTimeoutException: Timed out while checking out a connection from connection pool",
+        "DBConnection.ConnectionError: connection not available and request was dropped from"
+        " queue after 2000ms",
+        "redis.clients.jedis.exceptions.JedisException: Could not get a resource from the pool",
+        "SequelizeConnectionAcquireTimeoutError: Operation timeout",
+    ):
+        assert _cause([_line(-4, message)]) == "pool-exhausted", message
+
+
 def test_a_failing_log_rotation_names_logs_filling_the_disk() -> None:
     line = 'error: skipping "/var/log/app/access.log" because parent directory has insecure'
     assert _cause([_line(-30, line + " permissions")]) == "log-rotation-failing"

@@ -11,7 +11,7 @@ from services.executor.claims import templates, with_findings
 from services.executor.diagnosis import evaluate
 from services.executor.series_claims import wording
 from services.executor.tools.base import RunContext
-from services.executor.tools.promql import catalogue, matchers
+from services.executor.tools.promql import alternatives, catalogue, matchers, render
 from services.executor.tools.query_prometheus import (
     MAX_QUERIES,
     QueryPrometheusParams,
@@ -136,6 +136,28 @@ def test_a_change_long_before_the_alert_is_no_premise() -> None:
     assert not evaluate(series_of([early, active, ceiling]))
     recent = item(lambda i: 0 if i < 200 else 9, "count", "pool_pending", pool="p")
     assert [f.rule.id for f in evaluate(series_of([recent, active, ceiling]))] == ["pool-exhausted"]
+
+
+def test_lag_with_a_falling_consumption_rate_is_a_slow_consumer_but_only_circumstantial() -> None:
+    lag = item(lambda i: 100 if i < 200 else 100 + (i - 200) * 2000, "count", "consumer_lag")
+    consumed = item(lambda i: 1300 if i < 200 else 830, "/s", "consume_rate")
+    steady = item(lambda i: 1300, "/s", "consume_rate")
+    [finding] = evaluate(series_of([lag, consumed]))
+    assert (finding.rule.id, finding.rule.circumstantial) == ("consumer-fell-behind", True)
+    assert not evaluate(series_of([lag, steady]))
+
+
+def test_a_largest_query_takes_the_largest_alternative_at_each_step() -> None:
+    query = catalogue().queries["request_rate"]
+    assert query.largest
+    rendered = render(query, 'service="gw"')
+    legs = alternatives(query.promql)
+    assert rendered.startswith("max (label_replace(") and rendered.count(" or ") == len(legs) - 1
+    assert alternatives('sum (a{x=" or "}) or max by (p) (b or c) or d') == [
+        'sum (a{x=" or "})',
+        "max by (p) (b or c)",
+        "d",
+    ]
 
 
 def test_deploy_regression_needs_the_error_rise_on_the_new_version() -> None:

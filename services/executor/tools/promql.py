@@ -52,6 +52,9 @@ class Query(BaseModel):
     trend: bool = False
     # a level that runs out at zero (free space): say when, at the recent rate
     empties: bool = False
+    # read every alternative (``or``) and take the largest at each step: a family
+    # that counts only some requests (one status, one route) never stands for all
+    largest: bool = False
 
 
 class Sweep(BaseModel):
@@ -163,6 +166,41 @@ def matchers(alternative: str, labels: Mapping[str, str]) -> str | None:
     return ",".join(out)
 
 
+def alternatives(promql: str) -> list[str]:
+    """``promql`` split at its top-level ``or`` (not inside brackets or strings)."""
+    parts: list[str] = []
+    depth, quote, start, i = 0, "", 0, 0
+    while i < len(promql):
+        char = promql[i]
+        if quote:
+            if char == "\\":
+                i += 1
+            elif char == quote:
+                quote = ""
+        elif char in "\"'`":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif depth == 0 and promql.startswith(" or ", i):
+            parts.append(promql[start:i].strip())
+            start = i + len(" or ")
+            i = start
+            continue
+        i += 1
+    parts.append(promql[start:].strip())
+    return parts
+
+
 def render(query: Query, selector: str) -> str:
-    """The template with ``SCOPE`` replaced by ``selector``."""
-    return query.promql.replace(SCOPE_WORD, selector)
+    """The template with ``SCOPE`` replaced by ``selector`` (for a ``largest`` query, the
+    largest of its alternatives at each step, each told apart by a label ``alternative``)."""
+    promql = query.promql.replace(SCOPE_WORD, selector)
+    if not query.largest:
+        return promql
+    legs = [
+        f'label_replace({leg}, "alternative", "{n}", "", "")'
+        for n, leg in enumerate(alternatives(promql), start=1)
+    ]
+    return "max (" + " or ".join(legs) + ")"
