@@ -135,6 +135,34 @@ def test_the_pool_libraries_own_exhaustion_messages_name_the_pool() -> None:
         assert _cause([_line(-4, message)]) == "pool-exhausted", message
 
 
+def test_runtimes_and_proxies_own_words_name_their_category() -> None:
+    cases = {
+        "out-of-memory": (
+            "Unhandled exception. System.OutOfMemoryException: Insufficient memory",
+            "PHP Fatal error:  Allowed memory size of 536870912 bytes exhausted",
+            'eheap_alloc: Cannot allocate 1048576 bytes of memory (of type "heap")',
+            "memory allocation of 4194304 bytes failed",
+        ),
+        "gc-overhead": (
+            "[gc] Allocation Stall (http-nio-8080-exec-3) 812.345ms",
+            "[gc] GC(412) Pause Young (Normal) (G1 Evacuation Pause) (Evacuation Failure)",
+            "[GC (Allocation Failure) [ParNew: concurrent mode failure]",
+        ),
+        "dependency-unreachable": (
+            "upstream connect error or disconnect/reset before headers. reset reason: timeout",
+            "no healthy upstream",
+            'Get "http://rates:8080/v1": dial tcp 10.1.2.3:8080: i/o timeout',
+        ),
+        "consumer-behind": (
+            "org.apache.kafka.clients.consumer.CommitFailedException: Commit cannot be completed",
+            "PRECONDITION_FAILED - delivery acknowledgement on channel 1 timed out",
+        ),
+    }
+    for signature, messages in cases.items():
+        for message in messages:
+            assert _cause([_line(-4, message)]) == signature, message
+
+
 def test_a_failing_log_rotation_names_logs_filling_the_disk() -> None:
     line = 'error: skipping "/var/log/app/access.log" because parent directory has insecure'
     assert _cause([_line(-30, line + " permissions")]) == "log-rotation-failing"
