@@ -179,6 +179,37 @@ def test_the_error_ratio_by_version_gives_a_clean_version_zero(tmp_path: Path) -
     assert ratios == {"1.4.0": 0.0, "1.5.0": 0.25}
 
 
+def _two_request_families(end: float) -> str:
+    """Two request counters of one service: one holds only its 500s (0.5/s), one all (8/s)."""
+    minutes = range(-120, 1)
+    families = {
+        "http_requests": ('code="500"', 0.5),
+        "grpc_server_handled": ('grpc_code="OK"', 8.0),
+    }
+    lines: list[str] = []
+    for family, (extra, per_s) in families.items():
+        lines += [f"# TYPE {family} counter"]
+        lines += [
+            f"{family}_total{{{LABELS},{extra}}} {per_s * 60 * (m + 120):.1f} {end + m * 60:.0f}"
+            for m in minutes
+        ]
+    return "\n".join(lines) + "\n# EOF\n"
+
+
+def test_the_request_rate_is_the_largest_request_family(tmp_path: Path) -> None:
+    """A family holding only some requests (its 500s) never stands for all of them."""
+    now = datetime.now(UTC).replace(microsecond=0)
+    data = backfill(_two_request_families(now.timestamp()), tmp_path / "prometheus")
+    promql = render(catalogue().queries["request_rate"], f'namespace="{NAMESPACE}"')
+    with running_monitoring(tmp_path / "monitoring", "http://127.0.0.1:9/", data_dir=data) as mon:
+        reply = mon.client.get(
+            f"{mon.prometheus_url}/api/v1/query",
+            params={"query": promql, "time": f"{now.timestamp() - 60:.0f}"},
+        )
+    [result] = reply.json()["data"]["result"]
+    assert round(float(result["value"][1]), 1) == 8.0
+
+
 RULES = f"""groups:
 - name: ledger
   rules:
