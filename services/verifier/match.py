@@ -195,24 +195,42 @@ def _copied_quotes(claim: Facts, evidence: Facts) -> list[str]:
     return [q for q in _QUOTED.findall(claim.search) if q in evidence.search]
 
 
+# how much of the evidence before a copied quote may hold the cue of a negation it cuts
+_CUT_REACH = 80
+
+
+def _is(neg: Negation, text: str, rules: VerifierRules) -> bool:
+    return any(n.cue == neg.cue and n.head == neg.head for n in extract(text, rules).negations)
+
+
+def _cuts(neg: Negation, quote: str, evidence: str, rules: VerifierRules) -> bool:
+    """Whether ``quote`` starts, somewhere in ``evidence``, inside ``neg``: its cue just
+    before the quote, its head in it ("not" + "degraded" quoted as "degraded")."""
+    at = evidence.find(quote)
+    while at >= 0:
+        before = evidence[max(0, at - _CUT_REACH) : at]
+        if _is(neg, before + quote, rules) and not _is(neg, before, rules):
+            return True
+        at = evidence.find(quote, at + 1)
+    return False
+
+
 def _outside_quotes_of(
-    neg: Negation, claim: Facts, quotes: Sequence[str], rules: VerifierRules
+    neg: Negation, claim: Facts, evidence: Facts, quotes: Sequence[str], rules: VerifierRules
 ) -> Facts:
-    """The claim without those of its copied ``quotes`` that keep ``neg``.
+    """The claim without those of its copied ``quotes`` that do not cut ``neg`` off.
 
     A quoted line ("app.throttle … (no throttle class configured)") copies the
-    evidence's negation with it, so the plain word beside it drops nothing. A quote
-    that leaves the negation out, or is not in the evidence, still counts.
+    evidence's negation with it, so the plain word beside it drops nothing; nor does
+    another passage copied word for word (a description beside the negated summary).
+    A quote that starts after the cue and holds the head, or is not in the evidence,
+    still counts.
     """
-    keeping = [
-        q
-        for q in quotes
-        if any(n.cue == neg.cue and n.head == neg.head for n in extract(q, rules).negations)
-    ]
-    if not keeping:
+    copied = [q for q in quotes if _is(neg, q, rules) or not _cuts(neg, q, evidence.search, rules)]
+    if not copied:
         return claim
     text = claim.search
-    for q in keeping:
+    for q in copied:
         text = text.replace(f'"{q}"', " ")
     return extract(text, rules, values=False)
 
@@ -275,7 +293,7 @@ def _negation_results(claim: Facts, evidence: Facts, rules: VerifierRules) -> li
     for neg in evidence.negations:
         if not neg.head or neg.head in dropped:
             continue
-        outside = _outside_quotes_of(neg, claim, quotes, rules)
+        outside = _outside_quotes_of(neg, claim, evidence, quotes, rules)
         plain = outside.plain_words if neg.head.isascii() else outside.cjk_plain
         if neg.head in plain:
             dropped.add(neg.head)

@@ -144,6 +144,21 @@ def test_a_quoted_line_keeps_its_negation_beside_the_plain_word() -> None:
         assert any(r.kind == "negation" and r.conflict for r in results), swapped
 
 
+def test_a_second_copied_passage_drops_no_negation_of_the_first() -> None:
+    """The summary says "cannot get Redis connections"; the description, quoted beside it
+    word for word, names go-redis plainly: it is the evidence's own words, no dropped
+    negation. A quote cut just after the cue still drops it."""
+    summary = "gw cannot get Redis connections from its pool"
+    description = "gw times out waiting for a go-redis pool connection"
+    evidence = extract(
+        f'alert GwRedisPool: summary "{summary}", description "{description}"', rules=RULES
+    )
+    claim = f'gw has a firing alert: summary "{summary}", description "{description}".'
+    assert not any(r.conflict for r in compare(extract(claim, rules=RULES), evidence, RULES))
+    cut = extract('gw logged "Redis connections from its pool"', rules=RULES)
+    assert any(r.kind == "negation" and r.conflict for r in compare(cut, evidence, RULES))
+
+
 def test_alias_is_declared_in_rules() -> None:
     evidence = extract("order-service HikariPool-1 - Connection is not available", rules=RULES)
     [result] = [
