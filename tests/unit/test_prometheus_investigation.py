@@ -100,6 +100,10 @@ def test_scopes_use_the_alert_labels_and_never_run_unscoped() -> None:
         'namespace="ns",pod=~"a\\\\.b(-.*)?"'
     )
     assert matchers("namespace,deployment=service", {"service": "api"}) is None
+    # without its namespace, a workload's name still keeps to the alert's namespace
+    labels = {"namespace": "shop", "service": "api"}
+    assert matchers("service", labels) == 'namespace=~"shop|",service="api"'
+    assert matchers("consumergroup~service", labels) == 'consumergroup=~"api(-.*)?"'
     book = catalogue()
     assert "restarts" in book.expand("workload")
     with pytest.raises(KeyError):

@@ -32,6 +32,10 @@ SCOPE_WORD = "SCOPE"
 SCOPE_LABELS = ("namespace", "service", "job", "instance", "pod")
 _TERM = re.compile(r"^([a-z_][a-z0-9_]*)(?:([=~])([a-z_]+))?$")
 _RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
+# labels that name the workload itself: without ``namespace`` they stay in the alert's
+_WORKLOAD_KEYS = frozenset(
+    {"service", "job", "pod", "deployment", "horizontalpodautoscaler", "persistentvolumeclaim"}
+)
 
 
 class Query(BaseModel):
@@ -142,14 +146,27 @@ def _quoted(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def _escaped(value: str) -> str:
+    """``value`` as a literal in a RE2 regular expression."""
+    return _RE2_SPECIAL.sub(r"\\\1", value)
+
+
 def matchers(alternative: str, labels: Mapping[str, str]) -> str | None:
     """``namespace,pod~service`` → ``namespace="shop",pod=~"cart-.*"``; None if a value is missing.
 
     ``key`` matches the label's own value, ``key=other`` the value of the
     alert's label ``other``, ``key~other`` names that start with it followed by
     ``-`` (a deployment's pods, a service's consumer groups).
+
+    An alternative that names the workload without its namespace still keeps to the
+    alert's namespace or to series without one: a service of the same name in another
+    namespace is another service.
     """
     out: list[str] = []
+    keys = {raw.strip().split("=")[0].split("~")[0] for raw in alternative.split(",")}
+    namespace = labels.get("namespace", "")
+    if namespace and keys <= _WORKLOAD_KEYS:
+        out.append(f"namespace=~{_quoted(_escaped(namespace) + '|')}")
     for raw in alternative.split(","):
         found = _TERM.match(raw.strip())
         if found is None:
@@ -159,7 +176,7 @@ def matchers(alternative: str, labels: Mapping[str, str]) -> str | None:
         if not value:
             return None
         if op == "~":
-            pattern = _RE2_SPECIAL.sub(r"\\\1", value) + "(-.*)?"
+            pattern = _escaped(value) + "(-.*)?"
             out.append(f"{key}=~{_quoted(pattern)}")
         else:
             out.append(f"{key}={_quoted(value)}")
