@@ -33,6 +33,9 @@ from services.verifier.quantities import (
     read_quantities,
 )
 
+# a number written as a label's value: ``key=3``, ``key=-3``
+_LABEL_VALUE = re.compile(r"\w=-?$")
+
 
 def _same(a: float, b: float) -> bool:
     return abs(a - b) <= TOLERANCE * max(1.0, abs(a), abs(b))
@@ -144,7 +147,7 @@ def check_quantities(
         results.append(_number_result(q, cues, found, evidence))
     results += comparisons(normal, compared, lex)
     results += _repeats(typed)
-    ordered = _order(typed)
+    ordered = _order(typed, normal)
     if ordered is not None:
         results.append(ordered)
     return results
@@ -283,13 +286,18 @@ def _repeats(typed: list[Compared]) -> list[Result]:
     return results
 
 
-def _order(typed: list[Compared]) -> Result | None:
-    """Numbers of one kind named by nothing (two pids, two durations) keep the item's order."""
+def _order(typed: list[Compared], normal: str) -> Result | None:
+    """Numbers of one kind named by nothing (two pids, two durations) keep the item's order.
+
+    A label's value (``partition=3``, ``id=-17``) is named by its label: a claim may list
+    the labels after the values where the item lists them before."""
     for dimension in {q.dimension for q, _, _ in typed}:
         plain = [
             (q, found)
             for q, c, found in typed
-            if q.dimension == dimension and not (c.bound or c.relation or c.total or c.window)
+            if q.dimension == dimension
+            and not (c.bound or c.relation or c.total or c.window)
+            and not _LABEL_VALUE.search(normal[max(0, q.start - 3) : q.start])
         ]
         if len(plain) < 2 or not all(found for _, found in plain):
             continue

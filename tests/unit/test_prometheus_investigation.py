@@ -211,6 +211,8 @@ def test_series_claims_pass_the_verifier_and_their_edits_do_not(lang: str) -> No
         item(lambda i: 0.45 - max(0, i - 120) * 0.0025, "ratio", "fs_free_ratio", mountpoint="/"),
         # a saw-tooth climb: a restart's drop does not hide the growth per minute
         item(lambda i: 2e8 + (i % 80) * 8e6, "bytes", "memory_working_set", pod="p"),
+        # labels whose values are numbers, listed after the values in the claim
+        item(lambda i: 9 if i < 200 else 0, "count", "sweep", id="-1372915583", partition="3"),
     ]
     for case in cases:
         ref = series_text(case)
