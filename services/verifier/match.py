@@ -199,7 +199,7 @@ def _copied_quotes(claim: Facts, evidence: Facts) -> list[str]:
 _CUT_REACH = 80
 
 
-def _is(neg: Negation, text: str, rules: VerifierRules) -> bool:
+def _negates(neg: Negation, text: str, rules: VerifierRules) -> bool:
     return any(n.cue == neg.cue and n.head == neg.head for n in extract(text, rules).negations)
 
 
@@ -209,7 +209,7 @@ def _cuts(neg: Negation, quote: str, evidence: str, rules: VerifierRules) -> boo
     at = evidence.find(quote)
     while at >= 0:
         before = evidence[max(0, at - _CUT_REACH) : at]
-        if _is(neg, before + quote, rules) and not _is(neg, before, rules):
+        if _negates(neg, before + quote, rules) and not _negates(neg, before, rules):
             return True
         at = evidence.find(quote, at + 1)
     return False
@@ -226,7 +226,9 @@ def _outside_quotes_of(
     A quote that starts after the cue and holds the head, or is not in the evidence,
     still counts.
     """
-    copied = [q for q in quotes if _is(neg, q, rules) or not _cuts(neg, q, evidence.search, rules)]
+    copied = [
+        q for q in quotes if _negates(neg, q, rules) or not _cuts(neg, q, evidence.search, rules)
+    ]
     if not copied:
         return claim
     text = claim.search

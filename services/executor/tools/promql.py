@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from services.executor.tools.promrules import mask
 from tracebound import resources
 from tracebound.errors import ConfigError
 
@@ -32,6 +33,7 @@ SCOPE_WORD = "SCOPE"
 SCOPE_LABELS = ("namespace", "service", "job", "instance", "pod")
 _TERM = re.compile(r"^([a-z_][a-z0-9_]*)(?:([=~])([a-z_]+))?$")
 _RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
+_TOP_OR = re.compile(r" or ")
 # labels that name the workload itself: without ``namespace`` they stay in the alert's
 _WORKLOAD_KEYS = frozenset(
     {"service", "job", "pod", "deployment", "horizontalpodautoscaler", "persistentvolumeclaim"}
@@ -163,15 +165,13 @@ def matchers(alternative: str, labels: Mapping[str, str]) -> str | None:
     namespace is another service.
     """
     out: list[str] = []
-    keys = {raw.strip().split("=")[0].split("~")[0] for raw in alternative.split(",")}
-    namespace = labels.get("namespace", "")
-    if namespace and keys <= _WORKLOAD_KEYS:
-        out.append(f"namespace=~{_quoted(_escaped(namespace) + '|')}")
+    keys: set[str] = set()
     for raw in alternative.split(","):
         found = _TERM.match(raw.strip())
         if found is None:
             return None
         key, op, source = found.group(1), found.group(2), found.group(3) or found.group(1)
+        keys.add(key)
         value = labels.get(source, "")
         if not value:
             return None
@@ -180,34 +180,18 @@ def matchers(alternative: str, labels: Mapping[str, str]) -> str | None:
             out.append(f"{key}=~{_quoted(pattern)}")
         else:
             out.append(f"{key}={_quoted(value)}")
+    namespace = labels.get("namespace", "")
+    if namespace and keys <= _WORKLOAD_KEYS:
+        out.insert(0, f"namespace=~{_quoted(_escaped(namespace) + '|')}")
     return ",".join(out)
 
 
 def alternatives(promql: str) -> list[str]:
-    """``promql`` split at its top-level ``or`` (not inside brackets or strings)."""
-    parts: list[str] = []
-    depth, quote, start, i = 0, "", 0, 0
-    while i < len(promql):
-        char = promql[i]
-        if quote:
-            if char == "\\":
-                i += 1
-            elif char == quote:
-                quote = ""
-        elif char in "\"'`":
-            quote = char
-        elif char in "([{":
-            depth += 1
-        elif char in ")]}":
-            depth -= 1
-        elif depth == 0 and promql.startswith(" or ", i):
-            parts.append(promql[start:i].strip())
-            start = i + len(" or ")
-            i = start
-            continue
-        i += 1
-    parts.append(promql[start:].strip())
-    return parts
+    """``promql`` split at its top-level ``or`` (:func:`promrules.mask` hides what is
+    inside brackets and strings)."""
+    cuts = [m.start() for m in _TOP_OR.finditer(mask(promql))]
+    bounds = zip([0, *(c + len(" or ") for c in cuts)], [*cuts, len(promql)], strict=True)
+    return [promql[a:b].strip() for a, b in bounds]
 
 
 def render(query: Query, selector: str) -> str:
