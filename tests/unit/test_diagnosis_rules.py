@@ -105,6 +105,8 @@ def test_a_usage_states_its_share_of_its_limit_and_the_verifier_holds_it() -> No
     for lang in ("en", "zh"):
         claim, ref = wording(used, lang, t), series_text(used)
         assert f["share"] in claim
+        if lang == "en":  # "20 of 20": the usage, then its limit
+            assert f" of 1 GiB ({f['share']} of the memory limit)" in claim
         assert all(r.found and not r.conflict for r in check_claim(claim, [ref])), claim
         for old, new in ((f["share"], "12.5%"), ("1 GiB", "2 GiB")):
             edited = check_claim(claim.replace(old, new), [ref])

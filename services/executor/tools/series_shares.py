@@ -1,6 +1,6 @@
 """A usage series' share of its limit at the alert's onset, computed in code.
 
-Why: "995 MiB (97.2% of the 1 GiB memory limit)" is what an SRE reads first,
+Why: "995 MiB of 1 GiB (97.2% of the memory limit)" is what an SRE reads first,
 and both numbers come from two series of the same call. A query of the
 catalogue names its limit query (``of``); when both returned series of the
 same group (their common labels agree: the same pod, the same pool), the usage

@@ -29,10 +29,11 @@ def series_scope(labels: Mapping[str, str]) -> str:
 
 
 def of_limit(f: Mapping[str, Any]) -> str:
-    """`` (97.2% of the 1 GiB memory limit)`` when the usage's limit is known, else nothing."""
+    """`` of 1 GiB (97.2% of the memory limit)`` when the usage's limit is known, else nothing:
+    "20 of 20" is how an SRE reads a full pool."""
     if not f.get("share"):
         return ""
-    return f" ({f['share']} of the {f['limit']} {f['limit_what']})"
+    return f" of {f['limit']} ({f['share']} of the {f['limit_what']})"
 
 
 def hour_told(f: Mapping[str, Any]) -> bool:
