@@ -225,6 +225,11 @@ def read_figures(
                 thresholds.append(figure)
             elif role == "value":
                 values.append(figure)
+    if any(f.unit != SECONDS for f in [*values, *thresholds]):
+        # "5xx ratio over 5m is 34.2% (1h window also above)": a duration beside figures
+        # of another unit is a window the alert measures over, never its value or threshold
+        values = [f for f in values if f.unit != SECONDS]
+        thresholds = [f for f in thresholds if f.unit != SECONDS]
     return AlertFigures(value=_one(values), threshold=_one(thresholds))
 
 

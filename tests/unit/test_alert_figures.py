@@ -341,3 +341,12 @@ def test_a_value_compared_with_a_percent_threshold_is_a_percent() -> None:
         unit=None,
     )
     assert (figures.value, figures.threshold) == ("7.4%", "8%")
+
+
+def test_a_window_is_never_the_threshold_of_a_figure_in_another_unit() -> None:
+    text = "5xx ratio over 5m is 34.2%, above 14.4x the 0.1% budget (1h window also above)."
+    read = alert_figures({"description": text}, "ApiErrorBudgetBurn")
+    assert read.value is not None and read.value.text == "34.2%"
+    assert read.threshold is None  # not "5m"
+    latency = alert_figures({"description": "p99 latency is 2.3s, over 1s"}, "ApiLatencyHigh")
+    assert latency.threshold is not None and latency.threshold.text == "1s"

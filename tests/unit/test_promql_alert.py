@@ -40,8 +40,12 @@ def test_the_expression_is_the_rules_left_hand_side_with_its_unit() -> None:
 def test_no_rule_or_no_single_comparison_reads_nothing() -> None:
     other = Alert(status="firing", labels={"alertname": "Other", "service": "pricing"})
     assert expression([RULE], other) is None
-    two = {**RULE, "query": "a > 1 and b > 2"}
-    assert expression([two], ALERT) is None
+    either = {**RULE, "query": "a > 1 or b > 2"}
+    assert expression([either], ALERT) is None
+    # ``A and B`` fires with A's samples: A is the alert's expression
+    both = {**RULE, "query": "a > 1 and b > 2"}
+    found = expression([both], ALERT)
+    assert found is not None and found.lhs == "a"
     vectors = {**RULE, "query": "a > b"}
     assert expression([vectors], ALERT) is None
 

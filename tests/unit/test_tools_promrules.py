@@ -77,6 +77,17 @@ SIMPLE = [
     ("time() - last_success_timestamp_seconds > 3600", None, ">", 3600.0, None),
     ('x{a=">#"} > 3 # fires above 3 > 5', 'x{a=">#"}', ">", 3.0, None),
     ("a_seconds\n  # the budget\n  < -1e3", "a_seconds", "<", -1000.0, "seconds"),
+    # ``A and B``, ``A unless B``: the samples, so the value and threshold, are A's
+    ("a > 1 and b < 2", "a", ">", 1.0, None),
+    ("a_seconds > 3 unless on(instance) maintenance == 1", "a_seconds", ">", 3.0, "seconds"),
+    (
+        "(sum(rate(e_total[5m])) / sum(rate(r_total[5m]))) > (14.4 * 0.001)"
+        " and (sum(rate(e_total[1h])) / sum(rate(r_total[1h]))) > (14.4 * 0.001)",
+        "(sum(rate(e_total[5m])) / sum(rate(r_total[5m])))",
+        ">",
+        14.4 * 0.001,
+        None,
+    ),
     (
         "max_over_time(queue_depth[10m]) >= +Inf",
         "max_over_time(queue_depth[10m])",
@@ -88,8 +99,8 @@ SIMPLE = [
 
 UNKNOWN = [
     ("absent(up{job='x'})", "no comparison"),
-    ("a > 1 and b < 2", "and/or/unless"),
-    ("a > 3 unless on(instance) maintenance == 1", "and/or/unless"),
+    ("a > 1 or b < 2", "with or"),
+    ("a > 1 and b < 2 or c > 3", "with or"),
     ("rate(errors_total[5m]) > bool 0.1", "bool"),
     ("a > on(instance) group_left b", "two vectors"),
     ("a > ignoring(pod) b", "two vectors"),

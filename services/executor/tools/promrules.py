@@ -4,8 +4,9 @@ Why a small scanner and not a PromQL parser: the only question asked is "is this
 expression ``<lhs> <op> <number>`` (or ``<number> <op> <rhs>``) at its top
 level?". A comparison binds looser than arithmetic and tighter than ``and``,
 ``or`` and ``unless``, so a single comparison operator outside brackets, strings
-and comments, with no set operator beside it, answers it exactly. Anything else
-— two comparisons, a vector on both sides, a ``bool`` modifier (the rule then
+and comments, with no set operator beside it, answers it exactly. ``A and B``
+and ``A unless B`` return A's samples, so A is the condition read. Anything else
+— ``or``, two comparisons, a vector on both sides, a ``bool`` modifier (the rule then
 fires on every sample, 0 or 1) — leaves the threshold unknown with the reason,
 because a guessed threshold would be a claim nobody saw.
 
@@ -218,13 +219,27 @@ def _reference(expr: str) -> str:
     return f"compared with {text}"
 
 
+def _kept_operand(text: str) -> str:
+    """``A and B`` and ``A unless B`` return A's samples: the condition that fires is A's.
+
+    So a multiwindow burn-rate rule (``short > 14.4 * 0.001 and long > 14.4 * 0.001``)
+    fires on its first comparison, with that comparison's value. ``or`` returns either
+    side's samples, so an expression with a top-level ``or`` is left whole.
+    """
+    masked = mask(text)
+    operators = list(_SET_OPERATORS.finditer(masked))
+    if not operators or any(m.group(1) == "or" for m in operators):
+        return text
+    return _strip_parens(text[: operators[0].start()])
+
+
 def _one_comparison(text: str) -> tuple[int, str] | str:
     """Where the expression's one comparison is and its operator, or why there is not one."""
     masked = mask(text)
     if not text:
         return "the rule has no expression"
     if _SET_OPERATORS.search(masked):
-        return "the expression combines conditions with and/or/unless"
+        return "the expression combines conditions with or"
     ops = _operators(masked)
     if not ops:
         return "the expression has no comparison"
@@ -235,7 +250,7 @@ def _one_comparison(text: str) -> tuple[int, str] | str:
 
 def parse_condition(expr: str) -> Condition:
     """The rule's ``<lhs> <op> <threshold>``, normalised so the threshold is on the right."""
-    text = _strip_parens(strip_comments(expr))
+    text = _kept_operand(_strip_parens(strip_comments(expr)))
     found = _one_comparison(text)
     if isinstance(found, str):
         return _unknown(found)
