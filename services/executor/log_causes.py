@@ -4,7 +4,8 @@ Why: a metric a service does not export cannot hold a premise, but its logs may
 still say what broke ("No space left on device", "Connection is not available,
 request timed out"). An SRE searches for such messages first.
 ``rules/log-signatures.json`` declares them. A signature counts the error,
-warning and fatal lines logged in the diagnosis rules' window around the onset
+warning and fatal lines (and the levels it names itself: a JVM logs GC at INFO)
+logged in the diagnosis rules' window around the onset
 (an old failure or a later one is not a cause), and never one that also matched
 a line logged before that window (a chronic message). The signature with the most
 lines names a labelled hypothesis, and its first line is stated, so the cause
@@ -39,6 +40,8 @@ class Signature(BaseModel):
     category: str
     patterns: tuple[str, ...] = Field(min_length=1)
     cause: dict[Literal["en", "zh"], str]
+    # levels read besides the book's: a JVM's unified GC log writes its pauses at INFO
+    levels: tuple[str, ...] = ()
 
     _compiled: tuple[re.Pattern[str], ...] = PrivateAttr(default=())
 
@@ -145,10 +148,12 @@ def named(lines: Sequence[Logged], onset: float, book: Signatures | None = None)
     rules = rulebook()
     start, end = onset - rules.lead_minutes * 60, onset + rules.grace_minutes * 60
     levels = {level.upper() for level in book.levels}
-    loud = sorted((line for line in lines if line.level.upper() in levels), key=lambda x: x.at)
+    ordered = sorted(lines, key=lambda x: x.at)
     best: Named | None = None
     rank = (0, 0.0)
     for signature in book.signatures:
+        read = levels | {level.upper() for level in signature.levels}
+        loud = (line for line in ordered if line.level.upper() in read)
         matched = [line for line in loud if signature.matches(line.message)]
         if any(line.at < start for line in matched):
             continue  # logged before the window too: a chronic message, not this cause

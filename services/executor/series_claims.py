@@ -70,7 +70,8 @@ def wording(item: Mapping[str, Any], lang: str, t: Mapping[str, Any]) -> str:
 
 
 _SLOT = re.compile(r"\{(\w+)\|([^{}]*)\}")
-_SLOT_CHARS = 60
+# a longer name gives the slot's own words: a name cut short is a token no claim holds
+_SLOT_CHARS = 120
 
 
 def _filled(cause: str, premises: Sequence[Series]) -> str:
@@ -83,7 +84,8 @@ def _filled(cause: str, premises: Sequence[Series]) -> str:
         else:
             # a label of a premise; a dependency's own series name it on the item
             found = next((v for s in premises if (v := s.labels.get(m[1]) or s.item.get(m[1]))), "")
-        return str(found)[:_SLOT_CHARS] or m[2]
+        text = str(found)
+        return text if 0 < len(text) <= _SLOT_CHARS else m[2]
 
     return _SLOT.sub(value, cause)
 

@@ -180,6 +180,11 @@ def test_a_swept_metric_names_its_cause_by_its_words_near_the_onset_only() -> No
     ):
         assert first(other)[0] == "", other
     assert first("mean gc_pause_seconds")[0] == "swept-gc"
+    # a JMX-derived name keeps the MBean's type in one word; a cause names it whole
+    long = "flink_taskmanager_Status_JVM_GarbageCollector_G1_Old_Generation_Time"
+    assert first(long) == ("swept-gc", first(long)[1]) and f" {long} rose" in first(long)[1]
+    too_long = "a_" * 70 + "gc_seconds"
+    assert "metric of the garbage collector" in first(too_long)[1], "never cut inside a name"
 
 
 def test_full_collections_and_a_busy_worker_pool_name_their_causes() -> None:
@@ -312,3 +317,51 @@ def test_a_leaks_premises_are_one_pods() -> None:
     limits = [item(lambda i: 1.0e9, "bytes", "memory_limit", pod=p) for p in ("a", "b")]
     killed = item(lambda i: 1, "presence", "last_terminated_reason", reason="OOMKilled", pod="c")
     assert "memory-leak-climbs-back" not in _rules([growing, full, *limits, killed])
+
+
+def test_replicas_lost_before_the_alert_worsened_name_the_lost_capacity() -> None:
+    def available(fall: int, to: float) -> dict[str, Any]:
+        return item(
+            lambda i: 5.0 if i < fall else to, "count", "replicas_available", deployment="d"
+        )
+
+    desired = item(lambda i: 5.0, "count", "replicas_desired", deployment="d")
+    scaled_in = item(lambda i: 5.0 if i < 180 else 2.0, "count", "replicas_desired", deployment="d")
+    lag = _alert(lambda i: 40.0 if i < 182 else 40.0 + (i - 182) * 9000.0)
+    drained = [available(180, 2.0), desired, lag]
+    assert _rules(drained)[0] == "replicas-lost"
+    assert "replicas-lost" not in _rules([available(180, 2.0), scaled_in, lag]), "scaled in"
+    assert "replicas-lost" not in _rules([available(180, 4.8), desired, lag]), "one pod short"
+    assert "replicas-lost" not in _rules([available(230, 2.0), desired, lag]), "the alert first"
+    # a direct cause outranks it: OOM-killed pods are unavailable too
+    oom = [
+        item(lambda i: 1, "presence", "last_terminated_reason", reason="OOMKilled", pod="p"),
+        item(lambda i: 0 if i < 180 else 1, "count", "restarts", pod="p"),
+    ]
+    assert _rules([*drained, *oom])[0] == "oom-killed"
+
+
+def test_what_grew_as_the_free_space_fell_is_what_fills_the_disk() -> None:
+    def grew(name: str, began: int) -> dict[str, Any]:
+        it = item(lambda i: 4e8 if i < began else 4e8 + (i - began) * 2e8, "bytes", "sweep")
+        it["what"] = name
+        return it
+
+    def free(began: int) -> dict[str, Any]:
+        fn = lambda i: 0.65 if i < began else 0.65 - 0.009 * (i - began)  # noqa: E731
+        return item(fn, "ratio", "volume_free_ratio", persistentvolumeclaim="data-0")
+
+    dlq = "logstash_pipeline_dead_letter_queue_size_in_bytes"
+    findings = evaluate(series_of([grew(dlq, 180), free(181)]))
+    assert findings[0].rule.id == "swept-fills-disk"
+    [cause] = [
+        c
+        for r, c in diagnose(
+            [SeriesRef({}, s) for s in series_of([grew(dlq, 180), free(181)])], "en"
+        ).causes
+        if r == "swept-fills-disk"
+    ]
+    assert dlq in cause
+    assert "swept-fills-disk" not in _rules([grew(dlq, 120), free(181)]), "grew long before"
+    assert "swept-fills-disk" not in _rules([grew("jvm_memory_used_bytes", 180), free(181)])
+    assert "swept-fills-disk" not in _rules([grew(dlq, 180)]), "no free space fell"

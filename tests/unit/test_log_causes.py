@@ -153,6 +153,10 @@ def test_runtimes_and_proxies_own_words_name_their_category() -> None:
             "no healthy upstream",
             'Get "http://rates:8080/v1": dial tcp 10.1.2.3:8080: i/o timeout',
         ),
+        "datastore-full": (
+            "failed saving state: OOM command not allowed when used memory > 'maxmemory'.",
+            "MISCONF Redis is configured to save RDB snapshots, but it's unable to persist",
+        ),
         "consumer-behind": (
             "org.apache.kafka.clients.consumer.CommitFailedException: Commit cannot be completed",
             "PRECONDITION_FAILED - delivery acknowledgement on channel 1 timed out",
@@ -161,6 +165,14 @@ def test_runtimes_and_proxies_own_words_name_their_category() -> None:
     for signature, messages in cases.items():
         for message in messages:
             assert _cause([_line(-4, message)]) == signature, message
+
+
+def test_a_jvm_gc_log_names_gc_pressure_at_its_own_info_level() -> None:
+    full = "[gc] GC(18307) Pause Full (G1 Compaction Pause) 3962M->3811M(3968M) 5127.884ms"
+    assert _cause([_line(-20, full, "INFO")]) == "gc-overhead"
+    # other signatures still read errors and warnings only
+    assert _cause([_line(-20, "java.lang.OutOfMemoryError: Java heap space", "INFO")]) == ""
+    assert _cause([_line(-200, full, "INFO"), _line(-20, full, "INFO")]) == "", "chronic"
 
 
 def test_a_failing_log_rotation_names_logs_filling_the_disk() -> None:
