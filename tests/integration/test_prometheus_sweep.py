@@ -196,18 +196,24 @@ def _two_request_families(end: float) -> str:
     return "\n".join(lines) + "\n# EOF\n"
 
 
-def test_the_request_rate_is_the_largest_request_family(tmp_path: Path) -> None:
-    """A family holding only some requests (its 500s) never stands for all of them."""
+def test_the_request_rate_and_error_ratio_are_the_busiest_familys(tmp_path: Path) -> None:
+    """A family holding only some requests (its 500s) never stands for all of them: the
+    request rate is the largest family's, the error ratio that of the family with most
+    requests (all of gRPC's succeed), not the first family's 100 %."""
     now = datetime.now(UTC).replace(microsecond=0)
     data = backfill(_two_request_families(now.timestamp()), tmp_path / "prometheus")
-    promql = render(catalogue().queries["request_rate"], f'namespace="{NAMESPACE}"')
+    found: dict[str, float] = {}
     with running_monitoring(tmp_path / "monitoring", "http://127.0.0.1:9/", data_dir=data) as mon:
-        reply = mon.client.get(
-            f"{mon.prometheus_url}/api/v1/query",
-            params={"query": promql, "time": f"{now.timestamp() - 60:.0f}"},
-        )
-    [result] = reply.json()["data"]["result"]
-    assert round(float(result["value"][1]), 1) == 8.0
+        for query in ("request_rate", "error_ratio"):
+            promql = render(catalogue().queries[query], f'namespace="{NAMESPACE}"')
+            reply = mon.client.get(
+                f"{mon.prometheus_url}/api/v1/query",
+                params={"query": promql, "time": f"{now.timestamp() - 60:.0f}"},
+            )
+            [result] = reply.json()["data"]["result"]
+            assert result["metric"] == {}, "the alternative label is summed away"
+            found[query] = round(float(result["value"][1]), 3)
+    assert found == {"request_rate": 8.0, "error_ratio": 0.0}
 
 
 RULES = f"""groups:

@@ -11,7 +11,7 @@ from services.executor.claims import templates, with_findings
 from services.executor.diagnosis import evaluate
 from services.executor.series_claims import wording
 from services.executor.tools.base import RunContext
-from services.executor.tools.promql import alternatives, catalogue, matchers, render
+from services.executor.tools.promql import Query, alternatives, catalogue, matchers, render
 from services.executor.tools.query_prometheus import (
     MAX_QUERIES,
     QueryPrometheusParams,
@@ -162,6 +162,28 @@ def test_a_largest_query_takes_the_largest_alternative_at_each_step() -> None:
         "max by (p) (b or c)",
         "d",
     ]
+
+
+def test_a_busiest_ratio_reads_the_alternative_with_the_largest_denominator() -> None:
+    query = catalogue().queries["error_ratio"]
+    assert query.busiest and not query.largest
+    rendered = render(query, 'service="gw"')
+    legs = alternatives(query.promql)
+    assert rendered.startswith("max without (alternative) ((label_replace(")
+    assert (
+        ") and on (alternative) topk (1, label_replace(sum (rate(http_requests_total{" in rendered
+    )
+    assert (
+        rendered.count('"alternative", "1", "", "")') == 2 and f'"{len(legs)}", "", "")' in rendered
+    )
+    with pytest.raises(ValueError, match="ratio in every alternative"):
+        Query(
+            what="x",
+            promql="sum(a{SCOPE}) or sum(b{SCOPE}) / sum(c{SCOPE})",
+            scope="app",
+            unit="ratio",
+            busiest=True,
+        )
 
 
 def test_deploy_regression_needs_the_error_rise_on_the_new_version() -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import cache
 from pathlib import Path
 
@@ -61,6 +61,16 @@ class Query(BaseModel):
     # read every alternative (``or``) and take the largest at each step: a family
     # that counts only some requests (one status, one route) never stands for all
     largest: bool = False
+    # a ratio read from the alternative with the most events at each step (the one
+    # whose denominator is largest): a family of one route's requests never stands
+    # for the service's error ratio
+    busiest: bool = False
+
+    @model_validator(mode="after")
+    def _ratios(self) -> Query:
+        if self.busiest and (self.largest or not all(map(_denominator, alternatives(self.promql)))):
+            raise ValueError("a busiest query is a ratio in every alternative, and not largest")
+        return self
 
 
 class Sweep(BaseModel):
@@ -194,14 +204,33 @@ def alternatives(promql: str) -> list[str]:
     return [promql[a:b].strip() for a, b in bounds]
 
 
+def _denominator(ratio: str) -> str:
+    """What ``ratio`` divides by: the text after its last top-level ``/`` ("" if none)."""
+    cut = mask(ratio).rfind("/")
+    return ratio[cut + 1 :].strip() if cut >= 0 else ""
+
+
+def _told_apart(texts: Sequence[str]) -> str:
+    """The alternatives, each labelled ``alternative="<n>"``, joined with ``or``."""
+    return " or ".join(
+        f'label_replace({text}, "alternative", "{n}", "", "")'
+        for n, text in enumerate(texts, start=1)
+    )
+
+
 def render(query: Query, selector: str) -> str:
-    """The template with ``SCOPE`` replaced by ``selector`` (for a ``largest`` query, the
-    largest of its alternatives at each step, each told apart by a label ``alternative``)."""
+    """The template with ``SCOPE`` replaced by ``selector``. A ``largest`` query takes the
+    largest of its alternatives at each step; a ``busiest`` one the ratio of the
+    alternative whose denominator is largest (``topk`` on the denominators, matched by
+    the ``alternative`` label each alternative is told apart by)."""
     promql = query.promql.replace(SCOPE_WORD, selector)
-    if not query.largest:
-        return promql
-    legs = [
-        f'label_replace({leg}, "alternative", "{n}", "", "")'
-        for n, leg in enumerate(alternatives(promql), start=1)
-    ]
-    return "max (" + " or ".join(legs) + ")"
+    legs = alternatives(promql)
+    if query.largest:
+        return f"max ({_told_apart(legs)})"
+    if query.busiest:
+        events = _told_apart([_denominator(leg) for leg in legs])
+        return (
+            f"max without (alternative) (({_told_apart(legs)})"
+            f" and on (alternative) topk (1, {events}))"
+        )
+    return promql
