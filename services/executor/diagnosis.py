@@ -60,6 +60,9 @@ class Premise(BaseModel):
     min_ratio: float = Field(default=0.0, ge=0)
     # ``increased``: by at least this much (two restarts: memory climbed back twice)
     at_least: float = Field(default=0.0, ge=0)
+    # ``increased``: also above its value an hour before the onset (one restart long
+    # before the alert is no premise of it)
+    recent: bool = False
     optional: bool = False
     new_version: bool = False
     # a series of the dependency the failing calls go to (a second query_prometheus
@@ -187,7 +190,9 @@ def _level(s: Series, p: Premise) -> bool:
     """``steady``: no change in the window; ``increased``: higher at the onset than at its start."""
     if p.test == "steady":
         return bool(s.item.get("facts", {}).get("direction") == "steady")
-    first, now = s.value("first"), level_now(s.item)
+    first, now, before = s.value("first"), level_now(s.item), s.value("hour_before")
+    if p.recent and before is not None and now is not None and now <= before:
+        return False
     return first is not None and now is not None and now > first and now - first >= p.at_least
 
 

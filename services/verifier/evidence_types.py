@@ -229,7 +229,6 @@ def _type_evidence(texts: Sequence[str], lex: Lexicon) -> Evidence:
 
 def _typed_quantities(normals: Sequence[str], lex: Lexicon) -> list[Typed]:
     typed: list[Typed] = []
-    bound_keys = ("threshold", "limit", "max", "maximum", "desired", "expected", "capacity")
     for index, normal in enumerate(normals):
         tokens = read_tokens(normal, lex)
         quantities = read_quantities(normal, tokens, lex)
@@ -240,7 +239,7 @@ def _typed_quantities(normals: Sequence[str], lex: Lexicon) -> list[Typed]:
             key = _key_before(normal[max(0, q.start - 40) : q.start])
             cues = cues_of(normal, q, lex, neighbours(quantities, position), clauses=clauses)
             # "alert above 9000", "more than 1s": a number the item compares with is a bound
-            bound = any(k in key for k in bound_keys) if key else cues.bound or bool(cues.relation)
+            bound = _bound_key(key) if key else cues.bound or bool(cues.relation)
             readings = tuple(_key_readings(key, q, lex))
             # a compared figure ("less than 10% space left") is named by its key alone
             context = (
@@ -264,6 +263,16 @@ def _typed_quantities(normals: Sequence[str], lex: Lexicon) -> list[Typed]:
                 )
             )
     return typed
+
+
+_BOUND_KEYS = ("threshold", "limit", "max", "maximum", "desired", "expected", "capacity")
+
+
+def _bound_key(key: str) -> bool:
+    """A key naming a bound: a part of it starts or ends with a bound word (``pool_max``,
+    ``maxPoolSize``, ``ratelimit``), never one holding it inside (``gomaxprocs``)."""
+    parts = re.split(r"[^a-z0-9]+", key)
+    return any(p.startswith(k) or p.endswith(k) for p in parts for k in _BOUND_KEYS)
 
 
 def _key_before(window: str) -> str:

@@ -180,11 +180,14 @@ def test_the_error_ratio_by_version_gives_a_clean_version_zero(tmp_path: Path) -
 
 
 def _two_request_families(end: float) -> str:
-    """Two request counters of one service: one holds only its 500s (0.5/s), one all (8/s)."""
+    """Request counters of one service: one holds only its 500s (0.5/s), one all of gRPC's
+    (8/s), one a framework's own (20/s, by its name only); and a client's (50/s)."""
     minutes = range(-120, 1)
     families = {
         "http_requests": ('code="500"', 0.5),
         "grpc_server_handled": ('grpc_code="OK"', 8.0),
+        "shopfront_requests": ('code="200"', 20.0),
+        "shopfront_client_requests": ('code="200"', 50.0),
     }
     lines: list[str] = []
     for family, (extra, per_s) in families.items():
@@ -198,8 +201,9 @@ def _two_request_families(end: float) -> str:
 
 def test_the_request_rate_and_error_ratio_are_the_busiest_familys(tmp_path: Path) -> None:
     """A family holding only some requests (its 500s) never stands for all of them: the
-    request rate is the largest family's, the error ratio that of the family with most
-    requests (all of gRPC's succeed), not the first family's 100 %."""
+    request rate is the largest server family's (a framework's counter found by its name,
+    not a client's), the error ratio that of the known family with most requests (all of
+    gRPC's succeed), not the first family's 100 %."""
     now = datetime.now(UTC).replace(microsecond=0)
     data = backfill(_two_request_families(now.timestamp()), tmp_path / "prometheus")
     found: dict[str, float] = {}
@@ -213,7 +217,9 @@ def test_the_request_rate_and_error_ratio_are_the_busiest_familys(tmp_path: Path
             [result] = reply.json()["data"]["result"]
             assert result["metric"] == {}, "the alternative label is summed away"
             found[query] = round(float(result["value"][1]), 3)
-    assert found == {"request_rate": 8.0, "error_ratio": 0.0}
+    # a family found by its name is rated over a subquery, which reads these once-a-minute
+    # samples a little low: 20/s is about 17/s, never the 8/s, 50/s or 70/s of the others
+    assert 15.0 < found["request_rate"] <= 20.0 and found["error_ratio"] == 0.0
 
 
 RULES = f"""groups:

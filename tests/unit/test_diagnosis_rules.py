@@ -69,7 +69,11 @@ def test_a_leak_is_two_climbs_to_the_limit_and_two_oom_kills() -> None:
 
     assert _rules(oom(2))[0] == "memory-leak-oom"
     assert "memory-leak-oom" not in _rules(oom(1))
-    assert "oom-killed" in _rules(oom(1))
+    # one kill 79 minutes before the onset and none since is no premise of this alert
+    assert "oom-killed" not in _rules(oom(1))
+    recent = oom(0)
+    recent[1] = item(lambda i: 0 if i < 230 else 1, "count", "restarts", pod="p")
+    assert "oom-killed" in _rules(recent)
 
 
 def test_a_cause_names_the_failing_dependency_its_series_name() -> None:
@@ -279,7 +283,7 @@ def test_one_oom_kill_and_memory_climbing_back_to_the_limit_is_a_leak() -> None:
         item(lambda i: 3e8 + i * 2e6, "bytes", "heap_used"),
     ]
     rules = _rules(climbing)
-    assert rules[0] == "memory-leak-climbs-back" and "oom-killed" in rules
+    assert rules[0] == "memory-leak-climbs-back" and "oom-killed" not in rules, "killed long ago"
     flat = [*climbing[:2], item(lambda i: 9.3e8, "bytes", "memory_working_set", pod="p")]
     assert "memory-leak-climbs-back" not in _rules([*flat, climbing[3]])
 
@@ -365,3 +369,21 @@ def test_what_grew_as_the_free_space_fell_is_what_fills_the_disk() -> None:
     assert "swept-fills-disk" not in _rules([grew(dlq, 120), free(181)]), "grew long before"
     assert "swept-fills-disk" not in _rules([grew("jvm_memory_used_bytes", 180), free(181)])
     assert "swept-fills-disk" not in _rules([grew(dlq, 180)]), "no free space fell"
+
+
+def test_a_leak_outside_the_heap_is_named_off_heap() -> None:
+    def leak(offheap_grows: bool) -> list[dict[str, Any]]:
+        saw = lambda i: 5e7 + (i % 80) * 1.2e7  # noqa: E731 - climbs, killed every 80 samples
+        flat = lambda i: 5e7  # noqa: E731
+        return [
+            item(lambda i: 1, "presence", "last_terminated_reason", reason="OOMKilled", pod="p"),
+            item(lambda i: i // 80, "count", "restarts", pod="p"),
+            item(lambda i: 2e8 + (i % 80) * 1.2e7, "bytes", "memory_working_set", pod="p"),
+            item(lambda i: 1.2e9, "bytes", "memory_limit", pod="p"),
+            item(saw if offheap_grows else flat, "bytes", "offheap_used", pod="p", id="direct"),
+            item(lambda i: 3.9e8, "bytes", "heap_used", pod="p"),
+        ]
+
+    assert _rules(leak(True))[0] == "memory-leak-offheap"
+    assert "memory-leak-offheap" not in _rules(leak(False))
+    assert _rules(leak(False))[0] == "memory-leak-oom"

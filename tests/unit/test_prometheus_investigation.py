@@ -139,7 +139,12 @@ def test_a_change_long_before_the_alert_is_no_premise() -> None:
     ceiling = item(lambda i: 20, "count", "pool_max", pool="p")
     assert not evaluate(series_of([early, active, ceiling]))
     recent = item(lambda i: 0 if i < 200 else 9, "count", "pool_pending", pool="p")
-    assert [f.rule.id for f in evaluate(series_of([recent, active, ceiling]))] == ["pool-exhausted"]
+    rules = [f.rule.id for f in evaluate(series_of([recent, active, ceiling]))]
+    assert rules == ["pool-exhausted", "pool-callers-waiting"]
+    # without a pool maximum, callers waiting while the idle connections ran out say it
+    idle = item(lambda i: 3 if i < 199 else 0, "count", "pool_idle", pool="p")
+    [finding] = evaluate(series_of([recent, idle]))
+    assert finding.rule.id == "pool-callers-waiting" and len(finding.premises) == 2
 
 
 def test_lag_with_a_falling_consumption_rate_is_a_slow_consumer_but_only_circumstantial() -> None:

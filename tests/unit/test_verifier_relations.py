@@ -67,3 +67,15 @@ def outcome(claim: str, item: str) -> str:
 )
 def test_relations_and_links(claim: str, item: str, expected: str) -> None:
     assert outcome(claim, item) == expected
+
+
+def test_a_key_holding_a_bound_word_inside_it_names_a_value() -> None:
+    # GOMAXPROCS is a value of the process; pool_max and maxPoolSize are bounds
+    log = 'level=WARN msg="singleflight waiters high" waiters=1840 inflight=512 gomaxprocs=2'
+    item = f"2026-12-05T08:40:00Z WARN forecast {log}"
+    assert outcome(f'At 08:40, forecast logged WARN: "{log}"', item) == "supported"
+    pool = "pool stats: active=20 pool_max=20 maxPoolSize=20"
+    assert outcome("the pool's active connections are 20 of its maximum of 20", pool) == (
+        "supported"
+    )
+    assert outcome("2 goroutines are waiting", "pool_max=2 waiting=7") == "unproven"
