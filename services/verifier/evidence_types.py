@@ -265,7 +265,7 @@ def _typed_quantities(normals: Sequence[str], lex: Lexicon) -> list[Typed]:
     return typed
 
 
-_BOUND_KEYS = ("threshold", "limit", "max", "maximum", "desired", "expected", "capacity")
+_BOUND_KEYS = ("threshold", "limit", "max", "desired", "expected", "capacity")
 
 
 def _bound_key(key: str) -> bool:

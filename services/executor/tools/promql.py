@@ -224,10 +224,10 @@ def render(query: Query, selector: str) -> str:
     alternative whose denominator is largest (``topk`` on the denominators, matched by
     the ``alternative`` label each alternative is told apart by)."""
     promql = query.promql.replace(SCOPE_WORD, selector)
-    legs = alternatives(promql)
     if query.largest:
-        return f"max ({_told_apart(legs)})"
+        return f"max ({_told_apart(alternatives(promql))})"
     if query.busiest:
+        legs = alternatives(promql)
         events = _told_apart([_denominator(leg) for leg in legs])
         return (
             f"max without (alternative) (({_told_apart(legs)})"

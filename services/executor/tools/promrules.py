@@ -219,23 +219,22 @@ def _reference(expr: str) -> str:
     return f"compared with {text}"
 
 
-def _kept_operand(text: str) -> str:
+def _kept_operand(text: str, masked: str) -> str:
     """``A and B`` and ``A unless B`` return A's samples: the condition that fires is A's.
 
     So a multiwindow burn-rate rule (``short > 14.4 * 0.001 and long > 14.4 * 0.001``)
     fires on its first comparison, with that comparison's value. ``or`` returns either
     side's samples, so an expression with a top-level ``or`` is left whole.
     """
-    masked = mask(text)
     operators = list(_SET_OPERATORS.finditer(masked))
     if not operators or any(m.group(1) == "or" for m in operators):
         return text
     return _strip_parens(text[: operators[0].start()])
 
 
-def _one_comparison(text: str) -> tuple[int, str] | str:
-    """Where the expression's one comparison is and its operator, or why there is not one."""
-    masked = mask(text)
+def _one_comparison(text: str, masked: str) -> tuple[int, str] | str:
+    """Where the expression's one comparison is and its operator, or why there is not one
+    (``masked`` is ``mask(text)``)."""
     if not text:
         return "the rule has no expression"
     if _SET_OPERATORS.search(masked):
@@ -250,8 +249,10 @@ def _one_comparison(text: str) -> tuple[int, str] | str:
 
 def parse_condition(expr: str) -> Condition:
     """The rule's ``<lhs> <op> <threshold>``, normalised so the threshold is on the right."""
-    text = _kept_operand(_strip_parens(strip_comments(expr)))
-    found = _one_comparison(text)
+    whole = _strip_parens(strip_comments(expr))
+    masked = mask(whole)
+    text = _kept_operand(whole, masked)
+    found = _one_comparison(text, masked if text is whole else mask(text))
     if isinstance(found, str):
         return _unknown(found)
     pos, op = found
