@@ -387,3 +387,25 @@ def test_a_leak_outside_the_heap_is_named_off_heap() -> None:
     assert _rules(leak(True))[0] == "memory-leak-offheap"
     assert "memory-leak-offheap" not in _rules(leak(False))
     assert _rules(leak(False))[0] == "memory-leak-oom"
+
+
+def test_database_sessions_state_their_share_of_max_connections() -> None:
+    sessions = item(lambda i: 12.0, "count", "datastore_sessions", service="pg", state="active")
+    ceiling = item(lambda i: 200.0, "count", "datastore_max_connections", service="pg")
+    add_shares([sessions, ceiling], catalogue())
+    for lang in ("en", "zh"):
+        claim = wording(sessions, lang, templates()["series"])
+        assert "200" in claim and "6%" in claim, claim
+        checked = check_claim(claim, [series_text(sessions)])
+        assert all(r.found and not r.conflict for r in checked), claim
+
+
+def test_a_steady_produce_rate_is_stated_beside_a_growing_lag() -> None:
+    lag = item(lambda i: 10.0 if i < 200 else 10.0 + (i - 200) * 400, "messages", "consumer_lag")
+    produced = item(lambda i: 900.0, "/s", "produce_rate", topic="t")
+    consumed = item(lambda i: 900.0 if i < 200 else 500.0, "/s", "consume_rate", topic="t")
+    refs = [SeriesRef({}, s) for s in series_of([lag, produced, consumed])]
+    stated = [r.series.query for r in diagnose(refs, "en").refs]
+    assert "produce_rate" in stated  # steady, and still stated: the input did not rise
+    claim = wording(produced, "en", templates()["series"])
+    assert "rate steady at 900/s" in claim, claim
