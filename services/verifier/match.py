@@ -9,10 +9,13 @@ evidence is silent about is neither, and leaves the claim unproven.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+
+import orjson
 
 from services.common.negation import Negations
 from services.verifier.facts import PLAIN, Facts, Identifier, Negation, Number, extract
@@ -187,12 +190,46 @@ def _negation_conflict(neg: Negation, evidence: Facts) -> bool:
 
 
 # a quotation in a claim: a log line or message, copied word for word
-_QUOTED = re.compile(r'"([^"]{24,})"')
+_QUOTE_MIN = 24
 
 
-def _copied_quotes(claim: Facts, evidence: Facts) -> list[str]:
-    """The claim's quotations that are in the evidence word for word."""
-    return [q for q in _QUOTED.findall(claim.search) if q in evidence.search]
+@dataclass(frozen=True, slots=True)
+class _Quote:
+    """A claim's quotation (``text``, between its quote marks) and how the evidence
+    holds it (``held``: the same words, or as a JSON string escapes them)."""
+
+    text: str
+    held: str
+
+
+def _held(text: str, evidence: str) -> str | None:
+    if text in evidence:
+        return text
+    for escaped in (orjson.dumps(text).decode()[1:-1], json.dumps(text)[1:-1]):
+        if escaped in evidence:
+            return escaped
+    return None
+
+
+def _copied_quotes(claim: Facts, evidence: Facts) -> list[_Quote]:
+    """The claim's quotations that are in the evidence word for word. A quoted log
+    message may hold quote marks of its own (``Cannot invoke "x.y()" because …``): each
+    quotation runs to the farthest quote mark that keeps it in the evidence."""
+    text = claim.search
+    marks = [i for i, ch in enumerate(text) if ch == '"']
+    found: list[_Quote] = []
+    k = 0
+    while k < len(marks):
+        start = marks[k] + 1
+        for m in range(len(marks) - 1, k, -1):
+            inner = text[start : marks[m]]
+            if len(inner) >= _QUOTE_MIN and (held := _held(inner, evidence.search)):
+                found.append(_Quote(inner, held))
+                k = m + 1
+                break
+        else:
+            k += 1
+    return found
 
 
 # how much of the evidence before a copied quote may hold the cue of a negation it cuts
@@ -216,7 +253,7 @@ def _cuts(neg: Negation, quote: str, evidence: str, rules: VerifierRules) -> boo
 
 
 def _outside_quotes_of(
-    neg: Negation, claim: Facts, evidence: Facts, quotes: Sequence[str], rules: VerifierRules
+    neg: Negation, claim: Facts, evidence: Facts, quotes: Sequence[_Quote], rules: VerifierRules
 ) -> Facts:
     """The claim without those of its copied ``quotes`` that do not cut ``neg`` off.
 
@@ -227,13 +264,15 @@ def _outside_quotes_of(
     still counts.
     """
     copied = [
-        q for q in quotes if _negates(neg, q, rules) or not _cuts(neg, q, evidence.search, rules)
+        q
+        for q in quotes
+        if _negates(neg, q.text, rules) or not _cuts(neg, q.held, evidence.search, rules)
     ]
     if not copied:
         return claim
     text = claim.search
     for q in copied:
-        text = text.replace(f'"{q}"', " ")
+        text = text.replace(f'"{q.text}"', " ")
     return extract(text, rules, values=False)
 
 

@@ -234,3 +234,19 @@ def test_unreadable_rules_raise_config_error(tmp_path: Path) -> None:
         load_verifier_rules(tmp_path / "bad.json")
     with pytest.raises(ConfigError, match="<verifier rules>"):
         parse_verifier_rules([])
+
+
+def test_a_quoted_message_with_its_own_quote_marks_keeps_its_negation() -> None:
+    """A Java message quotes code (``Cannot invoke "x.y()" because "rate" is null``) and
+    the record holds it as a JSON string, with its quote marks and newlines escaped."""
+    message = (
+        'java.lang.NullPointerException: Cannot invoke "java.math.BigDecimal.multiply()"'
+        ' because "rate" is null\n\tat ledger.PostingMapper.toEntity(PostingMapper.java:88)'
+        "\n\tat ledger.PostingGrpc$MethodHandlers.invoke(PostingGrpc.java:311)"
+    )
+    evidence = extract(json.dumps({"level": "ERROR", "message": message}), rules=RULES)
+    quoted = extract(f'At 14:02, ledger logged ERROR: "{message}"', rules=RULES)
+    assert not any(r.conflict for r in compare(quoted, evidence, RULES))
+    # the head outside any quotation still drops the negation
+    plain = extract("ledger can invoke the mapper", rules=RULES)
+    assert any(r.kind == "negation" and r.conflict for r in compare(plain, evidence, RULES))
