@@ -7,73 +7,43 @@ Runbook knowledge never becomes a claim about the current environment (contract
 section 2.4): each item of a runbook's likely-causes section becomes one labelled,
 unverified hypothesis and each item of its checks section one next step, as
 plain lines; other sections (symptoms among them) become neither.
-A tool that could not run (no backend configured, refused, 5xx, timeout) gives
-no claim at all — only a "<kind> unavailable" line in ``missing_info`` — and
-every firing alert of the request ends up in a claim or in ``missing_info``
-(``coverage``).
+A tool that could not run (no backend, refused, 5xx, timeout) gives no claim, only
+a "<kind> unavailable" line in ``missing_info``; every firing alert of the request
+ends up in a claim or in ``missing_info`` (``coverage``).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from functools import cache
 from typing import Any
 
-from services.executor import coverage, log_causes, log_lines, log_shapes, series_claims
+from services.executor import (
+    coverage,
+    log_causes,
+    log_lines,
+    log_records,
+    log_shapes,
+    series_claims,
+)
 from services.executor.claim_parts import binding as _binding
 from services.executor.claim_parts import claim as _claim
 from services.executor.claim_parts import item_at
+from services.executor.claim_templates import templates
 from services.executor.diagnosis import Series
 from services.executor.onset_logs import is_onset_search
 from services.executor.tools.refs import ALERT_REF_LABELS, alert_figures
 from services.executor.tools.runbook_items import section_items, section_kind
-from tracebound import resources
-from tracebound.errors import ConfigError
 from tracebound.events import Alert, ExecutionPlan, ToolInvocation
 from tracebound.rfc3339 import parse_time
 
-CLAIMS_PATH = resources.path("rules", "executor-claims.json")
 NO_EVIDENCE = "$.no_evidence"
 ANSWER_VERSION = "executor_evidence_v2"
-TEMPLATE_KEYS = (
-    "alert",
-    "alert_unscoped",
-    "log",
-    "negative",
-    "hypothesis",
-    "action",
-    "missing_failed",
-    "missing_none",
-    "missing_uncovered",
-    "missing_contradicted",
-)
-FACT_KEYS = ("current", "threshold", "duration", "since", "summary", "separator")
 _ARRAYS = {
     "query_metrics": "alerts",
     "query_logs": "logs",
     "lookup_knowledge": "evidence_blocks",
     "query_prometheus": "series",
 }
-
-
-@cache
-def templates() -> dict[str, Any]:
-    try:
-        data: dict[str, Any] = json.loads(CLAIMS_PATH.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"claim templates {CLAIMS_PATH} are unreadable: {exc}") from exc
-    for key in TEMPLATE_KEYS:
-        if not all(isinstance(data.get(key, {}).get(lang), str) for lang in ("en", "zh")):
-            raise ConfigError(f"claim templates {CLAIMS_PATH}: {key} needs en and zh text")
-    facts = data.get("alert_facts", {})
-    for key in FACT_KEYS:
-        if not all(isinstance(facts.get(key, {}).get(lang), str) for lang in ("en", "zh")):
-            raise ConfigError(f"claim templates {CLAIMS_PATH}: alert_facts.{key} needs en and zh")
-    sections = data.get("runbook_sections", {})
-    if not all(isinstance(sections.get(k), list) for k in ("causes", "checks")):
-        raise ConfigError(f"claim templates {CLAIMS_PATH}: runbook_sections needs causes, checks")
-    return data
 
 
 def _lang(language: str) -> str:
@@ -128,8 +98,7 @@ def _observation_text(inv: ToolInvocation, item: Mapping[str, Any], lang: str) -
         }
         return _fill(t["alert" if item.get("service") else "alert_unscoped"][lang], values)
     if inv.tool_name == "query_logs":
-        keys = ("timestamp", "service", "level", "message")
-        return _fill(t["log"][lang], {k: item.get(k) for k in keys})
+        return log_records.wording(item, lang, t)
     return None
 
 
@@ -222,7 +191,8 @@ class _Round:
             wording = _observation_text(inv, item, self.lang) if item else None
             if item is None or moment is None or not wording or not _relevant(item, self.focus):
                 continue
-            if wording not in self.onset:
+            # a line the planned search returned too is stated once, where it already is
+            if wording not in self.onset and all(c["claim_text"] != wording for c in self.claims):
                 self.onset[wording] = moment.timestamp()
                 self.log_line(wording, item)
                 b = _binding(inv, ref.raw_path, ref.text)
@@ -231,7 +201,7 @@ class _Round:
     def log_line(self, wording: str, item: Mapping[str, Any]) -> None:
         moment = parse_time(str(item.get("timestamp") or ""))
         if moment is not None:
-            message, level = str(item.get("message") or ""), str(item.get("level") or "")
+            message, level = log_records.searched(item), str(item.get("level") or "")
             self.logged.append(log_causes.Logged(wording, message, level, moment.timestamp()))
 
     def knowledge(self, inv: ToolInvocation, block: Mapping[str, Any]) -> None:

@@ -42,6 +42,7 @@ class Premise(BaseModel):
         "fell",
         "worsened",
         "growing",
+        "shrinking",
         "steady",
         "increased",
         "appeared",
@@ -299,9 +300,10 @@ def _holds(  # noqa: PLR0911 - one return per kind of test
         )
     if p.test == "appeared":
         return _in_window(s.value("first_seen"), s.onset, book)
-    if p.test == "growing":
-        # still climbing in the half hour before the onset (a level that accumulates)
-        return bool(s.item.get("facts", {}).get("trend") == "growing")
+    if p.test in ("growing", "shrinking"):
+        # still climbing (or falling) in the half hour before the onset: a level that
+        # accumulates, whenever its change began
+        return bool(s.item.get("facts", {}).get("trend") == p.test)
     if p.test in ("steady", "increased"):
         return _level(s, p)
     return p.of is not None and _compared(s, p, series)

@@ -16,7 +16,9 @@ when no diagnosis rule held.
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -142,15 +144,32 @@ class Named:
         return self.signature.cause[lang].replace("{message}", quoted(self.message, at))
 
 
+# numbers and hex ids set aside: the same message at another time or for another id
+_VARYING = re.compile(r"[0-9a-fA-F]*[0-9][0-9a-fA-F]*")
+
+
+def _commonest_unknown(lines: Sequence[Logged], book: Signatures) -> int:
+    """How often the commonest message no signature matches was logged in ``lines``."""
+    shapes = Counter(
+        _VARYING.sub("#", line.message)
+        for line in lines
+        if not any(s.matches(line.message) for s in book.signatures)
+    )
+    return max(shapes.values(), default=0)
+
+
 def named(lines: Sequence[Logged], onset: float, book: Signatures | None = None) -> Named | None:
-    """The signature most lines near ``onset`` match (the earliest first line breaks a tie)."""
+    """The signature most lines near ``onset`` match (the earliest first line breaks a tie),
+    when no message it does not know was logged more often: the commonest error is what
+    an SRE reads first, and a rarer known one beside it is no cause of its own."""
     book = book or signatures()
     rules = rulebook()
     start, end = onset - rules.lead_minutes * 60, onset + rules.grace_minutes * 60
     levels = {level.upper() for level in book.levels}
     ordered = sorted(lines, key=lambda x: x.at)
+    window = [x for x in ordered if start <= x.at <= end and x.level.upper() in levels]
     best: Named | None = None
-    rank = (0, 0.0)
+    rank = (-_commonest_unknown(window, book), math.inf)
     for signature in book.signatures:
         read = levels | {level.upper() for level in signature.levels}
         loud = (line for line in ordered if line.level.upper() in read)
@@ -158,7 +177,7 @@ def named(lines: Sequence[Logged], onset: float, book: Signatures | None = None)
         if any(line.at < start for line in matched):
             continue  # logged before the window too: a chronic message, not this cause
         hits = [line for line in matched if line.at <= end]
-        if hits and (best is None or (-len(hits), hits[0].at) < rank):
+        if hits and (-len(hits), hits[0].at) < rank:
             best = Named(signature, hits[0].text, hits[0].message)
             rank = (-len(hits), hits[0].at)
     return best

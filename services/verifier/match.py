@@ -203,12 +203,11 @@ class _Quote:
 
 
 def _held(text: str, evidence: str) -> str | None:
-    if text in evidence:
-        return text
-    for escaped in (orjson.dumps(text).decode()[1:-1], json.dumps(text)[1:-1]):
-        if escaped in evidence:
-            return escaped
-    return None
+    """``text`` as the evidence holds it: as is, with its whitespace collapsed (a log
+    record's ref text), or escaped as in a JSON string; None if not at all."""
+    collapsed = " ".join(text.split())
+    forms = (text, collapsed, orjson.dumps(text).decode()[1:-1], json.dumps(text)[1:-1])
+    return next((form for form in forms if form and form in evidence), None)
 
 
 def _copied_quotes(claim: Facts, evidence: Facts) -> list[_Quote]:

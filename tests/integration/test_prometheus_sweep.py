@@ -15,7 +15,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from services.executor.claims import templates
+from services.executor.claim_templates import templates
 from services.executor.series_claims import wording
 from services.executor.tools import promql_sweep
 from services.executor.tools.base import RunContext

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from services.executor import log_shapes
-from services.executor.claims import templates
+from services.executor.claim_templates import templates
 from services.executor.tools import RunContext, ToolSettings, build_tools
 from services.executor.tools.logs import QueryLogsParams
 from services.executor.tools.refs import NO_EVIDENCE_PATH, log_text

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from services.composer.checks import foreign_facts
-from services.executor.claims import templates
+from services.executor.claim_templates import templates
 from services.executor.diagnosis import evaluate, rulebook
 from services.executor.log_lines import distinct_first
 from services.executor.series_claims import SeriesRef, diagnose, wording
@@ -409,3 +409,32 @@ def test_a_steady_produce_rate_is_stated_beside_a_growing_lag() -> None:
     assert "produce_rate" in stated  # steady, and still stated: the input did not rise
     claim = wording(produced, "en", templates()["series"])
     assert "rate steady at 900/s" in claim, claim
+
+
+def test_memory_that_grows_again_after_an_oom_kill_is_a_leak() -> None:
+    def pod(growth: float) -> list[dict[str, Any]]:
+        return [
+            item(lambda i: 1, "presence", "last_terminated_reason", reason="OOMKilled", pod="p"),
+            item(lambda i: 0 if i < 200 else 1, "count", "restarts", pod="p"),
+            item(lambda i: 9e7 + (i % 200) * growth, "bytes", "heap_used", pod="p"),
+        ]
+
+    assert _rules(pod(2e6))[0] == "memory-leak-regrows"
+    # a flat heap after the restart: the container ran out of memory, no leak shown
+    assert "memory-leak-regrows" not in _rules(pod(0.0))
+    assert "oom-killed" in _rules(pod(0.0))
+
+
+def test_a_logs_volume_still_shrinking_names_logs_whenever_its_fall_began() -> None:
+    def free(start: int) -> dict[str, Any]:
+        return item(
+            lambda i: 0.8 if i < start else max(0.8 - 0.003 * (i - start), 0.05),
+            "ratio",
+            "volume_free_ratio",
+            persistentvolumeclaim="logs-app-0",
+        )
+
+    # the fall began 100 minutes before the onset, before the rule window
+    assert "logs-volume-shrinking" in _rules([free(38)])
+    assert "logs-volume-filling" not in _rules([free(38)])
+    assert "logs-volume-shrinking" not in _rules([free(400)])

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from services.composer.compose import compose
-from services.executor.claims import build_evidence, templates
+from services.executor.claim_templates import templates
+from services.executor.claims import build_evidence
 from services.executor.tools import refs
 from services.executor.tools.knowledge_store import parse_runbook
 from services.executor.tools.runbook_items import section_items, section_kind

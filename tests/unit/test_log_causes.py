@@ -239,3 +239,15 @@ def test_a_quote_never_starts_or_ends_inside_a_token() -> None:
     inner = inner.removesuffix(" \u2026")
     assert message.startswith(inner) or f" {inner}" in message, inner
     assert quoted("x" * 150) == "\u201c" + "x" * 150 + "\u201d", "no space: the whole token"
+
+
+def test_a_known_message_rarer_than_an_unknown_error_names_nothing() -> None:
+    npe = "java.lang.NullPointerException: Cannot invoke because rate is null at Mapper.java:{}"
+    unknown = [_line(-9 + i, npe.format(80 + i)) for i in range(3)]
+    deadline = _line(-6, "ListPostings cancelled by client: DEADLINE_EXCEEDED after 2001 ms")
+    assert _cause([*unknown, deadline]) == ""
+    # as common as the unknown message, or commoner: it names its cause
+    assert _cause([unknown[0], deadline]) == "dependency-unreachable"
+    assert _cause(
+        [*unknown, deadline, _line(-5, "DEADLINE_EXCEEDED"), _line(-4, "DEADLINE_EXCEEDED")]
+    )

@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from services.executor import log_shapes
-from services.executor.claims import build_evidence, templates
+from services.executor.claim_templates import templates
+from services.executor.claims import build_evidence
 from services.executor.tools import refs
 from services.executor.tools.base import RunContext
 from services.executor.tools.logs import LogPage, LogQuery, LogShape, QueryLogsParams, QueryLogsTool

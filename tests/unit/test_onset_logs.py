@@ -117,3 +117,20 @@ def test_the_answer_states_the_lines_written_when_the_change_began() -> None:
     # the series, the first three recent lines, the line of the onset, the other recent lines
     assert texts[1:] == [*said[:3], "config reloaded: log.level info -> debug", *said[3:]]
     assert not any(c["claim_type"] == "negative_observation" for c in out["claims"])
+
+
+def test_a_line_both_searches_returned_is_stated_once() -> None:
+    began = START + DROP * STEP
+    both = (began - 40, "config reloaded: log.level info -> debug")
+    recent = _logs(2, LOGS, [both, (began + 600, "GET /v1/catalog")])
+    onset = _logs(3, {**LOGS, "start": "s", "end": "e"}, [both])
+    out = build_evidence(
+        [_series(filling=True), recent, onset],
+        _plan("query_prometheus", "query_logs"),
+        "en",
+        narrow=False,
+        max_claims=16,
+    )
+    texts = [c["claim_text"] for c in out["claims"]]
+    assert len(texts) == len(set(texts))
+    assert sum("config reloaded" in t for t in texts) == 1

@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.executor.claims import templates, with_findings
+from services.executor.claim_templates import templates
+from services.executor.claims import with_findings
 from services.executor.diagnosis import evaluate
 from services.executor.series_claims import wording
 from services.executor.tools.base import RunContext

@@ -11,7 +11,8 @@ import json
 import re
 import typing
 
-from services.executor.claims import _ARRAYS, templates
+from services.executor.claim_templates import templates
+from services.executor.claims import _ARRAYS
 from services.executor.tools import PARAMS_MODELS
 from services.planner.skills import ToolName
 from tracebound import resources

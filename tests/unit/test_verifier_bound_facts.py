@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from services.executor import claims as executor_claims
+from services.executor.claim_templates import templates
 from services.executor.tools import refs
 from services.executor.tools.demo_env import alerts_at
 from services.executor.tools.settings import ToolSettings
@@ -142,7 +143,7 @@ def _alert_claims() -> list[tuple[str, str, str, str]]:
     """(claim, excerpt, current fact, threshold fact) the rules executor writes per demo alert."""
     now = datetime(2026, 12, 1, 10, 0, tzinfo=UTC)
     invocation = SimpleNamespace(tool_name="query_metrics")
-    facts = executor_claims.templates()["alert_facts"]
+    facts = templates()["alert_facts"]
     out = []
     for alert in alerts_at(now, DEMO_DATA):
         figures = refs.alert_figures(alert)
