@@ -438,3 +438,16 @@ def test_a_logs_volume_still_shrinking_names_logs_whenever_its_fall_began() -> N
     assert "logs-volume-shrinking" in _rules([free(38)])
     assert "logs-volume-filling" not in _rules([free(38)])
     assert "logs-volume-shrinking" not in _rules([free(400)])
+
+
+def test_a_heap_that_refills_to_its_maximum_after_a_restart_is_a_leak() -> None:
+    def run(peak: float) -> list[dict[str, Any]]:
+        return [
+            item(lambda i: 0 if i < 200 else 1, "count", "restarts", pod="p"),
+            item(lambda i: 1e8 + (i % 200) * peak / 200, "bytes", "heap_used"),
+            item(lambda i: 1.5e9, "bytes", "heap_max"),
+        ]
+
+    assert _rules(run(1.45e9))[0] == "memory-leak-heap-refills"
+    # a heap that never came near its maximum: the restart had another reason
+    assert "memory-leak-heap-refills" not in _rules(run(6e8))
