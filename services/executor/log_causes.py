@@ -27,6 +27,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from services.executor.diagnosis import Series, circumstantial, rulebook
+from services.executor.log_lines import LEVEL_ORDER
 from tracebound import resources
 from tracebound.errors import ConfigError
 from tracebound.events import Alert
@@ -148,20 +149,27 @@ class Named:
 _VARYING = re.compile(r"[0-9a-fA-F]*[0-9][0-9a-fA-F]*")
 
 
-def _commonest_unknown(lines: Sequence[Logged], book: Signatures) -> int:
-    """How often the commonest message no signature matches was logged in ``lines``."""
+def _severity(line: Logged) -> int:
+    """How severe the line's level is: lower is more severe, an unlisted level least."""
+    return LEVEL_ORDER.get(line.level.upper(), 3)
+
+
+def _commonest_unknown(lines: Sequence[Logged], book: Signatures, severity: int) -> int:
+    """How often the commonest message no signature matches, at ``severity`` or a more
+    severe level, was logged in ``lines``."""
     shapes = Counter(
         _VARYING.sub("#", line.message)
         for line in lines
-        if not any(s.matches(line.message) for s in book.signatures)
+        if _severity(line) <= severity and not any(s.matches(line.message) for s in book.signatures)
     )
     return max(shapes.values(), default=0)
 
 
 def named(lines: Sequence[Logged], onset: float, book: Signatures | None = None) -> Named | None:
     """The signature most lines near ``onset`` match (the earliest first line breaks a tie),
-    when no message it does not know was logged more often: the commonest error is what
-    an SRE reads first, and a rarer known one beside it is no cause of its own."""
+    unless a message it does not know, as severe as its lines or more, was logged more
+    often: the commonest error is what an SRE reads first, and a rarer known one beside it
+    is no cause of its own."""
     book = book or signatures()
     rules = rulebook()
     start, end = onset - rules.lead_minutes * 60, onset + rules.grace_minutes * 60
@@ -169,7 +177,7 @@ def named(lines: Sequence[Logged], onset: float, book: Signatures | None = None)
     ordered = sorted(lines, key=lambda x: x.at)
     window = [x for x in ordered if start <= x.at <= end and x.level.upper() in levels]
     best: Named | None = None
-    rank = (-_commonest_unknown(window, book), math.inf)
+    rank = (0, math.inf)
     for signature in book.signatures:
         read = levels | {level.upper() for level in signature.levels}
         loud = (line for line in ordered if line.level.upper() in read)
@@ -177,7 +185,9 @@ def named(lines: Sequence[Logged], onset: float, book: Signatures | None = None)
         if any(line.at < start for line in matched):
             continue  # logged before the window too: a chronic message, not this cause
         hits = [line for line in matched if line.at <= end]
-        if hits and (-len(hits), hits[0].at) < rank:
+        if not hits or len(hits) < _commonest_unknown(window, book, min(map(_severity, hits))):
+            continue
+        if (-len(hits), hits[0].at) < rank:
             best = Named(signature, hits[0].text, hits[0].message)
             rank = (-len(hits), hits[0].at)
     return best

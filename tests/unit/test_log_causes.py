@@ -251,3 +251,9 @@ def test_a_known_message_rarer_than_an_unknown_error_names_nothing() -> None:
     assert _cause(
         [*unknown, deadline, _line(-5, "DEADLINE_EXCEEDED"), _line(-4, "DEADLINE_EXCEEDED")]
     )
+
+
+def test_routine_warnings_do_not_outweigh_errors_a_signature_knows() -> None:
+    slow = [_line(-20 + i, f"slow query took {1200 + i} ms", "WARN") for i in range(4)]
+    full = [_line(-9, "write /data/wal/000172: No space left on device")]
+    assert _cause([*slow, *full]) == "disk-full"
