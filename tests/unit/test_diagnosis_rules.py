@@ -451,3 +451,13 @@ def test_a_heap_that_refills_to_its_maximum_after_a_restart_is_a_leak() -> None:
     assert _rules(run(1.45e9))[0] == "memory-leak-heap-refills"
     # a heap that never came near its maximum: the restart had another reason
     assert "memory-leak-heap-refills" not in _rules(run(6e8))
+
+
+def test_a_byte_rate_is_also_told_per_second_and_per_hour() -> None:
+    free = item(lambda i: 8e9 - max(i - 100, 0) * 36e6, "bytes", "volume_free_bytes", pvc="a")
+    f = free["facts"]
+    assert f["per_minute"].endswith("MiB/min (1.1 MiB/s, 4 GiB/h)"), f["per_minute"]
+    claim = wording(free, "en", templates()["series"])
+    assert all(r.found and not r.conflict for r in check_claim(claim, [series_text(free)]))
+    lag = item(lambda i: i * 40.0, "messages", "consumer_lag")
+    assert "/s" not in lag["facts"]["per_minute"]

@@ -138,9 +138,13 @@ def _trend(facts: SeriesFacts, unit: str, trend: bool, empties: bool) -> dict[st
     empty_in = None
     if empties and slope < 0 and level > 0 and level / -slope <= MAX_EMPTY_MIN:
         empty_in = f"{max(1, round(level / -slope))} min"
+    rate = f"{format_quantity(abs(slope), unit)}/min"
+    if unit == "bytes":  # a disk or a heap is read per second and per hour as often
+        per_s, per_h = (format_quantity(abs(slope) * k, unit) for k in (1 / 60, 60))
+        rate += f" ({per_s}/s, {per_h}/h)"
     return {
         "trend": "growing" if slope > 0 else "shrinking",
-        "per_minute": f"{format_quantity(abs(slope), unit)}/min",
+        "per_minute": rate,
         "empty_in": empty_in,
     }
 
