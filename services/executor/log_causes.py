@@ -26,6 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
+from services.executor.deploy_errors import AfterDeploy, deployed_at, new_error
 from services.executor.diagnosis import Series, circumstantial, rulebook
 from services.executor.log_lines import LEVEL_ORDER
 from tracebound import resources
@@ -75,6 +76,8 @@ class Signatures(BaseModel):
     description: str = ""
     levels: tuple[str, ...] = Field(min_length=1)
     signatures: tuple[Signature, ...]
+    # a new error message that began right after a deploy (:mod:`deploy_errors`)
+    after_deploy: AfterDeploy | None = None
 
 
 @cache
@@ -212,4 +215,24 @@ def unless_held(
     (``found``: the rule ids and causes that held)."""
     if any(not circumstantial(rule) for rule, _ in found):
         return None
-    return near_onset(lines, series, alerts)
+    return near_onset(lines, series, alerts) or after_deploy(lines, series)
+
+
+def after_deploy(
+    lines: Sequence[Logged], series: Sequence[Series], book: Signatures | None = None
+) -> Named | None:
+    """The new error that began right after a deploy the series show, as a cause naming
+    its first line (the line's own words are this run's signature)."""
+    entry = (book or signatures()).after_deploy
+    deployed = deployed_at(series)
+    if entry is None or deployed is None:
+        return None
+    first = new_error([(x.level, x.message, x.at) for x in lines], deployed, entry)
+    line = next((x for x in lines if first and (x.message, x.at) == first[1:]), None)
+    if line is None:
+        return None
+    cause = {lang: text for lang, text in entry.cause.items() if lang in ("en", "zh")}
+    made = Signature(
+        id=entry.id, category=entry.category, patterns=(re.escape(line.message),), cause=cause
+    )
+    return Named(made, line.text, line.message)

@@ -29,12 +29,16 @@ DETAIL_CHARS = 240
 
 
 def error_detail(item: Mapping[str, Any]) -> tuple[str, str] | None:
-    """The record's error field and its value (cut at a space), or None."""
+    """The record's error field and its value (cut at a space), or None (also when the
+    message already holds it)."""
     fields: Mapping[str, Any] = item.get("metrics") or {}
+    message = str(item.get("message") or "")
     for name in ERROR_FIELDS:
         value = str(fields.get(name) or "").strip()
         if not value:
             continue
+        if value in message:
+            return None  # the message already says it
         if len(value) > DETAIL_CHARS:
             cut = value.rfind(" ", 0, DETAIL_CHARS)
             value = value[: cut if cut > 0 else DETAIL_CHARS].rstrip()

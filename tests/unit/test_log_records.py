@@ -73,3 +73,10 @@ def test_client_library_words_for_a_failing_call_and_an_exhausted_pool() -> None
     prisma = "Timed out fetching a new connection from the connection pool. (connection limit: 10)"
     assert ids(prisma) == ["pool-exhausted"]
     assert ids("GET /v2/feed 500 10013ms") == []
+
+
+def test_an_error_field_the_message_already_holds_is_not_repeated() -> None:
+    record = _record(err="unknown time zone America/Chicago")
+    record["message"] = "job failed: unknown time zone America/Chicago"
+    assert error_detail(record) is None
+    assert wording(record, "en", templates()).endswith('America/Chicago"')
