@@ -11,20 +11,18 @@ quoting its first line. Its shape is that message with numbers and ids set aside
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from services.executor.diagnosis import Series, rulebook
-from services.executor.log_lines import LEVEL_ORDER
+from services.executor.log_lines import LEVEL_ORDER, shape
 
 # what marks a deploy: a new version, generation, image or ReplicaSet
 DEPLOY_QUERIES = ("versions", "deployment_generation", "images", "replicasets")
 # a rollout takes a minute or two, and change points sit on a 15-30 s grid
 _SLACK_S = 120.0
-_VARYING = re.compile(r"[0-9a-fA-F]*[0-9][0-9a-fA-F]*")
 # lines at ERROR or a more severe level
 _ERROR = LEVEL_ORDER["ERROR"]
 
@@ -56,11 +54,6 @@ def deployed_at(series: Sequence[Series]) -> float | None:
         if moment is not None and low <= moment <= high:
             moments.append(moment)
     return max(moments, default=None)
-
-
-def shape(message: str) -> str:
-    """``message`` with its numbers and hex ids set aside."""
-    return _VARYING.sub("#", message)
 
 
 def new_error(

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from services.executor.deploy_errors import AfterDeploy, deployed_at, new_error
 from services.executor.diagnosis import Series, circumstantial, rulebook
-from services.executor.log_lines import LEVEL_ORDER
+from services.executor.log_lines import LEVEL_ORDER, shape
 from tracebound import resources
 from tracebound.errors import ConfigError
 from tracebound.events import Alert
@@ -148,10 +148,6 @@ class Named:
         return self.signature.cause[lang].replace("{message}", quoted(self.message, at))
 
 
-# numbers and hex ids set aside: the same message at another time or for another id
-_VARYING = re.compile(r"[0-9a-fA-F]*[0-9][0-9a-fA-F]*")
-
-
 def _severity(line: Logged) -> int:
     """How severe the line's level is: lower is more severe, an unlisted level least."""
     return LEVEL_ORDER.get(line.level.upper(), 3)
@@ -161,7 +157,7 @@ def _commonest_unknown(lines: Sequence[Logged], book: Signatures, severity: int)
     """How often the commonest message no signature matches, at ``severity`` or a more
     severe level, was logged in ``lines``."""
     shapes = Counter(
-        _VARYING.sub("#", line.message)
+        shape(line.message)
         for line in lines
         if _severity(line) <= severity and not any(s.matches(line.message) for s in book.signatures)
     )

@@ -22,8 +22,14 @@ _VARYING = re.compile(r"[0-9a-fA-F]*[0-9][0-9a-fA-F]*")
 Claim = dict[str, Any]
 
 
+def shape(message: str) -> str:
+    """``message`` with its numbers and hex ids set aside: the same message at another
+    time or for another id has one shape."""
+    return _VARYING.sub("#", message)
+
+
 def _shape(claim: Claim) -> str:
-    return _VARYING.sub("#", claim["claim_text"].split(" logged ", 1)[-1])
+    return shape(claim["claim_text"].split(" logged ", 1)[-1])
 
 
 def distinct_first(logs: list[Claim]) -> list[Claim]:
