@@ -11,10 +11,7 @@ from services.executor.claim_templates import templates
 from services.executor.diagnosis import evaluate, rulebook
 from services.executor.log_lines import distinct_first
 from services.executor.series_claims import SeriesRef, diagnose, wording
-from services.executor.tools.promql import catalogue
-from services.executor.tools.series_shares import add_shares
 from services.executor.tools.series_text import minutes_from_onset, series_text
-from services.executor.tools.units import format_quantity
 from services.verifier.rules_file import default_verifier_rules
 from services.verifier.structure import check_claim
 from tests.support.series_items import ONSET, START, STEP, item, series_of
@@ -95,36 +92,6 @@ def test_a_repeated_log_message_comes_after_the_other_messages() -> None:
     logs = [line("retry 1 of job 8812"), line("retry 2 of job 8813"), line("disk 91% full")]
     ordered = [c["claim_text"].split(": ", 1)[1] for c in distinct_first(logs)]
     assert ordered == ["retry 1 of job 8812", "disk 91% full", "retry 2 of job 8813"]
-
-
-def test_a_usage_states_its_share_of_its_limit_and_the_verifier_holds_it() -> None:
-    used = item(lambda i: 4e8 + i * 2.5e6, "bytes", "memory_working_set", pod="p")
-    other_pod = item(lambda i: 5e8, "bytes", "memory_limit", pod="q")
-    limit = item(lambda i: 1073741824.0, "bytes", "memory_limit", pod="p")
-    add_shares([used, other_pod, limit], catalogue())
-    f = used["facts"]
-    assert (f["limit"], f["limit_what"]) == ("1 GiB", "memory limit")
-    assert f["share"] == format_quantity(f["values"]["at_onset"] / 1073741824.0, "ratio")
-    t = templates()["series"]
-    for lang in ("en", "zh"):
-        claim, ref = wording(used, lang, t), series_text(used)
-        assert f["share"] in claim
-        if lang == "en":  # "20 of 20": the usage, then its limit
-            assert f" of 1 GiB ({f['share']} of the memory limit)" in claim
-        assert all(r.found and not r.conflict for r in check_claim(claim, [ref])), claim
-        for old, new in ((f["share"], "12.5%"), ("1 GiB", "2 GiB")):
-            edited = check_claim(claim.replace(old, new), [ref])
-            assert any(r.conflict or not r.found for r in edited), (lang, old)
-    alone = item(lambda i: 4e8, "bytes", "memory_working_set", pod="p")
-    add_shares([alone], catalogue())
-    assert "share" not in alone["facts"]
-
-
-def test_no_share_is_stated_above_the_limit() -> None:
-    used = item(lambda i: 4.3e9, "bytes", "heap_used")
-    ceiling = item(lambda i: 4e9, "bytes", "heap_max")
-    add_shares([used, ceiling], catalogue())
-    assert "share" not in used["facts"]
 
 
 def test_a_change_is_placed_in_minutes_before_the_onset_and_the_verifier_holds_it() -> None:
@@ -389,28 +356,6 @@ def test_a_leak_outside_the_heap_is_named_off_heap() -> None:
     assert _rules(leak(False))[0] == "memory-leak-oom"
 
 
-def test_database_sessions_state_their_share_of_max_connections() -> None:
-    sessions = item(lambda i: 12.0, "count", "datastore_sessions", service="pg", state="active")
-    ceiling = item(lambda i: 200.0, "count", "datastore_max_connections", service="pg")
-    add_shares([sessions, ceiling], catalogue())
-    for lang in ("en", "zh"):
-        claim = wording(sessions, lang, templates()["series"])
-        assert "200" in claim and "6%" in claim, claim
-        checked = check_claim(claim, [series_text(sessions)])
-        assert all(r.found and not r.conflict for r in checked), claim
-
-
-def test_a_steady_produce_rate_is_stated_beside_a_growing_lag() -> None:
-    lag = item(lambda i: 10.0 if i < 200 else 10.0 + (i - 200) * 400, "messages", "consumer_lag")
-    produced = item(lambda i: 900.0, "/s", "produce_rate", topic="t")
-    consumed = item(lambda i: 900.0 if i < 200 else 500.0, "/s", "consume_rate", topic="t")
-    refs = [SeriesRef({}, s) for s in series_of([lag, produced, consumed])]
-    stated = [r.series.query for r in diagnose(refs, "en").refs]
-    assert "produce_rate" in stated  # steady, and still stated: the input did not rise
-    claim = wording(produced, "en", templates()["series"])
-    assert "rate steady at 900/s" in claim, claim
-
-
 def test_memory_that_grows_again_after_an_oom_kill_is_a_leak() -> None:
     def pod(growth: float) -> list[dict[str, Any]]:
         return [
@@ -451,13 +396,3 @@ def test_a_heap_that_refills_to_its_maximum_after_a_restart_is_a_leak() -> None:
     assert _rules(run(1.45e9))[0] == "memory-leak-heap-refills"
     # a heap that never came near its maximum: the restart had another reason
     assert "memory-leak-heap-refills" not in _rules(run(6e8))
-
-
-def test_a_byte_rate_is_also_told_per_second_and_per_hour() -> None:
-    free = item(lambda i: 8e9 - max(i - 100, 0) * 36e6, "bytes", "volume_free_bytes", pvc="a")
-    f = free["facts"]
-    assert f["per_minute"].endswith("MiB/min (1.1 MiB/s, 4 GiB/h)"), f["per_minute"]
-    claim = wording(free, "en", templates()["series"])
-    assert all(r.found and not r.conflict for r in check_claim(claim, [series_text(free)]))
-    lag = item(lambda i: i * 40.0, "messages", "consumer_lag")
-    assert "/s" not in lag["facts"]["per_minute"]
