@@ -153,14 +153,10 @@ def _severity(line: Logged) -> int:
     return LEVEL_ORDER.get(line.level.upper(), 3)
 
 
-def _commonest_unknown(lines: Sequence[Logged], book: Signatures, severity: int) -> int:
-    """How often the commonest message no signature matches, at ``severity`` or a more
-    severe level, was logged in ``lines``."""
-    shapes = Counter(
-        shape(line.message)
-        for line in lines
-        if _severity(line) <= severity and not any(s.matches(line.message) for s in book.signatures)
-    )
+def _commonest_unknown(unknown: Sequence[Logged], severity: int) -> int:
+    """How often the commonest of the ``unknown`` messages (no signature matches them), at
+    ``severity`` or a more severe level, was logged."""
+    shapes = Counter(shape(line.message) for line in unknown if _severity(line) <= severity)
     return max(shapes.values(), default=0)
 
 
@@ -175,6 +171,7 @@ def named(lines: Sequence[Logged], onset: float, book: Signatures | None = None)
     levels = {level.upper() for level in book.levels}
     ordered = sorted(lines, key=lambda x: x.at)
     window = [x for x in ordered if start <= x.at <= end and x.level.upper() in levels]
+    unknown = [x for x in window if not any(s.matches(x.message) for s in book.signatures)]
     best: Named | None = None
     rank = (0, math.inf)
     for signature in book.signatures:
@@ -184,7 +181,7 @@ def named(lines: Sequence[Logged], onset: float, book: Signatures | None = None)
         if any(line.at < start for line in matched):
             continue  # logged before the window too: a chronic message, not this cause
         hits = [line for line in matched if line.at <= end]
-        if not hits or len(hits) < _commonest_unknown(window, book, min(map(_severity, hits))):
+        if not hits or len(hits) < _commonest_unknown(unknown, min(map(_severity, hits))):
             continue
         if (-len(hits), hits[0].at) < rank:
             best = Named(signature, hits[0].text, hits[0].message)
