@@ -347,6 +347,11 @@ def stated(
     texts = texts_of(annotations)
     percent_text = states_percent(texts)
     read = read_figures(texts, metric_words(alert_name, expr), rule_threshold)
+    if unit == PERCENT and any(
+        _a_fraction(given, words)
+        for given, words in ((value, read.value), (threshold, read.threshold))
+    ):
+        unit = RATIO
     given_threshold = display(threshold, unit, percent_text)
     shown_value = _given_or_read(display(value, unit, percent_text), read.value, unit)
     shown_threshold = _given_or_read(given_threshold, read.threshold, unit)
@@ -359,6 +364,23 @@ def stated(
     return Stated(shown_value, shown_threshold, display_unit(unit, percent_text))
 
 
+def _a_fraction(given: str | float | None, words: Figure | None) -> bool:
+    """Whether the words state ``given`` (of a ``_percent`` metric) 100 times larger: the
+    metric is a fraction of 1, as Micrometer's ``jvm_gc_overhead_percent`` (0.38 is 38 %)."""
+    try:
+        number = float(given) if given is not None else math.nan
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(number) and number != 0 and _as_percent(number, words)
+
+
+def _as_percent(number: float, words: Figure | None) -> bool:
+    """Whether ``words`` state the fraction ``number`` as a percent, rounded (0.0727: 7.27%)."""
+    if words is None or words.unit != PERCENT:
+        return False
+    return math.isclose(number * 100, words.number, rel_tol=0.01, abs_tol=1e-9)
+
+
 def _given_or_read(given: str | None, read: Figure | None, unit: str | None) -> str | None:
     """The given figure; the words' figure when none is given, or when the words write the
     same bare number with its unit (a rule's ``80`` that the description states as ``80%``)."""
@@ -368,12 +390,6 @@ def _given_or_read(given: str | None, read: Figure | None, unit: str | None) -> 
         bare = parse_figure(given)
         if bare is not None and bare.unit is None and bare.number == read.number:
             return read.text
-        # a ratio (0.0727) that the words state as a percent, rounded (7.27%)
-        if (
-            bare is not None
-            and bare.unit is None
-            and read.unit == PERCENT
-            and math.isclose(bare.number * 100, read.number, rel_tol=0.01, abs_tol=1e-9)
-        ):
+        if bare is not None and bare.unit is None and _as_percent(bare.number, read):
             return read.text
     return given

@@ -134,6 +134,16 @@ def test_a_bare_number_takes_the_unit_the_words_state() -> None:
     assert (other.value, other.threshold, other.unit) == ("95", "80", "percent")
 
 
+def test_a_percent_metric_the_words_state_100_times_larger_is_a_fraction() -> None:
+    # Micrometer's jvm_gc_overhead_percent is 0.38 for 38 %
+    notes = {"description": "GC overhead of kelpie is 38% of CPU time (threshold 30%)."}
+    read = stated(notes, value="0.38", threshold="0.3", unit="percent", rule_threshold=0.3)
+    assert (read.value, read.threshold) == ("38%", "30%")
+    plain_percent = {"description": "CPU usage is 95% (threshold 80%)."}
+    other = stated(plain_percent, value="95", threshold="80", unit="percent", rule_threshold=80.0)
+    assert (other.value, other.threshold) == ("95", "80")
+
+
 def test_the_same_value_in_summary_and_description_is_one_value() -> None:
     notes = {"summary": "Memory at 0.931", "description": "Memory usage is 93.1%"}
     read = alert_figures(notes, "HighMemoryUsage")
