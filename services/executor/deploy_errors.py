@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from services.executor.diagnosis import Series, rulebook
-from services.executor.log_lines import LEVEL_ORDER, shape
+from services.executor.log_lines import LEVEL_ORDER, Logged, shape
 
 # what marks a deploy: a new version, generation, image or ReplicaSet
 DEPLOY_QUERIES = ("versions", "deployment_generation", "images", "replicasets")
@@ -34,7 +35,7 @@ class AfterDeploy(BaseModel):
 
     id: str
     category: str
-    cause: dict[str, str]
+    cause: dict[Literal["en", "zh"], str]
     within_minutes: float = Field(default=10.0, gt=0)
     # how many lines of the new message make it more than a one-off
     min_lines: int = Field(default=2, ge=1)
@@ -56,20 +57,18 @@ def deployed_at(series: Sequence[Series]) -> float | None:
     return max(moments, default=None)
 
 
-def new_error(
-    lines: Sequence[tuple[str, str, float]], deployed: float, entry: AfterDeploy
-) -> tuple[str, str, float] | None:
-    """Of ``lines`` (level, message, time), the first line of the commonest error message
-    first logged within ``entry.within_minutes`` after ``deployed`` and never before it."""
-    groups: dict[str, list[tuple[str, str, float]]] = defaultdict(list)
+def new_error(lines: Sequence[Logged], deployed: float, entry: AfterDeploy) -> Logged | None:
+    """Of ``lines``, the first line of the commonest error message first logged within
+    ``entry.within_minutes`` after ``deployed`` and never before it."""
+    groups: dict[str, list[Logged]] = defaultdict(list)
     for line in lines:
-        groups[shape(line[1])].append(line)
-    found: list[tuple[int, float, tuple[str, str, float]]] = []
+        groups[shape(line.message)].append(line)
+    found: list[tuple[int, float, Logged]] = []
     for group in groups.values():
-        errors = [x for x in group if LEVEL_ORDER.get(x[0].upper(), 3) <= _ERROR]
-        first = min(group, key=lambda x: x[2])
-        if len(errors) < entry.min_lines or first[2] < deployed - _SLACK_S:
+        errors = sum(1 for x in group if x.severity <= _ERROR)
+        first = min(group, key=lambda x: x.at)
+        if errors < entry.min_lines or first.at < deployed - _SLACK_S:
             continue
-        if first[2] <= deployed + entry.within_minutes * 60:
-            found.append((-len(errors), first[2], first))
-    return min(found)[2] if found else None
+        if first.at <= deployed + entry.within_minutes * 60:
+            found.append((-errors, first.at, first))
+    return min(found, key=lambda x: x[:2])[2] if found else None

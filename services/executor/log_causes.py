@@ -6,11 +6,11 @@ request timed out"). An SRE searches for such messages first.
 ``rules/log-signatures.json`` declares them. A signature counts the error,
 warning and fatal lines (and the levels it names itself: a JVM logs GC at INFO)
 logged in the diagnosis rules' window around the onset
-(an old failure or a later one is not a cause), and never one that also matched
-a line logged before that window (a chronic message). The signature with the most
-lines names a labelled hypothesis, and its first line is stated, so the cause
-rests on a checked claim. The series come first: a log signature is read only
-when no diagnosis rule held.
+(an old failure or a later one is not a cause), and never a message (one of its
+patterns) also logged before that window (a chronic message). The signature with
+the most lines names a labelled hypothesis, quoting the first line of the message
+it read most often, and that line is stated, so the cause rests on a checked claim.
+The series come first: a log signature is read only when no diagnosis rule held.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Literal
@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from services.executor.deploy_errors import AfterDeploy, deployed_at, new_error
 from services.executor.diagnosis import Series, circumstantial, rulebook
-from services.executor.log_lines import LEVEL_ORDER, shape
+from services.executor.log_lines import Logged, shape
 from tracebound import resources
 from tracebound.errors import ConfigError
 from tracebound.events import Alert
@@ -62,6 +62,11 @@ class Signature(BaseModel):
     def matches(self, message: str) -> bool:
         return any(c.search(message) for c in self._compiled)
 
+    def pattern_of(self, message: str) -> int:
+        """Which of the patterns matches ``message`` first (-1: none): one signature reads
+        many messages, and each pattern is one of them whatever its ids and numbers."""
+        return next((i for i, c in enumerate(self._compiled) if c.search(message)), -1)
+
     def position(self, message: str) -> int:
         """Where in ``message`` the first of its patterns matched (0 if none does); a
         pattern anchored at the start (``^(?!…).*could not obtain``) by its last words."""
@@ -87,16 +92,6 @@ def signatures() -> Signatures:
         return Signatures.model_validate(raw)
     except (OSError, ValueError, ValidationError) as exc:
         raise ConfigError(f"log signatures {SIGNATURES_PATH} are unusable: {exc}") from exc
-
-
-@dataclass(frozen=True, slots=True)
-class Logged:
-    """One stated log line: its claim text, message, level and time (epoch seconds)."""
-
-    text: str
-    message: str
-    level: str
-    at: float
 
 
 # the first line's message a cause quotes: at most this many characters, cut at a space
@@ -136,27 +131,25 @@ def quoted(message: str, at: int = 0) -> str:
 
 @dataclass(frozen=True, slots=True)
 class Named:
-    """The signature that named a cause, the claim text of its first line, and its message."""
+    """A cause a log names: its id and category, its cause text (``{message}``: the first
+    line's message, quoted from ``at``), and the claim text of that first line."""
 
-    signature: Signature
+    id: str
+    category: str
+    causes: Mapping[Literal["en", "zh"], str]
     first: str
     message: str
+    at: int = 0
 
     def cause(self, lang: Literal["en", "zh"]) -> str:
-        """The signature's cause, quoting the first line's message (``{message}``)."""
-        at = self.signature.position(self.message)
-        return self.signature.cause[lang].replace("{message}", quoted(self.message, at))
-
-
-def _severity(line: Logged) -> int:
-    """How severe the line's level is: lower is more severe, an unlisted level least."""
-    return LEVEL_ORDER.get(line.level.upper(), 3)
+        """The cause, quoting the first line's message."""
+        return self.causes[lang].replace("{message}", quoted(self.message, self.at))
 
 
 def _commonest_unknown(unknown: Sequence[Logged], severity: int) -> int:
     """How often the commonest of the ``unknown`` messages (no signature matches them), at
     ``severity`` or a more severe level, was logged."""
-    shapes = Counter(shape(line.message) for line in unknown if _severity(line) <= severity)
+    shapes = Counter(shape(line.message) for line in unknown if line.severity <= severity)
     return max(shapes.values(), default=0)
 
 
@@ -177,16 +170,28 @@ def named(lines: Sequence[Logged], onset: float, book: Signatures | None = None)
     for signature in book.signatures:
         read = levels | {level.upper() for level in signature.levels}
         loud = (line for line in ordered if line.level.upper() in read)
-        matched = [line for line in loud if signature.matches(line.message)]
-        if any(line.at < start for line in matched):
-            continue  # logged before the window too: a chronic message, not this cause
-        hits = [line for line in matched if line.at <= end]
-        if not hits or len(hits) < _commonest_unknown(unknown, min(map(_severity, hits))):
+        tagged = [(line, signature.pattern_of(line.message)) for line in loud]
+        # a message logged before the window too is chronic, not this cause
+        chronic = {p for line, p in tagged if p >= 0 and line.at < start}
+        hits = [(x, p) for x, p in tagged if p >= 0 and p not in chronic and x.at <= end]
+        if not hits or len(hits) < _commonest_unknown(unknown, min(x.severity for x, _ in hits)):
             continue
-        if (-len(hits), hits[0].at) < rank:
-            best = Named(signature, hits[0].text, hits[0].message)
-            rank = (-len(hits), hits[0].at)
+        if (-len(hits), hits[0][0].at) < rank:
+            first = _quoted_line(hits)
+            at = signature.position(first.message)
+            cause = signature.cause
+            best = Named(signature.id, signature.category, cause, first.text, first.message, at)
+            rank = (-len(hits), hits[0][0].at)
     return best
+
+
+def _quoted_line(hits: Sequence[tuple[Logged, int]]) -> Logged:
+    """The first line of the message a signature read most often (``hits``: lines in time
+    order, with the pattern each matched): an older, rarer message of the same signature
+    (a timeout beside the new refusals) is not the one the cause should quote."""
+    counts = Counter(p for _, p in hits)
+    top = max(counts.values())
+    return next(line for line, p in hits if counts[p] == top)
 
 
 def near_onset(
@@ -220,12 +225,7 @@ def after_deploy(
     deployed = deployed_at(series)
     if entry is None or deployed is None:
         return None
-    first = new_error([(x.level, x.message, x.at) for x in lines], deployed, entry)
-    line = next((x for x in lines if first and (x.message, x.at) == first[1:]), None)
+    line = new_error(lines, deployed, entry)
     if line is None:
         return None
-    cause = {lang: text for lang, text in entry.cause.items() if lang in ("en", "zh")}
-    made = Signature(
-        id=entry.id, category=entry.category, patterns=(re.escape(line.message),), cause=cause
-    )
-    return Named(made, line.text, line.message)
+    return Named(entry.id, entry.category, entry.cause, line.text, line.message)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 # lines of the search around the first change that an answer keeps
@@ -20,6 +21,21 @@ LEVEL_ORDER = {"CRITICAL": 0, "FATAL": 0, "ERROR": 1, "WARN": 2, "WARNING": 2}
 _VARYING = re.compile(r"[0-9a-fA-F]*[0-9][0-9a-fA-F]*")
 
 Claim = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Logged:
+    """One stated log line: its claim text, message, level and time (epoch seconds)."""
+
+    text: str
+    message: str
+    level: str
+    at: float
+
+    @property
+    def severity(self) -> int:
+        """How severe the level is: lower is more severe, an unlisted level least."""
+        return LEVEL_ORDER.get(self.level.upper(), 3)
 
 
 def shape(message: str) -> str:

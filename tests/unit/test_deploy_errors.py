@@ -6,7 +6,8 @@ from typing import Any
 
 from services.executor.deploy_errors import deployed_at
 from services.executor.diagnosis import Series
-from services.executor.log_causes import Logged, after_deploy, unless_held
+from services.executor.log_causes import after_deploy, unless_held
+from services.executor.log_lines import Logged
 from tests.support.series_items import ONSET, START, STEP, item, series_of
 
 DEPLOY = 212  # the sample of the new generation: 13 minutes before the onset
@@ -35,7 +36,7 @@ def test_a_new_error_after_the_deploy_names_a_regression() -> None:
     lines = [_line(-11, "scheduler started", "INFO")]
     lines += [_line(-11 + i, TZ.format(58812 + i)) for i in range(3)]
     found = after_deploy(lines, _generation())
-    assert found is not None and found.signature.category == "deploy_regression"
+    assert found is not None and found.category == "deploy_regression"
     assert "unknown time zone" in found.cause("en") and found.first == lines[1].text
 
 
@@ -53,6 +54,6 @@ def test_a_signature_goes_before_it_and_a_direct_rule_silences_both() -> None:
     lines: list[Any] = [_line(-10 + i, "connect: connection refused") for i in range(2)]
     lines += [_line(-10 + i, TZ.format(i)) for i in range(3)]
     found = unless_held([], lines, _generation(), [])
-    assert found is not None and found.signature.id == "new-error-after-deploy"
+    assert found is not None and found.id == "new-error-after-deploy"
     held = unless_held([("pool-exhausted", "x")], lines, _generation(), [])
     assert held is None

@@ -9,12 +9,12 @@ from evals.incidents.model import Category
 from services.executor.claims import build_evidence, diagnosis_findings
 from services.executor.log_causes import (
     QUOTED_CHARS,
-    Logged,
     named,
     quoted,
     signatures,
     unless_held,
 )
+from services.executor.log_lines import Logged
 from tests.support.evidence_events import answered_invocation
 from tests.support.series_items import ONSET, START, item
 from tracebound.events import Alert, ExecutionPlan, PlannedCall, ToolInvocation
@@ -28,7 +28,7 @@ def _line(minutes: float, message: str, level: str = "ERROR") -> Logged:
 
 def _cause(lines: list[Logged]) -> str:
     found = named(lines, ONSET)
-    return found.signature.id if found else ""
+    return found.id if found else ""
 
 
 def test_the_signature_with_most_lines_near_the_onset_names_the_cause() -> None:
@@ -131,6 +131,7 @@ def test_the_pool_libraries_own_exhaustion_messages_name_the_pool() -> None:
         " queue after 2000ms",
         "redis.clients.jedis.exceptions.JedisException: Could not get a resource from the pool",
         "SequelizeConnectionAcquireTimeoutError: Operation timeout",
+        "no available connections in the pool",
     ):
         assert _cause([_line(-4, message)]) == "pool-exhausted", message
 
@@ -152,6 +153,9 @@ def test_runtimes_and_proxies_own_words_name_their_category() -> None:
             "upstream connect error or disconnect/reset before headers. reset reason: timeout",
             "no healthy upstream",
             'Get "http://rates:8080/v1": dial tcp 10.1.2.3:8080: i/o timeout',
+            "quote failed: no healthy instances of dutycalc in consul catalog",
+            "No servers available for service: inventory",
+            'no endpoints available for service "ledger"',
         ),
         "datastore-full": (
             "failed saving state: OOM command not allowed when used memory > 'maxmemory'.",
@@ -187,7 +191,7 @@ def test_the_cause_quotes_the_first_lines_message_cut_at_a_space() -> None:
     found = named([_line(-4, long), _line(-2, "ConnectionError: reset")], ONSET)
     assert found is not None and found.message == long
     cause = found.cause("en")
-    assert cause.startswith("a failing dependency") and "\u201cTransportError(503," in cause
+    assert cause.startswith("a dependency failure") and "\u201cTransportError(503," in cause
     assert cause.endswith(" \u2026\u201d") and len(quoted(long)) <= QUOTED_CHARS + 4
     assert quoted("short message") == "\u201cshort message\u201d"
     # a cut never ends inside a word or a number
@@ -224,7 +228,7 @@ def test_a_pattern_anchored_at_the_start_quotes_from_its_last_words() -> None:
     head = "pid=1 tid=2pqa class=PaymentWebhookJob jid=d2e3f4a5b6c7d8e9f0a1b2c3 elapsed=5.004 "
     tail = "WARN: ActiveRecord::ConnectionTimeoutError: could not obtain a connection from the pool"
     found = named([_line(-4, head + tail)], ONSET)
-    assert found is not None and found.signature.id == "pool-exhausted"
+    assert found is not None and found.id == "pool-exhausted"
     assert "could not obtain a connection" in found.cause("en")
 
 
@@ -257,3 +261,23 @@ def test_routine_warnings_do_not_outweigh_errors_a_signature_knows() -> None:
     slow = [_line(-20 + i, f"slow query took {1200 + i} ms", "WARN") for i in range(4)]
     full = [_line(-9, "write /data/wal/000172: No space left on device")]
     assert _cause([*slow, *full]) == "disk-full"
+
+
+def test_a_cause_quotes_the_commonest_message_its_signature_read() -> None:
+    lines = [
+        _line(-40, "geo lookup timed out (StatusCode.DEADLINE_EXCEEDED)"),
+        _line(-6, "screening failed: StatusCode.UNAVAILABLE: Connection refused"),
+        _line(-4, "screening failed: StatusCode.UNAVAILABLE: Connection refused"),
+    ]
+    found = named(lines, ONSET)
+    assert found is not None and found.id == "dependency-unreachable"
+    assert "Connection refused" in found.cause("en") and "geo" not in found.cause("en")
+
+
+def test_a_chronic_message_does_not_silence_a_new_one_of_the_same_signature() -> None:
+    timeout = "geo lookup timed out (StatusCode.DEADLINE_EXCEEDED)"
+    refused = "screening failed: StatusCode.UNAVAILABLE: Connection refused"
+    lines = [_line(-104, timeout), _line(-30, timeout), _line(-6, refused), _line(-4, refused)]
+    found = named(lines, ONSET)
+    assert found is not None and "Connection refused" in found.cause("en")
+    assert named([_line(-104, timeout), _line(-30, timeout)], ONSET) is None, "chronic alone"

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from services.executor.claim_templates import templates
-from services.executor.log_causes import Logged, named, signatures
+from services.executor.log_causes import named, signatures
+from services.executor.log_lines import Logged
 from services.executor.log_records import DETAIL_CHARS, error_detail, searched, wording
 from services.executor.tools.refs import log_text
 from services.verifier.structure import check_claim
@@ -56,7 +57,7 @@ def test_a_log_signature_reads_the_error_field() -> None:
     record = _record(err="dial tcp 10.0.0.7:8200: connect: connection refused")
     line = Logged(wording(record, "en", templates()), searched(record), "ERROR", 1000.0)
     found = named([line], onset=1200.0)
-    assert found is not None and found.signature.category == "dependency_failure"
+    assert found is not None and found.category == "dependency_failure"
 
 
 def test_client_library_words_for_a_failing_call_and_an_exhausted_pool() -> None:
