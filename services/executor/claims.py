@@ -30,6 +30,7 @@ from services.executor.claim_parts import claim as _claim
 from services.executor.claim_parts import item_at
 from services.executor.claim_templates import templates
 from services.executor.diagnosis import Series
+from services.executor.log_lines import Logged
 from services.executor.onset_logs import is_onset_search
 from services.executor.tools.refs import ALERT_REF_LABELS, alert_figures
 from services.executor.tools.runbook_items import section_items, section_kind
@@ -126,7 +127,7 @@ class _Round:
         self.series: list[series_claims.SeriesRef] = []
         self.levels: dict[str, str] = {}  # log claim text -> its level
         self.onset: dict[str, float] = {}  # log claim text of the onset search -> its time
-        self.logged: list[log_causes.Logged] = []  # every stated log line, for its signature
+        self.logged: list[Logged] = []  # every stated log line, for its signature
 
     def text(self, key: str, **values: Any) -> str:
         return _fill(self.t[key][self.lang], values)
@@ -191,9 +192,12 @@ class _Round:
             wording = _observation_text(inv, item, self.lang) if item else None
             if item is None or moment is None or not wording or not _relevant(item, self.focus):
                 continue
-            # a line the planned search returned too is stated once, where it already is
-            if wording not in self.onset and all(c["claim_text"] != wording for c in self.claims):
-                self.onset[wording] = moment.timestamp()
+            if wording in self.onset:
+                continue
+            self.onset[wording] = moment.timestamp()
+            # a line the planned search returned too is stated once, with its citation
+            # there, but placed where the first change puts it
+            if all(c["claim_text"] != wording for c in self.claims):
                 self.log_line(wording, item)
                 b = _binding(inv, ref.raw_path, ref.text)
                 self.claims.append(_claim("observation", wording, [b]))
@@ -202,7 +206,7 @@ class _Round:
         moment = parse_time(str(item.get("timestamp") or ""))
         if moment is not None:
             message, level = log_records.searched(item), str(item.get("level") or "")
-            self.logged.append(log_causes.Logged(wording, message, level, moment.timestamp()))
+            self.logged.append(Logged(wording, message, level, moment.timestamp()))
 
     def knowledge(self, inv: ToolInvocation, block: Mapping[str, Any]) -> None:
         """A runbook block's causes as hypotheses and its checks as steps, one line each.
@@ -325,7 +329,7 @@ def _causes(acc: _Round, found: Sequence[tuple[str, str]]) -> tuple[list[str], l
         return causes, []
     line = [c for c in acc.claims if c["claim_text"] == hit.first][:1]
     cause = hit.cause("zh" if acc.lang == "zh" else "en")
-    return [acc.text_of(t["diagnosis"], rule=f"log:{hit.signature.id}", cause=cause), *causes], line
+    return [acc.text_of(t["diagnosis"], rule=f"log:{hit.id}", cause=cause), *causes], line
 
 
 def diagnosis_findings(

@@ -119,18 +119,23 @@ def test_the_answer_states_the_lines_written_when_the_change_began() -> None:
     assert not any(c["claim_type"] == "negative_observation" for c in out["claims"])
 
 
+def _stated(recent: ToolInvocation, onset: ToolInvocation, max_claims: int) -> list[str]:
+    plan = _plan("query_prometheus", "query_logs")
+    trace = [_series(filling=True), recent, onset]
+    out = build_evidence(trace, plan, "en", narrow=False, max_claims=max_claims)
+    return [c["claim_text"] for c in out["claims"]]
+
+
 def test_a_line_both_searches_returned_is_stated_once() -> None:
     began = START + DROP * STEP
     both = (began - 40, "config reloaded: log.level info -> debug")
     recent = _logs(2, LOGS, [both, (began + 600, "GET /v1/catalog")])
     onset = _logs(3, {**LOGS, "start": "s", "end": "e"}, [both])
-    out = build_evidence(
-        [_series(filling=True), recent, onset],
-        _plan("query_prometheus", "query_logs"),
-        "en",
-        narrow=False,
-        max_claims=16,
-    )
-    texts = [c["claim_text"] for c in out["claims"]]
+    texts = _stated(recent, onset, 16)
     assert len(texts) == len(set(texts))
     assert sum("config reloaded" in t for t in texts) == 1
+    # with more recent lines than an answer keeps, it still comes right after the first three
+    many = [(began + 600 + i, f"GET /v1/item/{i} took {i} ms") for i in range(3)]
+    many += [(began + 700 + i, f"routine {i}") for i in range(12)]
+    texts = _stated(_logs(2, LOGS, [both, *many]), onset, 8)
+    assert "config reloaded" in texts[4], texts
