@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from services.executor.diagnosis import Series
+from services.executor.diagnosis import Series, evaluate
 from services.executor.tools.promql import catalogue
 from services.executor.tools.series_facts import clock, series_facts
 from services.executor.tools.series_text import item_facts
@@ -44,3 +44,19 @@ def item(
 
 def series_of(items: list[dict[str, Any]]) -> list[Series]:
     return [Series((1, f"$.series[{i}]"), it) for i, it in enumerate(items)]
+
+
+# a deploy's sample: the onset is sample 238; a rule window starts at sample 88
+DEPLOY = 170
+
+
+def deployed() -> dict[str, Any]:
+    """A new version first seen at sample :data:`DEPLOY`."""
+    new = item(lambda i: 1, "presence", "versions", version="v2")
+    new["facts"]["values"]["first_seen"] = START + DEPLOY * STEP
+    return new
+
+
+def rules_held(items: list[dict[str, Any]]) -> list[str]:
+    """The ids of the diagnosis rules that hold on ``items``, best supported first."""
+    return [f.rule.id for f in evaluate(series_of(items))]
