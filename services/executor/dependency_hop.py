@@ -8,8 +8,10 @@ and that name scopes one more ``query_prometheus`` call, in the alert's
 namespace and with the alert's onset. Its series say whose they are, and rules
 read them only through premises marked ``dependency``.
 
-The name comes from a metric label, so it is untrusted: only a plain service
-name is followed (the tool's parameter pattern), once per round.
+The name comes from a metric label, so it is untrusted: it is cut to its host
+(Envoy's cluster host, a ``host:port`` without the port), and only a plain name
+is followed (the tool's parameter pattern), once per round. The tool maps it to
+the namespace's workload it means (:mod:`dependency_names`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from services.executor.diagnosis import Finding
+from services.executor.tools.dependency_names import host
 from services.executor.tools.query_prometheus import DEPENDENCY_NAME
 from services.executor.tools.query_prometheus import TOOL_NAME as SERIES_TOOL
 from tracebound.events import PlannedCall, ToolInvocation
@@ -43,7 +46,7 @@ def dependency_named(findings: Sequence[Finding]) -> str | None:
         if finding.rule.category != CATEGORY:
             continue
         for premise in finding.premises:
-            name = str(premise.labels.get("dependency") or "")
+            name = host(str(premise.labels.get("dependency") or ""))
             if premise.query in CALL_QUERIES and _NAME.fullmatch(name):
                 return name
     return None

@@ -128,3 +128,8 @@ def test_without_the_alerts_namespace_no_dependency_is_queried() -> None:
         queries="dependency_state", service="dispatch", dependency="geo-eta"
     )
     assert scope_labels([alert], params)[0] == {}
+
+
+def test_an_envoy_cluster_is_followed_by_its_host() -> None:
+    trace = [_invocation(1, PLANNED, [_failing("outbound|8080||geo-eta.maps.svc.cluster.local")])]
+    assert dependency_named(trace_findings(trace)) == "geo-eta.maps.svc.cluster.local"

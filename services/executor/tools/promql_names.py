@@ -64,9 +64,17 @@ def listing_params(selector: str, start: float, end: float) -> dict[str, str]:
 def listing(url: str, selector: str, span: Span, timeout_s: float) -> frozenset[str] | None:
     """The metric names with a sample under ``selector`` in the window; None when the
     listing failed (then every query is run, as without it)."""
+    return label_values(url, "__name__", selector, span, timeout_s)
+
+
+def label_values(
+    url: str, label: str, selector: str, span: Span, timeout_s: float
+) -> frozenset[str] | None:
+    """The values of ``label`` on series with a sample under ``selector`` in the window;
+    None when the listing failed."""
     params = listing_params(selector, span[0].timestamp(), span[1].timestamp())
     try:
-        body = get_json("prometheus", f"{url}/api/v1/label/__name__/values", params, timeout_s)
+        body = get_json("prometheus", f"{url}/api/v1/label/{label}/values", params, timeout_s)
     except ToolBackendError:
         return None
     data = body.get("data")

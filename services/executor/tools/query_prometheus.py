@@ -21,7 +21,13 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from services.executor.tools import promql_alert, promql_names, promql_sweep, refs
+from services.executor.tools import (
+    dependency_names,
+    promql_alert,
+    promql_names,
+    promql_sweep,
+    refs,
+)
 from services.executor.tools.base import (
     RunContext,
     ToolBackendError,
@@ -55,6 +61,8 @@ BY_LABEL = "_by_"
 DEPENDENCY_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 # what of the alert's scope a dependency shares
 DEPENDENCY_KEEPS = ("namespace", "cluster")
+# the labels a dependency's name is looked up among, in the alert's namespace
+WORKLOAD_LABELS = ("deployment", "statefulset", "service")
 NO_SCOPE = "no service, namespace, pod, instance or job label to scope the queries to"
 NO_PROMETHEUS = "no Prometheus configured (TRACEBOUND_TOOLS_PROMETHEUS_URL)"
 
@@ -278,7 +286,13 @@ class QueryPrometheusTool:
         absent: list[str] = []
         listings: Listings = {}
         deadline = time.monotonic() + self._budget_s
-        if not p.dependency:
+        dependency = p.dependency
+        if dependency:
+            labels = self._dependency_scope(labels, span, relevant_alerts(ctx.alerts, p))
+            dependency = labels["service"]
+            if dependency != p.dependency:
+                envelope["dependency"] = {"named": p.dependency, "workload": dependency}
+        else:
             items += self._alert_series(relevant_alerts(ctx.alerts, p), span, onset, p, envelope)
         for position, qid in enumerate(ids):
             if len(items) >= MAX_SERIES or time.monotonic() > deadline:
@@ -295,7 +309,7 @@ class QueryPrometheusTool:
                 continue
             envelope["queries"].append({"id": qid, "promql": promql, "series": len(found)})
             items.extend(
-                self._items(qid, found, span, onset, p.window_minutes, dependency=p.dependency)
+                self._items(qid, found, span, onset, p.window_minutes, dependency=dependency)
             )
         if absent:
             envelope["absent"] = absent
@@ -317,6 +331,24 @@ class QueryPrometheusTool:
             )
             items.extend(swept[: MAX_SERIES - len(items)])
         return items[:MAX_SERIES]
+
+    def _dependency_scope(
+        self, labels: Mapping[str, str], span: Span, alerts: Sequence[Alert]
+    ) -> dict[str, str]:
+        """``labels`` with the dependency's name (a client's name for it) replaced by the
+        workload of the namespace it means (:mod:`dependency_names`)."""
+        named = labels["service"]
+        namespace = labels.get("namespace", "")
+        selector = matchers("namespace", labels) or ""
+        found: set[str] = set()
+        for label in WORKLOAD_LABELS:
+            values = promql_names.label_values(self._url, label, selector, span, self._timeout_s)
+            found |= values or frozenset()
+        own = {a.labels.get("service") or "" for a in alerts}
+        resolved = dependency_names.workload(
+            named, found, namespace=namespace, own=own.pop() if len(own) == 1 else ""
+        )
+        return {**labels, "service": resolved}
 
     def _alert_series(
         self,
