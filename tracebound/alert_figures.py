@@ -356,12 +356,31 @@ def stated(
     shown_value = _given_or_read(display(value, unit, percent_text), read.value, unit)
     shown_threshold = _given_or_read(given_threshold, read.threshold, unit)
     # The rule compares the value with its bare threshold; when the words give that
-    # threshold a percent sign, the value it is compared with is a percent too.
-    if unit is None and given_threshold and shown_threshold == f"{given_threshold}%":
-        bare = parse_figure(shown_value or "")
-        if bare is not None and bare.unit is None:
+    # threshold a percent sign (80 as 80%) or state it as a percent (0.1 as 10%), the
+    # value it is compared with is a percent, or a fraction of 1, too.
+    bare = parse_figure(shown_value or "")
+    if unit is None and given_threshold and bare is not None and bare.unit is None:
+        if shown_threshold == f"{given_threshold}%":
             shown_value = f"{shown_value}%"
+        elif shown_threshold != given_threshold and _a_fraction(given_threshold, read.threshold):
+            shown_value = f"{plain(bare.number * 100, 4)}%"
+        elif shown_threshold == given_threshold and (words := _percent_of(bare.number, texts)):
+            # "has 3.847% space left" for the value 0.038471: both are fractions of 1
+            shown_value = words.text
+            bare_threshold = parse_figure(given_threshold)
+            if bare_threshold is not None and bare_threshold.unit is None:
+                shown_threshold = f"{plain(bare_threshold.number * 100, 4)}%"
     return Stated(shown_value, shown_threshold, display_unit(unit, percent_text))
+
+
+def _percent_of(number: float, texts: Iterable[str]) -> Figure | None:
+    """The percent figure of ``texts`` that states the fraction ``number`` (0 never)."""
+    for text in texts:
+        for match in _FIGURE.finditer(text):
+            figure = _figure(match)
+            if number != 0 and figure is not None and _as_percent(number, figure):
+                return figure
+    return None
 
 
 def _a_fraction(given: str | float | None, words: Figure | None) -> bool:

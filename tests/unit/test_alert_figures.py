@@ -353,6 +353,26 @@ def test_a_value_compared_with_a_percent_threshold_is_a_percent() -> None:
     assert (figures.value, figures.threshold) == ("7.4%", "8%")
 
 
+def test_a_value_compared_with_a_fraction_the_words_state_in_percent_is_a_percent() -> None:
+    # the description gives the value only as a template the alert item no longer holds
+    figures = stated(
+        {"summary": "kyc gRPC server error ratio above 10%", "description": "calls ended badly"},
+        value="0.240313",
+        threshold=0.1,
+        unit=None,
+    )
+    assert (figures.value, figures.threshold) == ("24.03%", "10%")
+    free = stated(
+        {"description": "Volume data-0 has 3.847% space left"},
+        value="0.038471",
+        threshold=0.06,
+        unit=None,
+    )
+    assert (free.value, free.threshold) == ("3.847%", "6%")
+    same = stated({"summary": "error ratio above 0.1"}, value="0.24", threshold=0.1, unit=None)
+    assert (same.value, same.threshold) == ("0.24", "0.1"), "no percent stated, none printed"
+
+
 def test_a_window_is_never_the_threshold_of_a_figure_in_another_unit() -> None:
     text = "5xx ratio over 5m is 34.2%, above 14.4x the 0.1% budget (1h window also above)."
     read = alert_figures({"description": text}, "ApiErrorBudgetBurn")
