@@ -36,7 +36,15 @@ _RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
 _TOP_OR = re.compile(r" or ")
 # labels that name the workload itself: without ``namespace`` they stay in the alert's
 _WORKLOAD_KEYS = frozenset(
-    {"service", "job", "pod", "deployment", "horizontalpodautoscaler", "persistentvolumeclaim"}
+    {
+        "service",
+        "job",
+        "pod",
+        "deployment",
+        "statefulset",
+        "horizontalpodautoscaler",
+        "persistentvolumeclaim",
+    }
 )
 
 
