@@ -93,3 +93,36 @@ def test_slower_messages_before_the_alerts_backlog_grew_are_a_slow_consumer() ->
     assert _rules([slower, count])[0] == "consumer-slower-alert", "a queue's message count"
     latency = _alert(lambda i: 0.1 if i < 181 else 2.0)
     assert "consumer-slower-alert" not in _rules([slower, latency]), "no backlog in the alert"
+
+
+def test_a_message_backlog_alert_that_grows_is_a_slow_consumer_at_least() -> None:
+    backlog = "max by (topic, subscription) (pulsar_subscription_back_log) > 300000"
+    grew = _alert(lambda i: 150.0 if i < 200 else 460000.0, expr=backlog)
+    assert _rules([grew]) == ["alert-backlog-grows"]
+    # waiters for a pool, a web server's request backlog: no consumers behind
+    for other in ("hikaricp_connections_pending > 5", "puma_backlog > 10"):
+        assert "alert-backlog-grows" not in _rules(
+            [_alert(lambda i: 0 if i < 200 else 40, expr=other)]
+        )
+    # circumstantial: a rule with a premise of its own comes first
+    slower = item(lambda i: 0.04 if i < 180 else 0.48, "s", "processing_time")
+    ranked = _rules([slower, _alert(lambda i: 150.0 if i < 181 else 460000.0, expr=backlog)])
+    assert ranked.index("consumer-slower-alert") < ranked.index("alert-backlog-grows")
+
+
+def test_a_logging_setting_changed_just_before_the_disk_filled_names_the_logs() -> None:
+    def setting(name: str, began: int) -> dict[str, Any]:
+        it = item(lambda i: 1.0 if i < began else 0.0, "s", "sweep")
+        it["what"] = name
+        return it
+
+    def free(began: int) -> dict[str, Any]:
+        fn = lambda i: 0.25 if i < began else 0.25 - 0.004 * (i - began)  # noqa: E731
+        return item(fn, "ratio", "volume_free_ratio", persistentvolumeclaim="pgdata-0")
+
+    knob = "pg_settings_log_min_duration_statement_seconds"
+    assert _rules([setting(knob, 150), free(156)])[0] == "swept-log-setting-lowered"
+    assert "swept-log-setting-lowered" not in _rules([setting(knob, 100), free(156)]), "long before"
+    assert "swept-log-setting-lowered" not in _rules([setting(knob, 150)]), "no free space fell"
+    other = "pg_settings_work_mem_bytes"
+    assert "swept-log-setting-lowered" not in _rules([setting(other, 150), free(156)])
