@@ -73,3 +73,13 @@ def test_a_byte_rate_is_also_told_per_second_and_per_hour() -> None:
     assert all(r.found and not r.conflict for r in check_claim(claim, [series_text(free)]))
     lag = item(lambda i: i * 40.0, "messages", "consumer_lag")
     assert "/s" not in lag["facts"]["per_minute"]
+
+
+def test_an_event_rate_under_one_a_second_is_told_per_minute_too() -> None:
+    full_gcs = item(lambda i: 0.005 if i < 150 else 0.352, "/s", "gc_full_collections")
+    assert full_gcs["facts"]["at_onset"] == "0.352/s (21/min)"
+    claim = wording(full_gcs, "en", templates()["series"])
+    assert "(21/min)" in claim
+    assert all(r.found and not r.conflict for r in check_claim(claim, [series_text(full_gcs)]))
+    busy = item(lambda i: 40.0, "/s", "request_rate")
+    assert busy["facts"]["at_onset"] == "40/s", "a busy rate is per second only"

@@ -149,6 +149,15 @@ def _trend(facts: SeriesFacts, unit: str, trend: bool, empties: bool) -> dict[st
     }
 
 
+def _per_minute_too(text: str | None, value: float | None, unit: str) -> str | None:
+    """``0.352/s (21/min)``: an event rate under one a second is read per minute too, as
+    an SRE counts full GCs or restarts."""
+    if text is None or value is None or unit != "/s" or not 0 < value < 1:
+        return text
+    minute = value * 60
+    return f"{text} ({round(minute) if minute >= 10 else round(minute, 1)}/min)"
+
+
 def item_facts(
     facts: SeriesFacts,
     unit: str,
@@ -172,7 +181,7 @@ def item_facts(
         "mean": q(facts.mean),
         "window": f"{window_min}m",
         "onset": at(onset.timestamp()) if onset else None,
-        "at_onset": q(facts.at_onset),
+        "at_onset": _per_minute_too(q(facts.at_onset), facts.at_onset, unit),
         "hour_before": q(facts.hour_before),
         "ratio": change_ratio(facts),
         "direction": facts.direction,
