@@ -6,7 +6,9 @@ nothing, freshly deployed? The diagnosis rules that held name the dependency (a
 label of the failing-call series, such as Envoy's cluster or a client's host),
 and that name scopes one more ``query_prometheus`` call, in the alert's
 namespace and with the alert's onset. Its series say whose they are, and rules
-read them only through premises marked ``dependency``.
+read them only through premises marked ``dependency``. A proxy's traffic surge asks
+the same of its busiest backend, but only for its capacity (replicas, autoscaler,
+CPU), so no failure is blamed on it.
 
 The name comes from a metric label, so it is untrusted: it is cut to its host
 (Envoy's cluster host, a ``host:port`` without the port), and only a plain name
@@ -20,6 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from services.executor.diagnosis import Finding
+from services.executor.onset_logs import trace_series
 from services.executor.tools.dependency_names import host
 from services.executor.tools.query_prometheus import DEPENDENCY_NAME
 from services.executor.tools.query_prometheus import TOOL_NAME as SERIES_TOOL
@@ -33,6 +36,11 @@ CARRIED = ("service", "alert_name", "window_minutes")
 CALL_QUERIES = frozenset(
     {"client_errors", "client_error_ratio", "client_latency_p99", "circuit_breakers"}
 )
+# a proxy's queries, whose series name the backends it sends requests to; in a surge
+# the busiest backend's capacity is read (never its restarts: no failure is blamed on it)
+SURGE = "traffic_surge"
+BACKEND_QUERIES = frozenset({"upstream_requests", "upstream_health"})
+BACKEND_SET = "backend_state"
 _NAME = re.compile(DEPENDENCY_NAME)
 
 
@@ -52,6 +60,24 @@ def dependency_named(findings: Sequence[Finding]) -> str | None:
     return None
 
 
+def backend_named(trace: Sequence[ToolInvocation], findings: Sequence[Finding]) -> str | None:
+    """The busiest backend of a proxy, when a traffic-surge rule held: its capacity (an
+    autoscaler at its maximum, throttled CPU) is where the surge meets its limit."""
+    if not any(f.rule.category == SURGE for f in findings):
+        return None
+    ranked = sorted(
+        (
+            (s.value("at_onset") or 0.0, name)
+            for s in trace_series(trace)
+            if s.query in BACKEND_QUERIES
+            and not s.dependency
+            and _NAME.fullmatch(name := host(str(s.labels.get("dependency") or "")))
+        ),
+        reverse=True,
+    )
+    return ranked[0][1] if ranked else None
+
+
 def dependency_call(
     trace: Sequence[ToolInvocation], calls: Sequence[PlannedCall], findings: Sequence[Finding]
 ) -> PlannedCall | None:
@@ -66,12 +92,12 @@ def dependency_call(
     )
     if planned is None or asked:
         return None
-    name = dependency_named(findings)
+    name, queries, why = dependency_named(findings), QUERIES, "where the failing calls go"
+    if name is None:
+        name, queries, why = backend_named(trace, findings), BACKEND_SET, "the busiest backend"
     if name is None:
         return None
     base = planned.params if isinstance(planned.params, Mapping) else {}
     params = {k: base[k] for k in CARRIED if base.get(k) is not None}
-    params.update(queries=QUERIES, dependency=name)
-    return PlannedCall(
-        tool=SERIES_TOOL, params=params, purpose=f"the state of {name}, where the failing calls go"
-    )
+    params.update(queries=queries, dependency=name)
+    return PlannedCall(tool=SERIES_TOOL, params=params, purpose=f"the state of {name}, {why}")

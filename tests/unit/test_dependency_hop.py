@@ -133,3 +133,20 @@ def test_without_the_alerts_namespace_no_dependency_is_queried() -> None:
 def test_an_envoy_cluster_is_followed_by_its_host() -> None:
     trace = [_invocation(1, PLANNED, [_failing("outbound|8080||geo-eta.maps.svc.cluster.local")])]
     assert dependency_named(trace_findings(trace)) == "geo-eta.maps.svc.cluster.local"
+
+
+def test_a_proxys_surge_reads_its_busiest_backends_capacity() -> None:
+    surge = [
+        item(lambda i: 100.0 if i < FAILING else 600.0, "/s", "request_rate"),
+        item(lambda i: 0.1 if i < FAILING else 0.6, "cores", "cpu_usage", pod="edge-1"),
+    ]
+    rising = lambda i: 90.0 if i < FAILING else 540.0  # noqa: E731
+    busy = item(rising, "/s", "upstream_requests", dependency="storefront_web")
+    quiet = item(lambda i: 10.0, "/s", "upstream_requests", dependency="recs_backend")
+    backends = [busy, quiet]
+    trace = [_invocation(1, PLANNED, [*surge, *backends])]
+    call = dependency_call(trace, _plan(), trace_findings(trace))
+    assert call is not None and call.params["queries"] == "backend_state"
+    assert call.params["dependency"] == "storefront_web"
+    calm = [_invocation(1, PLANNED, [item(lambda i: 100.0, "/s", "request_rate"), *backends])]
+    assert dependency_call(calm, _plan(), trace_findings(calm)) is None, "no surge, no hop"
