@@ -83,3 +83,15 @@ def test_an_event_rate_under_one_a_second_is_told_per_minute_too() -> None:
     assert all(r.found and not r.conflict for r in check_claim(claim, [series_text(full_gcs)]))
     busy = item(lambda i: 40.0, "/s", "request_rate")
     assert busy["facts"]["at_onset"] == "40/s", "a busy rate is per second only"
+
+
+def test_a_pool_without_a_maximum_states_its_share_of_its_open_connections() -> None:
+    in_use = item(lambda i: 3.0 if i < 150 else 10.0, "count", "pool_active", pool="master")
+    opened = item(lambda i: 10.0, "count", "pool_open", pool="master")
+    add_shares([in_use, opened], catalogue())
+    text = series_text(in_use)
+    assert "10 of 10 (100% of the pool open)" in text, text
+    maximum = item(lambda i: 20.0, "count", "pool_max", pool="master")
+    in_use = item(lambda i: 3.0 if i < 150 else 10.0, "count", "pool_active", pool="master")
+    add_shares([in_use, opened, maximum], catalogue())
+    assert "10 of 20 (50% of the pool max)" in series_text(in_use), "the maximum first"

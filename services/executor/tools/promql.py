@@ -60,8 +60,9 @@ class Query(BaseModel):
     min_change: float = Field(default=0.25, gt=0, le=10)
     # stated even when steady: what changed (or did not) around the alert
     always: bool = False
-    # the query of this usage's limit: the share of it is stated at the onset
-    of: str | None = None
+    # the queries of this usage's limit, in order: the share of the first that returned
+    # a series is stated at the onset (a pool's maximum, else its open connections)
+    of: tuple[str, ...] = ()
     # a level that accumulates (memory, lag, free space): state its change per minute
     trend: bool = False
     # a level that runs out at zero (free space): say when, at the recent rate
@@ -118,8 +119,9 @@ class Catalogue(BaseModel):
                 raise ValueError(f"query {name}: its PromQL has no {SCOPE_WORD}")
             if query.scope not in self.scopes:
                 raise ValueError(f"query {name}: unknown scope {query.scope!r}")
-            if query.of is not None and query.of not in self.queries:
-                raise ValueError(f"query {name}: unknown limit query {query.of!r}")
+            for limit in query.of:
+                if limit not in self.queries:
+                    raise ValueError(f"query {name}: unknown limit query {limit!r}")
         for name, ids in self.sets.items():
             if name in self.queries:
                 raise ValueError(f"set {name}: a query has the same name")

@@ -35,13 +35,14 @@ def add_shares(items: Sequence[dict[str, Any]], book: Catalogue) -> None:
     """Give each usage item whose query names a limit query that limit and its share."""
     for item in items:
         query = book.queries.get(str(item.get("query")))
-        if query is None or query.of is None:
+        if query is None or not query.of:
             continue
         used = level_now(item)
         limits = [
             (value, other)
+            for limit in query.of
             for other in items
-            if other.get("query") == query.of
+            if other.get("query") == limit
             and same_group(item["labels"], other["labels"])
             and (value := level_now(other)) is not None
             and value > 0
