@@ -119,9 +119,9 @@ class Catalogue(BaseModel):
                 raise ValueError(f"query {name}: its PromQL has no {SCOPE_WORD}")
             if query.scope not in self.scopes:
                 raise ValueError(f"query {name}: unknown scope {query.scope!r}")
-            for limit in query.of:
-                if limit not in self.queries:
-                    raise ValueError(f"query {name}: unknown limit query {limit!r}")
+            unknown_limits = [limit for limit in query.of if limit not in self.queries]
+            if unknown_limits:
+                raise ValueError(f"query {name}: unknown limit queries {unknown_limits}")
         for name, ids in self.sets.items():
             if name in self.queries:
                 raise ValueError(f"set {name}: a query has the same name")
