@@ -23,6 +23,11 @@ def test_the_alerts_own_expression_worsening_after_a_deploy_names_it() -> None:
     before = _alert(lambda i: 180.0 if i < DEPLOY - 40 else 2900.0)
     assert "deploy-alert" in _rules([_deployed(), after])
     assert "deploy-alert" not in _rules([_deployed(), before])
+    # a rollout takes minutes: a symptom 12 minutes after it still follows it, 20 do not
+    late = _alert(lambda i: 180.0 if i < DEPLOY + 24 else 2900.0)
+    assert "deploy-alert" in _rules([_deployed(), late])
+    later = _alert(lambda i: 180.0 if i < DEPLOY + 40 else 2900.0)
+    assert "deploy-alert" not in _rules([_deployed(), later])
     assert "deploy-alert" not in _rules([after]), "no deploy, no deploy cause"
     # an alert that fires below its threshold worsens when its expression falls
     falling = _alert(lambda i: 0.4 if i < DEPLOY + 6 else 0.05, worse="fell")

@@ -97,14 +97,17 @@ def test_quantities_print_in_plain_digits_and_the_unit_people_read(
 
 
 def test_scopes_use_the_alert_labels_and_never_run_unscoped() -> None:
+    # a pod named after the service may be a sibling workload's: one labelled so is not
     assert matchers("namespace,pod~service", {"namespace": "ns", "service": "a.b"}) == (
-        'namespace="ns",pod=~"a\\\\.b(-.*)?"'
+        'namespace="ns",pod=~"a\\\\.b(-.*)?",service!~"a\\\\.b-.+"'
     )
     assert matchers("namespace,deployment=service", {"service": "api"}) is None
     # without its namespace, a workload's name still keeps to the alert's namespace
     labels = {"namespace": "shop", "service": "api"}
     assert matchers("service", labels) == 'namespace=~"shop|",service="api"'
-    assert matchers("consumergroup~service", labels) == 'consumergroup=~"api(-.*)?"'
+    assert matchers("consumergroup~service", labels) == (
+        'consumergroup=~"api(-.*)?",service!~"api-.+"'
+    )
     book = catalogue()
     assert "restarts" in book.expand("workload")
     with pytest.raises(KeyError):

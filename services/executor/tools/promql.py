@@ -198,6 +198,10 @@ def matchers(alternative: str, labels: Mapping[str, str]) -> str | None:
         if op == "~":
             pattern = _escaped(value) + "(-.*)?"
             out.append(f"{key}=~{_quoted(pattern)}")
+            if key != "service":
+                # a pod named after the service may be a sibling workload's
+                # (cart-worker-…); a series labelled as that workload is not the service's
+                out.append(f"service!~{_quoted(_escaped(value) + '-.+')}")
         else:
             out.append(f"{key}={_quoted(value)}")
     namespace = labels.get("namespace", "")
