@@ -136,6 +136,17 @@ def test_the_pool_libraries_own_exhaustion_messages_name_the_pool() -> None:
         assert _cause([_line(-4, message)]) == "pool-exhausted", message
 
 
+def test_a_pools_leak_detection_names_a_connection_leak_at_its_own_info_level() -> None:
+    leak = (
+        "Datasource '<default>': Connection leak of io.agroal.pool.wrapper.ConnectionWrapper@3f6e"
+    )
+    timeout = "Unable to acquire JDBC Connection [Sorry, acquisition timeout!]"
+    lines = [_line(-30, leak, "INFO"), _line(-20, leak, "INFO"), _line(-3, timeout)]
+    assert _cause(lines) == "connection-leak"
+    hikari = "Connection leak detection triggered for org.postgresql.jdbc.PgConnection@5f1b"
+    assert _cause([_line(-9, hikari, "WARN")]) == "connection-leak"
+
+
 def test_runtimes_and_proxies_own_words_name_their_category() -> None:
     cases = {
         "out-of-memory": (
