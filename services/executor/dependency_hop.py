@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from services.executor.diagnosis import Finding
 from services.executor.onset_logs import trace_series
 from services.executor.tools.dependency_names import host
-from services.executor.tools.query_prometheus import DEPENDENCY_NAME
+from services.executor.tools.prometheus_scope import DEPENDENCY_NAME
 from services.executor.tools.query_prometheus import TOOL_NAME as SERIES_TOOL
 from tracebound.events import PlannedCall, ToolInvocation
 

@@ -13,7 +13,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from services.executor.tools.base import RunContext
-from services.executor.tools.query_prometheus import QueryPrometheusParams, QueryPrometheusTool
+from services.executor.tools.prometheus_scope import QueryPrometheusParams
+from services.executor.tools.query_prometheus import QueryPrometheusTool
 from services.executor.tools.series_text import series_text
 from tests.support.incident_stack import backfill
 from tests.support.prometheus import running_monitoring

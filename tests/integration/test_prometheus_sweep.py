@@ -19,8 +19,9 @@ from services.executor.claim_templates import templates
 from services.executor.series_claims import wording
 from services.executor.tools import promql_sweep
 from services.executor.tools.base import RunContext
+from services.executor.tools.prometheus_scope import QueryPrometheusParams
 from services.executor.tools.promql import catalogue, render
-from services.executor.tools.query_prometheus import QueryPrometheusParams, QueryPrometheusTool
+from services.executor.tools.query_prometheus import QueryPrometheusTool
 from services.executor.tools.series_text import series_text
 from services.verifier.structure import check_claim
 from tests.support.incident_stack import backfill

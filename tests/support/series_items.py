@@ -60,3 +60,20 @@ def deployed() -> dict[str, Any]:
 def rules_held(items: list[dict[str, Any]]) -> list[str]:
     """The ids of the diagnosis rules that hold on ``items``, best supported first."""
     return [f.rule.id for f in evaluate(series_of(items))]
+
+
+def swept(name: str, fn: Callable[[int], float], unit: str) -> dict[str, Any]:
+    """A swept series: the item of the service's own metric ``name``."""
+    it = item(fn, unit, "sweep")
+    it["what"] = name
+    return it
+
+
+def free_falling(began: int, level: float, per_sample: float, pvc: str) -> dict[str, Any]:
+    """A volume's free share: ``level`` until sample ``began``, then falling."""
+    return item(
+        lambda i: level if i < began else level - per_sample * (i - began),
+        "ratio",
+        "volume_free_ratio",
+        persistentvolumeclaim=pvc,
+    )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.executor.diagnosis import evaluate
-from tests.support.series_items import DEPLOY, START, STEP, item, series_of
+from tests.support.series_items import DEPLOY, START, STEP, free_falling, item, series_of, swept
 from tests.support.series_items import deployed as _deployed
 from tests.support.series_items import rules_held as _rules
 
@@ -117,13 +117,10 @@ def test_a_message_backlog_alert_that_grows_is_a_slow_consumer_at_least() -> Non
 
 def test_a_logging_setting_changed_just_before_the_disk_filled_names_the_logs() -> None:
     def setting(name: str, began: int) -> dict[str, Any]:
-        it = item(lambda i: 1.0 if i < began else 0.0, "s", "sweep")
-        it["what"] = name
-        return it
+        return swept(name, lambda i: 1.0 if i < began else 0.0, "s")
 
     def free(began: int) -> dict[str, Any]:
-        fn = lambda i: 0.25 if i < began else 0.25 - 0.004 * (i - began)  # noqa: E731
-        return item(fn, "ratio", "volume_free_ratio", persistentvolumeclaim="pgdata-0")
+        return free_falling(began, 0.25, 0.004, "pgdata-0")
 
     knob = "pg_settings_log_min_duration_statement_seconds"
     assert _rules([setting(knob, 150), free(156)])[0] == "swept-log-setting-lowered"

@@ -10,7 +10,7 @@ from services.executor.diagnosis import evaluate
 from services.executor.follow_ups import follow_up_calls
 from services.executor.onset_logs import trace_findings
 from services.executor.series_claims import SeriesRef, diagnose
-from services.executor.tools.query_prometheus import QueryPrometheusParams, scope_labels
+from services.executor.tools.prometheus_scope import QueryPrometheusParams, scope_labels
 from tests.support.evidence_events import answered_invocation
 from tests.support.series_items import item, series_of
 from tracebound.events import Alert, PlannedCall, ToolInvocation

@@ -14,7 +14,16 @@ from services.executor.series_claims import SeriesRef, diagnose, wording
 from services.executor.tools.series_text import minutes_from_onset, series_text
 from services.verifier.rules_file import default_verifier_rules
 from services.verifier.structure import check_claim
-from tests.support.series_items import DEPLOY, ONSET, START, STEP, item, series_of
+from tests.support.series_items import (
+    DEPLOY,
+    ONSET,
+    START,
+    STEP,
+    free_falling,
+    item,
+    series_of,
+    swept,
+)
 from tests.support.series_items import deployed as _deployed
 from tests.support.series_items import rules_held as _rules
 
@@ -231,13 +240,10 @@ def test_a_leaks_premises_are_one_pods() -> None:
 
 def test_what_grew_as_the_free_space_fell_is_what_fills_the_disk() -> None:
     def grew(name: str, began: int) -> dict[str, Any]:
-        it = item(lambda i: 4e8 if i < began else 4e8 + (i - began) * 2e8, "bytes", "sweep")
-        it["what"] = name
-        return it
+        return swept(name, lambda i: 4e8 if i < began else 4e8 + (i - began) * 2e8, "bytes")
 
     def free(began: int) -> dict[str, Any]:
-        fn = lambda i: 0.65 if i < began else 0.65 - 0.009 * (i - began)  # noqa: E731
-        return item(fn, "ratio", "volume_free_ratio", persistentvolumeclaim="data-0")
+        return free_falling(began, 0.65, 0.009, "data-0")
 
     dlq = "logstash_pipeline_dead_letter_queue_size_in_bytes"
     findings = evaluate(series_of([grew(dlq, 180), free(181)]))

@@ -12,13 +12,9 @@ from services.executor.claims import with_findings
 from services.executor.diagnosis import evaluate
 from services.executor.series_claims import wording
 from services.executor.tools.base import RunContext
+from services.executor.tools.prometheus_scope import QueryPrometheusParams, scope_labels
 from services.executor.tools.promql import Query, alternatives, catalogue, matchers, render
-from services.executor.tools.query_prometheus import (
-    MAX_QUERIES,
-    QueryPrometheusParams,
-    QueryPrometheusTool,
-    scope_labels,
-)
+from services.executor.tools.query_prometheus import MAX_QUERIES, QueryPrometheusTool
 from services.executor.tools.series_facts import change_point, series_facts
 from services.executor.tools.series_text import series_text
 from services.executor.tools.units import format_quantity, plain

@@ -6,9 +6,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from services.executor.tools.base import RunContext, ToolBackendError
+from services.executor.tools.prometheus_scope import QueryPrometheusParams
 from services.executor.tools.promql import catalogue
 from services.executor.tools.promql_names import Listings, listing_params, selects
-from services.executor.tools.query_prometheus import QueryPrometheusParams, QueryPrometheusTool
+from services.executor.tools.query_prometheus import QueryPrometheusTool
 from services.executor.tools.series_items import Span
 from tests.support.series_items import END, ONSET, START, STEP
 from tracebound.events import Alert, ToolBackend

@@ -7,8 +7,9 @@ from typing import Any
 
 from services.executor.tools import promql_sweep as sweep
 from services.executor.tools.base import RunContext, ToolBackendError
+from services.executor.tools.prometheus_scope import QueryPrometheusParams
 from services.executor.tools.promql import catalogue
-from services.executor.tools.query_prometheus import QueryPrometheusParams, QueryPrometheusTool
+from services.executor.tools.query_prometheus import QueryPrometheusTool
 from tests.support.series_items import ONSET, item
 from tracebound.events import Alert, ToolBackend
 

@@ -38,8 +38,9 @@ from services.executor.tools.metrics import (
     QueryMetricsTool,
 )
 from services.executor.tools.prometheus import PrometheusAlertSource
+from services.executor.tools.prometheus_scope import QueryPrometheusParams
 from services.executor.tools.query_prometheus import TOOL_NAME as PROMQL
-from services.executor.tools.query_prometheus import QueryPrometheusParams, QueryPrometheusTool
+from services.executor.tools.query_prometheus import QueryPrometheusTool
 from services.executor.tools.request_alerts import RequestAlertSource
 from services.executor.tools.settings import DEMO_ENV, NO_LOGS_BACKEND, ToolSettings
 from services.executor.tools.victoria_logs import VictoriaLogsSearch

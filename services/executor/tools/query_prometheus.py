@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel
 
 from services.executor.tools import (
     dependency_names,
@@ -32,13 +32,18 @@ from services.executor.tools.base import (
     RunContext,
     ToolBackendError,
     ToolOutcome,
-    ToolParams,
     coerce_params,
     failed_outcome,
     preview,
 )
 from services.executor.tools.httpjson import get_json
-from services.executor.tools.promql import SCOPE_LABELS, Catalogue, catalogue, matchers, render
+from services.executor.tools.prometheus_scope import (
+    WORKLOAD_LABELS,
+    QueryPrometheusParams,
+    relevant_alerts,
+    scope_labels,
+)
+from services.executor.tools.promql import Catalogue, catalogue, matchers, render
 from services.executor.tools.promql_names import Listings
 from services.executor.tools.promql_sweep import SWEEP_ID
 from services.executor.tools.series_items import Reading, Span, series_items
@@ -57,26 +62,8 @@ MIN_STEP_S = 15
 BUDGET_S = 7.0
 # a query id naming a breakdown (``latency_p99_by_version``)
 BY_LABEL = "_by_"
-# a dependency is named by a metric label: a plain service name only
-DEPENDENCY_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
-# what of the alert's scope a dependency shares
-DEPENDENCY_KEEPS = ("namespace", "cluster")
-# the labels a dependency's name is looked up among, in the alert's namespace
-WORKLOAD_LABELS = ("deployment", "statefulset", "service")
 NO_SCOPE = "no service, namespace, pod, instance or job label to scope the queries to"
 NO_PROMETHEUS = "no Prometheus configured (TRACEBOUND_TOOLS_PROMETHEUS_URL)"
-
-
-class QueryPrometheusParams(ToolParams):
-    queries: str = Field(min_length=1, max_length=400)
-    service: str | None = Field(default=None, max_length=200)
-    alert_name: str | None = Field(default=None, max_length=200)
-    window_minutes: int = Field(default=120, ge=10, le=360)
-    # after the queries, read the service's other metrics that changed (promql_sweep)
-    sweep: bool = False
-    # a service the alert's service calls (an upstream its failing calls name): the
-    # queries are scoped to it, in the alert's namespace, with the alert's onset
-    dependency: str | None = Field(default=None, pattern=DEPENDENCY_NAME)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,40 +81,6 @@ def _step(window_minutes: int) -> int:
 
 def wall_clock() -> datetime:
     return datetime.now(UTC)
-
-
-def relevant_alerts(alerts: Sequence[Alert], p: QueryPrometheusParams) -> list[Alert]:
-    """The run's alerts of the call's service and alert name (of its service, when none
-    has that name)."""
-    return [
-        a
-        for a in alerts
-        if (not p.service or a.labels.get("service") == p.service)
-        and (not p.alert_name or a.labels.get("alertname") == p.alert_name)
-    ] or [a for a in alerts if not p.service or a.labels.get("service") == p.service]
-
-
-def scope_labels(alerts: Sequence[Alert], p: QueryPrometheusParams) -> tuple[dict[str, str], str]:
-    """The labels queries are scoped to, and the onset, from the run's matching alerts.
-
-    Alerts of the named service (and alert name) that agree on a label give it;
-    the service parameter gives ``service`` when no alert does. The onset is the
-    earliest ``startsAt`` among them.
-    """
-    relevant = relevant_alerts(alerts, p)
-    labels: dict[str, str] = {}
-    for key in SCOPE_LABELS:
-        values = {a.labels.get(key) or "" for a in relevant}
-        if len(values) == 1 and (value := values.pop()):
-            labels[key] = value
-    if p.service:
-        labels.setdefault("service", p.service)
-    if p.dependency:
-        # a dependency is looked up only where the alert is, never cluster-wide
-        kept = {k: v for k, v in labels.items() if k in DEPENDENCY_KEEPS}
-        labels = {**kept, "service": p.dependency} if "namespace" in kept else {}
-    starts = sorted(t for a in relevant if (t := parse_time(a.startsAt)) is not None)
-    return labels, (starts[0].isoformat() if starts else "")
 
 
 class QueryPrometheusTool:
