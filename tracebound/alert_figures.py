@@ -1,4 +1,4 @@
-"""An alert's current value and threshold as its own words state them, and how to print them.
+"""An alert's current value and threshold as its own words state them.
 
 Why from the annotations: a rule's template usually writes the value into its
 summary or description (``CPU usage of web-1 is 93% (threshold 80%)``) and
@@ -14,19 +14,16 @@ or none, give ``None``: a guessed figure would be a claim nobody saw.
 The figure keeps its text exactly as written, with the parsed number (in the
 base unit: bytes, seconds, percent points) and the unit.
 
-Printing is the other half: a ratio whose alert speaks in percent prints as a
-percent, bytes print in binary units, and no number ever prints in scientific
-notation. Pure functions only: both the executor's alert sources and the
-composer's opening lines use them.
+Printing them is :mod:`tracebound.alert_printing`. Pure functions only: both the
+executor's alert sources and the composer's opening lines use them.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 
 # Annotations that hold no figure of the alert's value or threshold.
 SKIPPED_ANNOTATIONS = frozenset(
@@ -43,7 +40,6 @@ _SI = {"k": 1e3, "K": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15}
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _BYTE_SI = {"B": 1, "KB": 1e3, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "PB": 1e15}
 _DURATION = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-_BINARY_NAMES = ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB")
 
 _NUM = r"[+-]?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)(?:[eE][+-]?\d+)?"
 _DUR_PART = r"\d+(?:\.\d+)?(?:ms|[smhdw])"
@@ -243,172 +239,14 @@ def alert_figures(
     return read_figures(texts_of(annotations), metric_words(alert_name, expr), threshold)
 
 
-def states_percent(texts: Iterable[str]) -> bool:
-    """Whether the alert's words state some figure in percent."""
-    return any(
-        (f := _figure(m)) is not None and f.unit == PERCENT
-        for text in texts
-        for m in _FIGURE.finditer(text)
-    )
-
-
-# --- printing ------------------------------------------------------------
-
-
-def plain(number: float, digits: int = 6) -> str:
-    """``number`` without float noise and never in scientific notation.
-
-    ``97.0`` → ``97``, ``0.93123456`` → ``0.931235``, ``1.2e9`` → ``1200000000``,
-    ``1e-07`` → ``0.0000001``.
-    """
-    if not math.isfinite(number):
-        return str(number)
-    if abs(number) >= 10**digits:
-        return str(round(number))
-    text = f"{number:.{digits}g}"
-    if "e" in text or "E" in text:
-        text = format(Decimal(text), "f")
-    if "." in text:
-        text = text.rstrip("0").rstrip(".")
-    return "0" if text in ("-0", "") else text
-
-
-def binary_bytes(number: float) -> str:
-    """``536870912`` → ``512 MiB``, ``1.5 * 2**30`` → ``1.5 GiB``; one decimal at most."""
-    size = abs(number)
-    step = 0
-    while size >= 1024 and step < len(_BINARY_NAMES) - 1:
-        size /= 1024
-        step += 1
-    if step == 0:
-        return f"{plain(number)} B"
-    shown = f"{size:.1f}".removesuffix(".0")
-    return f"{'-' if number < 0 else ''}{shown} {_BINARY_NAMES[step]}"
-
-
-def display(raw: str | float | None, unit: str | None, percent_text: bool = False) -> str | None:
-    """A value of ``unit`` as a person reads it; text that is not a plain number stays as is.
-
-    ``bytes`` print in binary units, a ``ratio`` prints as a percent when the
-    alert's own words speak in percent (``percent_text``); any other number
-    keeps the text it was given, unless that is scientific notation or a float,
-    which prints plainly.
-    """
-    if raw is None or (isinstance(raw, str) and not raw.strip()):
-        return None
-    try:
-        number = float(raw)
-    except (TypeError, ValueError):
-        number = math.nan
-    if not math.isfinite(number):
-        return str(raw)
-    if unit == BYTES:
-        return binary_bytes(number)
-    if unit == RATIO and percent_text:
-        return f"{plain(number * 100, 4)}%"
-    if isinstance(raw, str) and "e" not in raw.lower():
-        return raw.strip()  # a number as the alert wrote it keeps its text
-    return plain(number)
-
-
-def display_unit(unit: str | None, percent_text: bool) -> str | None:
-    """The unit left to print after :func:`display` (None when the text already carries it)."""
-    if unit == BYTES or (unit == RATIO and percent_text):
-        return None
-    return unit
-
-
-@dataclass(frozen=True, slots=True)
-class Stated:
-    """An alert item's value, threshold and unit as they are to be printed."""
-
-    value: str | None
-    threshold: str | None
-    unit: str | None
-
-
-def stated(
-    annotations: Mapping[str, str],
-    *,
-    value: str | float | None,
-    threshold: str | float | None,
-    unit: str | None,
-    alert_name: str = "",
-    expr: str | None = None,
-    rule_threshold: float | None = None,
-) -> Stated:
-    """The figures an alert item states: those given, else those its annotations state.
-
-    ``value`` and ``threshold`` are what an annotation, a label, the rule or a
-    live query gave (None: nothing did); the annotations' words fill the gaps.
-    Given numbers print by :func:`display`; figures read from the words keep
-    their text.
-    """
-    texts = texts_of(annotations)
-    percent_text = states_percent(texts)
-    read = read_figures(texts, metric_words(alert_name, expr), rule_threshold)
-    if unit == PERCENT and any(
-        _a_fraction(given, words)
-        for given, words in ((value, read.value), (threshold, read.threshold))
-    ):
-        unit = RATIO
-    given_threshold = display(threshold, unit, percent_text)
-    shown_value = _given_or_read(display(value, unit, percent_text), read.value, unit)
-    shown_threshold = _given_or_read(given_threshold, read.threshold, unit)
-    # The rule compares the value with its bare threshold; when the words give that
-    # threshold a percent sign (80 as 80%) or state it as a percent (0.1 as 10%), the
-    # value it is compared with is a percent, or a fraction of 1, too.
-    bare = parse_figure(shown_value or "")
-    if unit is None and given_threshold and bare is not None and bare.unit is None:
-        if shown_threshold == f"{given_threshold}%":
-            shown_value = f"{shown_value}%"
-        elif shown_threshold != given_threshold and _a_fraction(given_threshold, read.threshold):
-            shown_value = f"{plain(bare.number * 100, 4)}%"
-        elif shown_threshold == given_threshold and (words := _percent_of(bare.number, texts)):
-            # "has 3.847% space left" for the value 0.038471: both are fractions of 1
-            shown_value = words.text
-            bare_threshold = parse_figure(given_threshold)
-            if bare_threshold is not None and bare_threshold.unit is None:
-                shown_threshold = f"{plain(bare_threshold.number * 100, 4)}%"
-    return Stated(shown_value, shown_threshold, display_unit(unit, percent_text))
-
-
-def _percent_of(number: float, texts: Iterable[str]) -> Figure | None:
-    """The percent figure of ``texts`` that states the fraction ``number`` (0 never)."""
+def figures_in(texts: Iterable[str]) -> Iterator[Figure]:
+    """Every figure the texts write, in order."""
     for text in texts:
         for match in _FIGURE.finditer(text):
-            figure = _figure(match)
-            if number != 0 and figure is not None and _as_percent(number, figure):
-                return figure
-    return None
+            if (figure := _figure(match)) is not None:
+                yield figure
 
 
-def _a_fraction(given: str | float | None, words: Figure | None) -> bool:
-    """Whether the words state ``given`` (of a ``_percent`` metric) 100 times larger: the
-    metric is a fraction of 1, as Micrometer's ``jvm_gc_overhead_percent`` (0.38 is 38 %)."""
-    try:
-        number = float(given) if given is not None else math.nan
-    except (TypeError, ValueError):
-        return False
-    return math.isfinite(number) and number != 0 and _as_percent(number, words)
-
-
-def _as_percent(number: float, words: Figure | None) -> bool:
-    """Whether ``words`` state the fraction ``number`` as a percent, rounded (0.0727: 7.27%)."""
-    if words is None or words.unit != PERCENT:
-        return False
-    return math.isclose(number * 100, words.number, rel_tol=0.01, abs_tol=1e-9)
-
-
-def _given_or_read(given: str | None, read: Figure | None, unit: str | None) -> str | None:
-    """The given figure; the words' figure when none is given, or when the words write the
-    same bare number with its unit (a rule's ``80`` that the description states as ``80%``)."""
-    if given is None:
-        return read.text if read is not None else None
-    if unit in (None, RATIO) and read is not None and read.unit is not None:
-        bare = parse_figure(given)
-        if bare is not None and bare.unit is None and bare.number == read.number:
-            return read.text
-        if bare is not None and bare.unit is None and _as_percent(bare.number, read):
-            return read.text
-    return given
+def states_percent(texts: Iterable[str]) -> bool:
+    """Whether the alert's words state some figure in percent."""
+    return any(f.unit == PERCENT for f in figures_in(texts))

@@ -21,7 +21,8 @@ from datetime import UTC
 
 from services.composer.compose import ComposedAnswer
 from services.composer.templates import Phrases, TemplatesFile, phrases
-from tracebound.alert_figures import alert_figures, display, display_unit, states_percent, texts_of
+from tracebound.alert_figures import alert_figures, states_percent, texts_of
+from tracebound.alert_printing import display, display_unit
 from tracebound.events import Alert, DiagnosisRequest
 from tracebound.rfc3339 import parse_time
 

@@ -25,14 +25,8 @@ from services.executor.tools.promrules import parse_condition
 from services.executor.tools.refs import alert_text
 from services.executor.tools.request_alerts import RequestAlertSource, map_request_alert
 from services.executor.tools.settings import NO_LOGS_BACKEND
-from tracebound.alert_figures import (
-    alert_figures,
-    binary_bytes,
-    display,
-    parse_figure,
-    plain,
-    stated,
-)
+from tracebound.alert_figures import alert_figures, parse_figure
+from tracebound.alert_printing import binary_bytes, display, plain, stated
 from tracebound.events import Alert, DiagnosisRequest, DiagnosisRequested, Producer, ToolBackend
 
 REQUESTED_AT = datetime(2026, 12, 1, 10, 5, 0, tzinfo=UTC)

@@ -23,7 +23,7 @@ from services.executor.tools.base import RunContext, ToolBackendError
 from services.executor.tools.demo_env import format_duration, iso_utc
 from services.executor.tools.httpjson import get_json
 from services.executor.tools.promrules import Condition, parse_condition, unit_of
-from tracebound.alert_figures import plain, stated
+from tracebound.alert_printing import plain, stated
 from tracebound.events import Alert
 from tracebound.events.records import EPOCH
 from tracebound.rfc3339 import parse_time

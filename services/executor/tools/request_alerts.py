@@ -29,7 +29,7 @@ from services.executor.tools.base import RunContext, ToolBackendError
 from services.executor.tools.demo_env import format_duration, iso_utc
 from services.executor.tools.prometheus import format_value
 from services.executor.tools.promrules import generator_expr, parse_condition, unit_of
-from tracebound.alert_figures import stated
+from tracebound.alert_printing import stated
 from tracebound.events import Alert
 from tracebound.events.records import EPOCH
 from tracebound.rfc3339 import parse_time

@@ -16,7 +16,7 @@ from typing import Any
 
 from services.executor.tools.series_facts import SeriesFacts, clock, hour_shows
 from services.executor.tools.units import format_quantity
-from tracebound import alert_figures as figures
+from tracebound import alert_printing as figures
 
 
 def labels_text(labels: Mapping[str, str]) -> str:

@@ -4,7 +4,7 @@ Why one place: a series' facts, an alert's value and the claims worded from
 them must print a quantity the same way, or the verifier would compare
 ``536870912`` with ``512 MiB``. Bytes print in binary units, ratios as percents,
 seconds as ``s`` or ``ms``; no number is ever printed in scientific notation.
-The digits and binary units are :mod:`tracebound.alert_figures`', which prints
+The digits and binary units are :mod:`tracebound.alert_printing`', which prints
 an alert's own figures; a series' facts keep three significant digits.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tracebound import alert_figures as figures
+from tracebound import alert_printing as figures
 
 
 def plain(value: float) -> str:
