@@ -42,7 +42,7 @@ UNIT := -m "$(UNIT_MARKS)" $(UNIT_FOLDERS)
 # real Kafka and PostgreSQL. The pytest session starts the local stack when none is
 # configured and stops it again if it started it.
 test: lint coverage llama-server victoria-logs
-	$(call pytest,-m "integration or faults")
+	$(call pytest,-m "integration or faults" --durations=25)
 
 # The real model server of the llm integration test, built once per machine (several
 # minutes on 2 cores) before the tests run, so no test waits on the build. A failed

@@ -128,22 +128,37 @@ def stated(
     given_threshold = display(threshold, unit, percent_text)
     shown_value = _given_or_read(display(value, unit, percent_text), read.value, unit)
     shown_threshold = _given_or_read(given_threshold, read.threshold, unit)
-    # The rule compares the value with its bare threshold; when the words give that
-    # threshold a percent sign (80 as 80%) or state it as a percent (0.1 as 10%), the
-    # value it is compared with is a percent, or a fraction of 1, too.
     bare = parse_figure(shown_value or "")
     if unit is None and given_threshold and bare is not None and bare.unit is None:
-        if shown_threshold == f"{given_threshold}%":
+        scale = _bare_scale(bare.number, given_threshold, shown_threshold, read.threshold, texts)
+        if scale == "percent":
             shown_value = f"{shown_value}%"
-        elif shown_threshold != given_threshold and _a_fraction(given_threshold, read.threshold):
-            shown_value = f"{plain(bare.number * 100, 4)}%"
-        elif shown_threshold == given_threshold and (words := _percent_of(bare.number, texts)):
-            # "has 3.847% space left" for the value 0.038471: both are fractions of 1
-            shown_value = words.text
-            bare_threshold = parse_figure(given_threshold)
-            if bare_threshold is not None and bare_threshold.unit is None:
-                shown_threshold = f"{plain(bare_threshold.number * 100, 4)}%"
+        elif scale == "fraction":
+            words = _percent_of(bare.number, texts)
+            shown_value = words.text if words else f"{plain(bare.number * 100, 4)}%"
+            limit = parse_figure(given_threshold)
+            if shown_threshold == given_threshold and limit is not None and limit.unit is None:
+                shown_threshold = f"{plain(limit.number * 100, 4)}%"
     return Stated(shown_value, shown_threshold, display_unit(unit, percent_text))
+
+
+def _bare_scale(
+    value: float, given: str, shown: str | None, words: Figure | None, texts: Iterable[str]
+) -> str:
+    """How a bare value and its bare threshold ``given`` are meant, when the words say.
+
+    The rule compares them as they are, so they share one scale: "percent" when the
+    words give the threshold a percent sign (80 as "80%"); "fraction" (of 1) when they
+    state the threshold as a percent (0.1 as "10%") or the value as one (0.038471 as
+    "3.847% space left"); "" when the words say neither.
+    """
+    if shown == f"{given}%":
+        return "percent"
+    if shown != given and _a_fraction(given, words):
+        return "fraction"
+    if shown == given and _percent_of(value, texts):
+        return "fraction"
+    return ""
 
 
 def _percent_of(number: float, texts: Iterable[str]) -> Figure | None:

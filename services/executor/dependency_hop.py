@@ -21,8 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from services.executor.diagnosis import Finding
-from services.executor.onset_logs import trace_series
+from services.executor.diagnosis import Finding, Series
 from services.executor.tools.dependency_names import host
 from services.executor.tools.prometheus_scope import DEPENDENCY_NAME
 from services.executor.tools.query_prometheus import TOOL_NAME as SERIES_TOOL
@@ -60,7 +59,7 @@ def dependency_named(findings: Sequence[Finding]) -> str | None:
     return None
 
 
-def backend_named(trace: Sequence[ToolInvocation], findings: Sequence[Finding]) -> str | None:
+def backend_named(series: Sequence[Series], findings: Sequence[Finding]) -> str | None:
     """The busiest backend of a proxy, when a traffic-surge rule held: its capacity (an
     autoscaler at its maximum, throttled CPU) is where the surge meets its limit."""
     if not any(f.rule.category == SURGE for f in findings):
@@ -68,7 +67,7 @@ def backend_named(trace: Sequence[ToolInvocation], findings: Sequence[Finding]) 
     ranked = sorted(
         (
             (s.value("at_onset") or 0.0, name)
-            for s in trace_series(trace)
+            for s in series
             if s.query in BACKEND_QUERIES
             and not s.dependency
             and _NAME.fullmatch(name := host(str(s.labels.get("dependency") or "")))
@@ -79,10 +78,13 @@ def backend_named(trace: Sequence[ToolInvocation], findings: Sequence[Finding]) 
 
 
 def dependency_call(
-    trace: Sequence[ToolInvocation], calls: Sequence[PlannedCall], findings: Sequence[Finding]
+    trace: Sequence[ToolInvocation],
+    calls: Sequence[PlannedCall],
+    series: Sequence[Series],
+    findings: Sequence[Finding],
 ) -> PlannedCall | None:
     """The call reading the named dependency's state, when a metrics call was planned
-    (``findings``: the rules that hold on ``trace``)."""
+    (``series``: the trace's series; ``findings``: the rules that hold on them)."""
     planned = next((c for c in calls if c.tool == SERIES_TOOL), None)
     asked = any(
         inv.tool_name == SERIES_TOOL
@@ -94,7 +96,7 @@ def dependency_call(
         return None
     name, queries, why = dependency_named(findings), QUERIES, "where the failing calls go"
     if name is None:
-        name, queries, why = backend_named(trace, findings), BACKEND_SET, "the busiest backend"
+        name, queries, why = backend_named(series, findings), BACKEND_SET, "the busiest backend"
     if name is None:
         return None
     base = planned.params if isinstance(planned.params, Mapping) else {}

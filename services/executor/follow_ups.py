@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from services.executor import diagnosis
 from services.executor.dependency_hop import dependency_call
-from services.executor.onset_logs import onset_call, trace_findings
+from services.executor.onset_logs import onset_call, trace_series
 from tracebound.events import PlannedCall, ToolInvocation
 
 
@@ -18,6 +19,10 @@ def follow_up_calls(
     trace: Sequence[ToolInvocation], planned: Sequence[PlannedCall]
 ) -> list[PlannedCall]:
     """The follow-up calls the planned calls' answers ask for, in the order they run."""
-    findings = trace_findings(trace)  # the rules, evaluated once for both
-    calls = (onset_call(trace, planned, findings), dependency_call(trace, planned, findings))
+    series = trace_series(trace)
+    findings = diagnosis.evaluate(series)  # the rules, evaluated once for both
+    calls = (
+        onset_call(trace, planned, findings),
+        dependency_call(trace, planned, series, findings),
+    )
     return [c for c in calls if c is not None]

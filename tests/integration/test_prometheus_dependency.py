@@ -17,6 +17,7 @@ from services.executor.tools.prometheus_scope import QueryPrometheusParams
 from services.executor.tools.query_prometheus import QueryPrometheusTool
 from services.executor.tools.series_text import series_text
 from tests.support.incident_stack import backfill
+from tests.support.openmetrics import document, family
 from tests.support.prometheus import running_monitoring
 from tracebound.events import Alert, ToolBackend
 
@@ -27,31 +28,22 @@ KSM = f'job="kube-state-metrics",instance="10.4.0.8:8080",namespace="{NAMESPACE}
 def _openmetrics(end: float) -> str:
     """One sample a minute for two hours: both deployments' replicas, the upstream's
     restarts (rising in the last 10 minutes) and its available replicas (3, then 0)."""
-    minutes = range(-120, 1)
-
-    def at(m: int) -> str:
-        return f"{end + m * 60:.0f}"
-
-    lines = ["# TYPE kube_deployment_spec_replicas gauge"]
-    lines += [
-        f'kube_deployment_spec_replicas{{{KSM},deployment="{d}"}} 3 {at(m)}'
-        for d in (SERVICE, UPSTREAM)
-        for m in minutes
-    ]
-    lines += ["# TYPE kube_deployment_status_replicas_available gauge"]
-    lines += [
-        f'kube_deployment_status_replicas_available{{{KSM},deployment="{d}"}} {n} {at(m)}'
-        for d in (SERVICE, UPSTREAM)
-        for m in minutes
-        for n in [0 if d == UPSTREAM and m > -10 else 3]
-    ]
-    lines += ["# TYPE kube_pod_container_status_restarts counter"]
-    lines += [
-        f'kube_pod_container_status_restarts_total{{{KSM},pod="{UPSTREAM}-5f8c7-2vkpt",'
-        f'container="aml-screen"}} {max(0, m + 10)} {at(m)}'
-        for m in minutes
-    ]
-    return "\n".join(lines) + "\n# EOF\n"
+    deployments = [f'{KSM},deployment="{d}"' for d in (SERVICE, UPSTREAM)]
+    pod = f'{KSM},pod="{UPSTREAM}-5f8c7-2vkpt",container="aml-screen"'
+    return document(
+        family(
+            "kube_deployment_spec_replicas", "gauge", dict.fromkeys(deployments, lambda m: 3), end
+        ),
+        family(
+            "kube_deployment_status_replicas_available",
+            "gauge",
+            {deployments[0]: lambda m: 3, deployments[1]: lambda m: 0 if m > -10 else 3},
+            end,
+        ),
+        family(
+            "kube_pod_container_status_restarts", "counter", {pod: lambda m: max(0, m + 10)}, end
+        ),
+    )
 
 
 def test_a_grpc_service_name_is_read_as_its_deployment(tmp_path: Path) -> None:

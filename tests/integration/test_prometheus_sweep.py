@@ -12,6 +12,7 @@ ratio by version gives a version without 5xx its 0.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from services.executor.tools.query_prometheus import QueryPrometheusTool
 from services.executor.tools.series_text import series_text
 from services.verifier.structure import check_claim
 from tests.support.incident_stack import backfill
+from tests.support.openmetrics import document, family
 from tests.support.prometheus import running_monitoring
 from tracebound.events import Alert, ToolBackend
 
@@ -34,34 +36,29 @@ LABELS = f'service="{SERVICE}",namespace="{NAMESPACE}",job="ledger",instance="10
 
 def _openmetrics(end: float) -> str:
     """Two hours at one sample a minute, ending ``end``: four metrics of the service."""
-    minutes = range(-120, 1)
 
     def failures(m: int) -> float:  # 0.01/s until 100 minutes before the end, then 3/s
         return (min(m, -100) + 120) * 0.6 + max(0, m + 100) * 180
 
-    lines: list[str] = []
-    lines += ["# TYPE ledger_outbox_pending gauge"]
-    lines += [
-        f'ledger_outbox_pending{{{LABELS},topic="payments"}} {pending} {end + m * 60:.0f}'
-        for m in minutes
-        for pending in [40 if m < -20 else 4200]
-    ]
-    lines += ["# TYPE ledger_webhook_failures counter"]
-    lines += [
-        f"ledger_webhook_failures_total{{{LABELS}}} {failures(m):.1f} {end + m * 60:.0f}"
-        for m in minutes
-    ]
-    lines += ["# TYPE ledger_widgets gauge"]
-    lines += [
-        f"ledger_widgets{{{LABELS}}} {5 if m < -20 else 500} {end + m * 60:.0f}" for m in minutes
-    ]
-    lines += ["# TYPE hikaricp_connections_pending gauge"]
-    lines += [
-        f'hikaricp_connections_pending{{{LABELS},pool="HikariPool-1"}} {0 if m < -20 else 9} '
-        f"{end + m * 60:.0f}"
-        for m in minutes
-    ]
-    return "\n".join(lines) + "\n# EOF\n"
+    def after_20(before: float, later: float) -> Callable[[int], float]:
+        return lambda m: before if m < -20 else later
+
+    return document(
+        family(
+            "ledger_outbox_pending",
+            "gauge",
+            {f'{LABELS},topic="payments"': after_20(40, 4200)},
+            end,
+        ),
+        family("ledger_webhook_failures", "counter", {LABELS: failures}, end),
+        family("ledger_widgets", "gauge", {LABELS: after_20(5, 500)}, end),
+        family(
+            "hikaricp_connections_pending",
+            "gauge",
+            {f'{LABELS},pool="HikariPool-1"': after_20(0, 9)},
+            end,
+        ),
+    )
 
 
 def test_the_sweep_reads_the_services_own_metric_that_changed_near_the_onset(
@@ -149,19 +146,18 @@ def test_a_query_prometheus_refuses_costs_that_query_only(tmp_path: Path) -> Non
 
 def _versions_openmetrics(end: float) -> str:
     """Two versions of one service; only the new one answers 500, one in four requests."""
-    minutes = range(-120, 1)
     series = {
         'version="1.4.0",code="200"': 6.0,
         'version="1.5.0",code="200"': 3.0,
         'version="1.5.0",code="500"': 1.0,
     }
-    lines = ["# TYPE http_requests counter"]
-    lines += [
-        f"http_requests_total{{{LABELS},{labels}}} {per_s * 60 * (m + 120):.1f} {end + m * 60:.0f}"
-        for labels, per_s in series.items()
-        for m in minutes
-    ]
-    return "\n".join(lines) + "\n# EOF\n"
+    counters = {f"{LABELS},{labels}": _counting(per_s) for labels, per_s in series.items()}
+    return document(family("http_requests", "counter", counters, end))
+
+
+def _counting(per_s: float) -> Callable[[int], float]:
+    """A counter rising ``per_s`` a second from two hours before the end."""
+    return lambda m: per_s * 60 * (m + 120)
 
 
 def test_the_error_ratio_by_version_gives_a_clean_version_zero(tmp_path: Path) -> None:
@@ -183,21 +179,18 @@ def test_the_error_ratio_by_version_gives_a_clean_version_zero(tmp_path: Path) -
 def _two_request_families(end: float) -> str:
     """Request counters of one service: one holds only its 500s (0.5/s), one all of gRPC's
     (8/s), one a framework's own (20/s, by its name only); and a client's (50/s)."""
-    minutes = range(-120, 1)
     families = {
         "http_requests": ('code="500"', 0.5),
         "grpc_server_handled": ('grpc_code="OK"', 8.0),
         "shopfront_requests": ('code="200"', 20.0),
         "shopfront_client_requests": ('code="200"', 50.0),
     }
-    lines: list[str] = []
-    for family, (extra, per_s) in families.items():
-        lines += [f"# TYPE {family} counter"]
-        lines += [
-            f"{family}_total{{{LABELS},{extra}}} {per_s * 60 * (m + 120):.1f} {end + m * 60:.0f}"
-            for m in minutes
-        ]
-    return "\n".join(lines) + "\n# EOF\n"
+    return document(
+        *(
+            family(name, "counter", {f"{LABELS},{extra}": _counting(per_s)}, end)
+            for name, (extra, per_s) in families.items()
+        )
+    )
 
 
 def test_the_request_rate_and_error_ratio_are_the_busiest_familys(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 from services.executor.dependency_hop import dependency_call, dependency_named
 from services.executor.diagnosis import evaluate
 from services.executor.follow_ups import follow_up_calls
-from services.executor.onset_logs import trace_findings
+from services.executor.onset_logs import trace_findings, trace_series
 from services.executor.series_claims import SeriesRef, diagnose
 from services.executor.tools.prometheus_scope import QueryPrometheusParams, scope_labels
 from tests.support.evidence_events import answered_invocation
@@ -32,6 +32,11 @@ def _failing(upstream: str) -> dict[str, Any]:
 def _invocation(inv_id: int, params: dict[str, Any], items: list[dict[str, Any]]) -> ToolInvocation:
     paths = [f"$.series[{i}]" for i in range(len(items))]
     return answered_invocation(inv_id, "query_prometheus", params, {"series": items}, paths)
+
+
+def _hop(trace: list[ToolInvocation]) -> PlannedCall | None:
+    """The dependency call of a planned metrics call over ``trace``."""
+    return dependency_call(trace, _plan(), trace_series(trace), trace_findings(trace))
 
 
 def _plan() -> list[PlannedCall]:
@@ -58,7 +63,7 @@ def _crashing(dependency: str) -> list[dict[str, Any]]:
 def test_the_dependency_a_failure_rule_names_is_read_once() -> None:
     trace = [_invocation(1, PLANNED, [_failing("geo-eta")])]
     assert dependency_named(trace_findings(trace)) == "geo-eta"
-    call = dependency_call(trace, _plan(), trace_findings(trace))
+    call = _hop(trace)
     assert call is not None and call.params == {
         **PLANNED,
         "queries": "dependency_state",
@@ -66,13 +71,13 @@ def test_the_dependency_a_failure_rule_names_is_read_once() -> None:
     }
     assert follow_up_calls(trace, _plan()) == [call]
     asked = [*trace, _invocation(2, dict(call.params), _crashing("geo-eta"))]
-    assert dependency_call(asked, _plan(), trace_findings(asked)) is None, "one call per round"
+    assert _hop(asked) is None, "one call per round"
 
 
 def test_a_label_that_is_no_plain_name_is_not_followed() -> None:
     trace = [_invocation(1, PLANNED, [_failing('geo"} or vector(1) #')])]
     assert dependency_named(trace_findings(trace)) is None
-    assert dependency_call(trace, _plan(), trace_findings(trace)) is None
+    assert _hop(trace) is None
 
 
 def test_the_scope_is_the_dependency_in_the_alerts_namespace() -> None:
@@ -145,8 +150,8 @@ def test_a_proxys_surge_reads_its_busiest_backends_capacity() -> None:
     quiet = item(lambda i: 10.0, "/s", "upstream_requests", dependency="recs_backend")
     backends = [busy, quiet]
     trace = [_invocation(1, PLANNED, [*surge, *backends])]
-    call = dependency_call(trace, _plan(), trace_findings(trace))
+    call = _hop(trace)
     assert call is not None and call.params["queries"] == "backend_state"
     assert call.params["dependency"] == "storefront_web"
     calm = [_invocation(1, PLANNED, [item(lambda i: 100.0, "/s", "request_rate"), *backends])]
-    assert dependency_call(calm, _plan(), trace_findings(calm)) is None, "no surge, no hop"
+    assert _hop(calm) is None, "no surge, no hop"
