@@ -10,7 +10,9 @@ logged in the diagnosis rules' window around the onset
 patterns) also logged before that window (a chronic message). The signature with
 the most lines names a labelled hypothesis, quoting the first line of the message
 it read most often, and that line is stated, so the cause rests on a checked claim.
-The series come first: a log signature is read only when no diagnosis rule held.
+The series come first: a log signature is read only when no diagnosis rule held,
+or when it refines the first rule that held (it names why that rule's premises
+changed: a name that does not resolve, for calls that fail).
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ class Signature(BaseModel):
     cause: dict[Literal["en", "zh"], str]
     # levels read besides the book's: a JVM's unified GC log writes its pauses at INFO
     levels: tuple[str, ...] = ()
+    # diagnosis rules whose cause this signature's says more precisely: a name that
+    # does not resolve is why the outgoing calls of "dependency-failing" fail
+    refines: tuple[str, ...] = ()
 
     _compiled: tuple[re.Pattern[str], ...] = PrivateAttr(default=())
 
@@ -210,9 +215,13 @@ def unless_held(
     alerts: Sequence[Alert],
 ) -> Named | None:
     """:func:`near_onset`, unless a diagnosis rule that is more than circumstantial held
-    (``found``: the rule ids and causes that held)."""
-    if any(not circumstantial(rule) for rule, _ in found):
-        return None
+    (``found``: the rule ids and causes that held) and the signature does not refine
+    the first such rule."""
+    strong = next((rule for rule, _ in found if not circumstantial(rule)), None)
+    if strong is not None:
+        hit = near_onset(lines, series, alerts)
+        refined = {s.id for s in signatures().signatures if strong in s.refines}
+        return hit if hit is not None and hit.id in refined else None
     return near_onset(lines, series, alerts) or after_deploy(lines, series)
 
 

@@ -292,3 +292,28 @@ def test_a_chronic_message_does_not_silence_a_new_one_of_the_same_signature() ->
     found = named(lines, ONSET)
     assert found is not None and "Connection refused" in found.cause("en")
     assert named([_line(-104, timeout), _line(-30, timeout)], ONSET) is None, "chronic alone"
+
+
+def test_names_that_do_not_resolve_name_a_dns_failure() -> None:
+    for message in (
+        "Caused by: java.net.UnknownHostException: rx-router.corp.example: Temporary failure"
+        " in name resolution",
+        "getaddrinfo ENOTFOUND ledger.payments.svc.cluster.local",
+        "dial tcp: lookup geo-eta on 10.96.0.10:53: no such host",
+        "socket.gaierror: [Errno -2] Name or service not known",
+        "Could not resolve host: api.partner.example",
+    ):
+        assert _cause([_line(-4, message)]) == "name-resolution-failing", message
+
+
+def test_a_signature_refines_the_rule_it_names_the_reason_of() -> None:
+    dns = [_line(-4, "java.net.UnknownHostException: rx-router.corp.example")]
+    failing = [("dependency-failing", "a dependency failure")]
+    hit = unless_held(failing, dns, [], [_firing()])
+    assert hit is not None and hit.id == "name-resolution-failing"
+    # behind a circumstantial rule, the first rule beyond circumstance is the one refined
+    assert unless_held([("deploy-alert", "x"), *failing], dns, [], [_firing()]) is not None
+    # a pool's exhaustion message says less than the rule that names slow queries
+    timeout = [_line(-4, "HikariPool-1 - Connection is not available, request timed out")]
+    assert unless_held([("slow-queries-hold-pool", "x")], timeout, [], [_firing()]) is None
+    assert unless_held([("dependency-failing", "x")], timeout, [], [_firing()]) is None
