@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import replace
 
 from services.verifier.comparisons import Compared, comparisons, relation_between
@@ -87,6 +88,8 @@ def _same_place(q: Quantity, context: frozenset[str], evidence: Evidence) -> lis
 
 
 VERBATIM_CHARS = 24
+# what may close a claim after its last number: full stops and closing quotes
+_CLOSING = ".\"'\u201d\u2019 "
 
 
 def _verbatim(normal: str, q: Quantity, evidence: Evidence) -> bool:
@@ -94,7 +97,8 @@ def _verbatim(normal: str, q: Quantity, evidence: Evidence) -> bool:
     start = max(q.start - VERBATIM_CHARS, 0)
     # the words after the number carry its relation: at least a few of them, all the
     # claim has but a closing quote or full stop when it ends there
-    least_after = max(min(VERBATIM_CHARS // 3, len(normal) - q.end - 1), 1)
+    tail = normal[q.end :].rstrip(_CLOSING)
+    least_after = max(min(VERBATIM_CHARS // 3, len(tail)), 1)
     folded = normal.casefold()
     if len(folded) != len(normal):  # a letter that folds to two ("ß"): fold each slice
         folded = ""
@@ -105,6 +109,11 @@ def _verbatim(normal: str, q: Quantity, evidence: Evidence) -> bool:
         if window in evidence.search:
             return True
     return False
+
+
+def _quoted(q: Quantity, quotes: Sequence[tuple[int, int]]) -> bool:
+    """Whether ``q`` stands inside one of ``quotes`` (their spans in the claim)."""
+    return any(start <= q.start and q.end <= end for start, end in quotes)
 
 
 def check_quantities(
@@ -119,6 +128,13 @@ def check_quantities(
     typed: list[Compared] = []
     compared: list[Compared] = []  # every number, for comparisons
     previous: Cues | None = None
+    # a quote the item writes as it is, as long as a verbatim window at least: each
+    # number in it says what the item says there
+    quotes = [
+        (t.start, t.end)
+        for t in tokens
+        if t.kind == "quoted" and len(t.norm) >= VERBATIM_CHARS and t.norm in evidence.search
+    ]
     for position, q in enumerate(claimed):
         cues = cues_of(normal, q, lex, neighbours(claimed, position), clauses=clauses)
         # "the threshold of 1000 is below 4210": the relation word is the bound's
@@ -126,7 +142,7 @@ def check_quantities(
         if after_bound and relation_between(normal, claimed[position - 1], q, lex):
             cues = replace(cues, relation="")
         previous = cues
-        if _verbatim(normal, q, evidence):  # established; it may still be compared
+        if _verbatim(normal, q, evidence) or _quoted(q, quotes):  # established; may be compared
             compared.append((q, cues, [e for e in evidence.quantities if matches(q, False, e)]))
             continue
         context = context_of(normal, q, claimed, position, lex, clauses=clauses)

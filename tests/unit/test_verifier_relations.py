@@ -79,3 +79,15 @@ def test_a_key_holding_a_bound_word_inside_it_names_a_value() -> None:
         "supported"
     )
     assert outcome("2 goroutines are waiting", "pool_max=2 waiting=7") == "unproven"
+
+
+def test_numbers_in_a_quote_the_item_writes_say_what_the_item_says() -> None:
+    # "under 2.5s" of a quoted description is the item's words, not a claim of its value
+    description = "4.164% of logins took longer than 2.5s (objective: 98% under 2.5s)."
+    item = f"Login, state=firing, current=4.164%, threshold=2%, duration=6s; {description}"
+    claim = f'auth has a firing Login alert: current 4.164%, description "{description}".'
+    assert outcome(claim, item) == "supported"
+    # an edited number makes the quote another text, and it is read as a claim again
+    assert outcome(claim.replace("current 4.164%", "current 9%"), item) == "refuted"
+    edited = claim.replace("98% under", "50% under")
+    assert outcome(edited, item) != "supported"
