@@ -55,14 +55,14 @@ _FIGURE = re.compile(
 
 _THRESHOLD_WORDS = (
     r"(?:(?<![a-z])(?:thresholds?|limits?|above|over|exceeds?|exceeding|exceeded|greater than"
-    r"|more than|higher than|below|under|less than|lower than|slo|target)"
+    r"|more than|higher than|below|under|less than|lower than|slo|target|objectives?)"
     r"|>=?|<=?|≥|≤|阈值|门限|超过|高于|低于|大于|小于|上限|下限|目标)"
 )
 # What may stand between a cue and its number: ``threshold: 80``, ``above the 90``.
 _GLUE = r"(?:\s|[(（:=：,，]|\bis\b|\bof\b|\bat\b|\bthe\b|\ba\b|为|是|的)*"
 _THRESHOLD_BEFORE = re.compile(rf"{_THRESHOLD_WORDS}{_GLUE}$", re.IGNORECASE)
 _THRESHOLD_AFTER = re.compile(
-    r"^\s*(?:\bthreshold\b|\blimit\b|\bslo\b|\btarget\b|阈值|上限)", re.IGNORECASE
+    r"^\s*(?:\bthreshold\b|\blimit\b|\bslo\b|\btarget\b|\bobjective\b|阈值|上限)", re.IGNORECASE
 )
 _VALUE_WORDS = (
     r"(?:\bis\b|\bat\b|\bof\b|\breached\b|\breaches\b|\bcurrently\b|\bcurrent\b|\bnow\b"

@@ -75,6 +75,7 @@ def test_identifiers_are_not_figures(text: str) -> None:
         ("JVM heap at 3.4 GiB of 4 GiB limit", "JvmHeapHigh", "3.4 GiB", "4 GiB"),
         ("Queue depth reached 1.2k, limit 1k", "QueueBacklog", "1.2k", "1k"),
         ("Replication lag = 3h 12m (target 1h)", "ReplicationLag", "3h 12m", "1h"),
+        ("Availability is 97.1% (objective: 99.5%)", "SloBurn", "97.1%", "99.5%"),
         ("Free memory 512Mi below 1Gi", "LowMemory", "512Mi", "1Gi"),
         ("Predicted usage: 1.2e+09 exceeds 1e9", "DiskFill", "1.2e+09", "1e9"),
         ("实例 web-1 CPU 使用率为 93%，超过阈值 80%", "HighCPUUsage", "93%", "80%"),
@@ -101,6 +102,8 @@ def test_value_and_threshold_from_the_words(
         ({"description": "version v2.3.1 deployed on 10.0.0.7:9100"}, "Deploy"),
         ({"description": "3 pods of web are unhealthy"}, "Unhealthy"),
         ({"description": "host 10.0.0.7 磁盘告警"}, "DiskFull"),
+        # an objective is a threshold, never the value ("objective: 98% under 2.5s")
+        ({"description": "4.1% of logins took over 2.5s (objective: 98% under 2.5s)"}, "Slow"),
     ],
 )
 def test_ambiguous_or_absent_figures_are_none(notes: dict[str, str], name: str) -> None:
