@@ -317,3 +317,17 @@ def test_a_signature_refines_the_rule_it_names_the_reason_of() -> None:
     timeout = [_line(-4, "HikariPool-1 - Connection is not available, request timed out")]
     assert unless_held([("slow-queries-hold-pool", "x")], timeout, [], [_firing()]) is None
     assert unless_held([("dependency-failing", "x")], timeout, [], [_firing()]) is None
+
+
+def test_a_rejected_certificate_or_a_refusing_datastore_names_the_dependency() -> None:
+    for message in (
+        'err="x509: certificate has expired or is not yet valid"',
+        "FetchError: request to https://pricing/ failed, reason: certificate has expired",
+        "javax.net.ssl.SSLHandshakeException: PKIX path validation failed",
+    ):
+        assert _cause([_line(-4, message)]) == "certificate-rejected", message
+    flood = "flood stage disk watermark [95%] exceeded on [logs-es-data-3], all indices read-only"
+    assert _cause([_line(-4, flood, "WARN")]) == "datastore-full"
+    # a buffer fills its volume when its sink refuses the writes
+    hit = unless_held([("volume-filling", "x")], [_line(-4, flood, "WARN")], [], [_firing()])
+    assert hit is not None and hit.id == "datastore-full"
