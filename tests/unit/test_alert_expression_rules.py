@@ -128,3 +128,12 @@ def test_a_logging_setting_changed_just_before_the_disk_filled_names_the_logs() 
     assert "swept-log-setting-lowered" not in _rules([setting(knob, 150)]), "no free space fell"
     other = "pg_settings_work_mem_bytes"
     assert "swept-log-setting-lowered" not in _rules([setting(other, 150), free(156)])
+
+
+def test_sessions_that_grow_with_the_collectors_work_name_gc_pressure_from_sessions() -> None:
+    sessions = item(
+        lambda i: 900.0 if i < 150 else 900.0 + (i - 150) * 2000, "count", "sessions_active"
+    )
+    gc = item(lambda i: 0.01 if i < 180 else 0.35, "ratio", "gc_time_ratio")
+    assert _rules([sessions, gc])[0] == "gc-sessions"
+    assert "gc-sessions" not in _rules([sessions]), "sessions alone say nothing of GC"
