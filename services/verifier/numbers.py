@@ -111,6 +111,17 @@ def _verbatim(normal: str, q: Quantity, evidence: Evidence) -> bool:
     return False
 
 
+def _verbatim_quote(token: Token, evidence: Evidence) -> bool:
+    """Whether ``token`` is a quote the item writes as it is, at least a verbatim window
+    long, never ending or starting inside a word or number of the item ("= 1" of "= 10452")."""
+    if token.kind != "quoted" or len(token.norm) < VERBATIM_CHARS:
+        return False
+    if token.norm not in evidence.search:
+        return False
+    bounded = rf"(?<![a-z0-9]){re.escape(token.norm)}(?![a-z0-9])"
+    return re.search(bounded, evidence.search) is not None
+
+
 def _quoted(q: Quantity, quotes: Sequence[tuple[int, int]]) -> bool:
     """Whether ``q`` stands inside one of ``quotes`` (their spans in the claim)."""
     return any(start <= q.start and q.end <= end for start, end in quotes)
@@ -128,13 +139,9 @@ def check_quantities(
     typed: list[Compared] = []
     compared: list[Compared] = []  # every number, for comparisons
     previous: Cues | None = None
-    # a quote the item writes as it is, as long as a verbatim window at least: each
-    # number in it says what the item says there
-    quotes = [
-        (t.start, t.end)
-        for t in tokens
-        if t.kind == "quoted" and len(t.norm) >= VERBATIM_CHARS and t.norm in evidence.search
-    ]
+    # a quote the item writes as it is, as long as a verbatim window at least and
+    # ending where the item's words end: each number in it says what the item says there
+    quotes = [(t.start, t.end) for t in tokens if _verbatim_quote(t, evidence)]
     for position, q in enumerate(claimed):
         cues = cues_of(normal, q, lex, neighbours(claimed, position), clauses=clauses)
         # "the threshold of 1000 is below 4210": the relation word is the bound's

@@ -91,3 +91,7 @@ def test_numbers_in_a_quote_the_item_writes_say_what_the_item_says() -> None:
     assert outcome(claim.replace("current 4.164%", "current 9%"), item) == "refuted"
     edited = claim.replace("98% under", "50% under")
     assert outcome(edited, item) != "supported"
+    # a quote cut inside the item's number ("= 1" of "= 10452") is not the item's words
+    log = "WARN mysql Query_time: 3.1s Rows_sent: 1 WHERE p.user_id = 10452"
+    cut = 'mysql logged WARN: "Query_time: 3.1s Rows_sent: 1 WHERE p.user_id = 1"'
+    assert outcome(cut, log) != "supported"
