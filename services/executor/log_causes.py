@@ -218,11 +218,11 @@ def unless_held(
     (``found``: the rule ids and causes that held) and the signature does not refine
     the first such rule."""
     strong = next((rule for rule, _ in found if not circumstantial(rule)), None)
-    if strong is not None:
-        hit = near_onset(lines, series, alerts)
-        refined = {s.id for s in signatures().signatures if strong in s.refines}
-        return hit if hit is not None and hit.id in refined else None
-    return near_onset(lines, series, alerts) or after_deploy(lines, series)
+    hit = near_onset(lines, series, alerts)
+    if strong is None:
+        return hit or after_deploy(lines, series)
+    refining = {s.id for s in signatures().signatures if strong in s.refines}
+    return hit if hit is not None and hit.id in refining else None
 
 
 def after_deploy(

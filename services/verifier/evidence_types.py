@@ -76,6 +76,14 @@ class Evidence:
         """Every number of the cited texts, typed (a claim without numbers needs none)."""
         return _typed_quantities(self.normals, self.lex or default_lexicon())
 
+    def writes(self, norm: str) -> bool:
+        """Whether its text writes ``norm`` as whole words: never starting or ending
+        inside one of its words or numbers ("= 1" is not written in "= 10452")."""
+        if norm not in self.search:
+            return False
+        bounded = rf"(?<![a-z0-9]){re.escape(norm)}(?![a-z0-9])"
+        return re.search(bounded, self.search) is not None
+
     def says(self, words: tuple[str, ...]) -> bool:
         """Whether its text writes any of ``words`` (:func:`has_any`), asked once per class."""
         known = self.said.get(words)

@@ -112,14 +112,11 @@ def _verbatim(normal: str, q: Quantity, evidence: Evidence) -> bool:
 
 
 def _verbatim_quote(token: Token, evidence: Evidence) -> bool:
-    """Whether ``token`` is a quote the item writes as it is, at least a verbatim window
-    long, never ending or starting inside a word or number of the item ("= 1" of "= 10452")."""
-    if token.kind != "quoted" or len(token.norm) < VERBATIM_CHARS:
-        return False
-    if token.norm not in evidence.search:
-        return False
-    bounded = rf"(?<![a-z0-9]){re.escape(token.norm)}(?![a-z0-9])"
-    return re.search(bounded, evidence.search) is not None
+    """Whether ``token`` is a quote the item writes as it is, as whole words, at least a
+    verbatim window long."""
+    return (
+        token.kind == "quoted" and len(token.norm) >= VERBATIM_CHARS and evidence.writes(token.norm)
+    )
 
 
 def _quoted(q: Quantity, quotes: Sequence[tuple[int, int]]) -> bool:

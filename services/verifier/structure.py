@@ -82,8 +82,7 @@ def check_tokens(
         elif token.kind == "name" and token.text.isalpha():  # CamelCase: CrashLoop, ShareLock
             found = norm in evidence.search or norm in known
         else:
-            boundary = rf"(?<![a-z0-9]){re.escape(norm)}(?![a-z0-9])"
-            found = norm in evidence.search and re.search(boundary, evidence.search) is not None
+            found = evidence.writes(norm)
         if not found and token.kind == "name":
             found = SEPARATORS.sub("", norm) in evidence.joined or any(
                 alias in evidence.search for alias in (aliases or {}).get(norm, ())
