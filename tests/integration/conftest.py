@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.support.markers import mark_folder
-from tests.support.projection import Projection, projections_in_private_schemas
+from tests.support.projection import ProjectionFactory, projections_in_private_schemas
 from tests.support.stack import StackHandle
 
 
@@ -19,6 +19,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture
-def projection(stack: StackHandle, tmp_path: Path) -> Iterator[Callable[[], Projection]]:
+def projection(stack: StackHandle, tmp_path: Path) -> Iterator[ProjectionFactory]:
     """Projections into private schemas, stopped and dropped afterwards."""
     yield from projections_in_private_schemas(stack, tmp_path)

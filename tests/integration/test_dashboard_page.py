@@ -18,7 +18,6 @@ from __future__ import annotations
 import random
 import uuid
 from collections import Counter
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
@@ -38,7 +37,7 @@ from services.gatekeeper.ruleset import default_ruleset
 from services.verifier.rules_file import load_verifier_rules
 from tests.support.browser import ensure_chromium, png_facts, run_chromium
 from tests.support.ingest_process import ingest_server
-from tests.support.projection import Projection
+from tests.support.projection import ProjectionFactory
 from tests.support.run_events import RunSpec, mixed_runs, project, run_events
 from tests.support.samples import sample
 from tracebound.events import DeadLetter, ToolInvoked
@@ -133,7 +132,7 @@ def chromium() -> str:
 
 
 def test_dashboard_filters_pages_and_opens_a_trace_in_chromium(
-    projection: Callable[[], Projection], tmp_path: Path, chromium: str
+    projection: ProjectionFactory, tmp_path: Path, chromium: str
 ) -> None:
     newest = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=5)
     specs, events = mixed_runs(RUNS - 1, newest - timedelta(minutes=1))
@@ -214,7 +213,7 @@ QUIET_CASE = {
 
 
 def test_replay_and_eval_reports_in_chromium(
-    projection: Callable[[], Projection], tmp_path: Path, chromium: str
+    projection: ProjectionFactory, tmp_path: Path, chromium: str
 ) -> None:
     """A pipeline replay and an eval suite over projected runs, stored and read as pages."""
     newest = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=5)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from psycopg.rows import dict_row
 from tests.support.ingest_process import ingest_server
 from tests.support.kafka_io import Collector
 from tests.support.pipeline import ROLES, running_pipeline
-from tests.support.projection import Projection
+from tests.support.projection import ProjectionFactory, topic_ends
 from tests.support.stack import StackHandle
 from tracebound import topics
 from tracebound.client import AnswerReader, publish
@@ -153,9 +152,9 @@ def _pids(states: list[ServiceState]) -> dict[str, int | None]:
 
 
 def test_hostile_input_costs_a_refusal_or_a_dead_letter_never_a_role(
-    stack: StackHandle, tmp_path: Path, projection: Callable[[], Projection]
+    stack: StackHandle, tmp_path: Path, projection: ProjectionFactory
 ) -> None:
-    read_model = projection()
+    read_model = projection(start=topic_ends(stack))
     read_model.start()
     letters = Collector(stack.kafka, topics.DEAD_LETTERS, from_end=True)
     reader = AnswerReader(stack.kafka)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import random
 import threading
-from collections.abc import Callable
 from datetime import UTC, datetime
 
 import psycopg
@@ -18,7 +17,7 @@ import psycopg
 from projections.live import PendingRuns
 from projections.migrate import migrate
 from projections.models import MODELS, RunModel
-from tests.support.projection import Projection, Snapshot, differences
+from tests.support.projection import Projection, ProjectionFactory, Snapshot, differences
 from tests.support.run_events import mixed_runs
 from tracebound.codec.documents import EventDoc, document
 
@@ -63,7 +62,7 @@ def _run_model() -> RunModel:
     return MODEL
 
 
-def test_live_writers_of_one_run_keep_both_parts(projection: Callable[[], Projection]) -> None:
+def test_live_writers_of_one_run_keep_both_parts(projection: ProjectionFactory) -> None:
     before, after = _parts(seed=7)
     expected = _one_writer(projection(), before + after)
     shared = projection()
@@ -93,7 +92,7 @@ def test_live_writers_of_one_run_keep_both_parts(projection: Callable[[], Projec
 
 
 def test_rebuild_groups_writing_at_once_keep_both_parts(
-    projection: Callable[[], Projection],
+    projection: ProjectionFactory,
 ) -> None:
     before, after = _parts(seed=11)
     expected = _one_writer(projection(), before + after)

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import psycopg
@@ -21,7 +20,7 @@ from psycopg.rows import dict_row
 from projections.migrate import migrate
 from projections.rebuild import status
 from tests.support.pipeline import running_pipeline
-from tests.support.projection import Projection, differences
+from tests.support.projection import ProjectionFactory, differences, topic_ends
 from tests.support.stack import StackHandle
 from tracebound.client import AnswerReader, new_request, publish
 from tracebound.errors import ConfigError
@@ -83,12 +82,12 @@ def aiops_request() -> DiagnosisRequested:
 
 
 def test_projected_runs_carry_the_whole_trace(
-    stack: StackHandle, tmp_path: Path, projection: Callable[[], Projection]
+    stack: StackHandle, tmp_path: Path, projection: ProjectionFactory
 ) -> None:
     asked: list[Event] = [new_request(q, session_id="sess-1") for q in QUESTIONS]
     asked.append(aiops_request())
     run_ids = [e.run_id for e in asked]
-    model = projection()
+    model = projection(start=topic_ends(stack))
     reader = AnswerReader(stack.kafka)
     with running_pipeline(stack, tmp_path / "pipeline"):
         model.start()
@@ -170,7 +169,7 @@ def test_projected_runs_carry_the_whole_trace(
 
 
 def test_sigkill_mid_stream_equals_an_uninterrupted_run_and_a_rebuild(
-    stack: StackHandle, tmp_path: Path, projection: Callable[[], Projection]
+    stack: StackHandle, tmp_path: Path, projection: ProjectionFactory
 ) -> None:
     asked = [new_request(QUESTIONS[i % len(QUESTIONS)]) for i in range(200)]
     run_ids = [e.run_id for e in asked]
@@ -240,19 +239,21 @@ def test_sigkill_mid_stream_equals_an_uninterrupted_run_and_a_rebuild(
 
 
 def test_replicas_share_the_partitions_and_write_what_one_process_writes(
-    stack: StackHandle, tmp_path: Path, projection: Callable[[], Projection]
+    stack: StackHandle, tmp_path: Path, projection: ProjectionFactory
 ) -> None:
     """Two processes of one deployment (``up --replicas projections=2``), one run worker
     each: each projects its partitions; one stops mid-stream and its partitions move to
     the other, then it comes back. The rows are those one process writes alone."""
     asked = [new_request(QUESTIONS[i % len(QUESTIONS)]) for i in range(60)]
     run_ids = [e.run_id for e in asked]
-    first = projection()
+    first = projection(start=topic_ends(stack))
     first.settings["TRACEBOUND_PROJECTIONS_RUN_WORKERS"] = "1"
     second = first.replica()
     first.start()
     second.start()
     first.wait_caught_up()
+    for replica in (first, second):  # both members of the group before the stream
+        replica.wait_logged("diagnosis_run assigned")
     reader = AnswerReader(stack.kafka)
     with running_pipeline(stack, tmp_path / "pipeline"):
         for chunk, start in enumerate(range(0, len(asked), 10)):
@@ -272,7 +273,7 @@ def test_replicas_share_the_partitions_and_write_what_one_process_writes(
         assert "diagnosis_run assigned" in replica.log.read_text(), "each held run partitions"
     shared = first.snapshot()
 
-    alone = projection()
+    alone = projection(start=first.start_offsets)
     alone.start()
     alone.wait_caught_up()
     assert alone.terminate() == 0, alone.log.read_text()
@@ -282,7 +283,7 @@ def test_replicas_share_the_partitions_and_write_what_one_process_writes(
 
 
 def test_dead_letters_are_projected_without_their_bytes(
-    stack: StackHandle, projection: Callable[[], Projection]
+    stack: StackHandle, projection: ProjectionFactory
 ) -> None:
     """The projection process reads the dead-letter topic into ``dead_letter``."""
     letters = [
@@ -300,7 +301,7 @@ def test_dead_letters_are_projected_without_their_bytes(
         )
         for run_id in (f"dl-{uuid.uuid4()}", "unknown")
     ]
-    model = projection()
+    model = projection(start=topic_ends(stack))
     model.start()
     publish(stack.kafka, letters)
     model.wait_caught_up()
@@ -316,7 +317,7 @@ def test_dead_letters_are_projected_without_their_bytes(
 
 
 def test_an_edited_applied_migration_is_refused(
-    tmp_path: Path, projection: Callable[[], Projection]
+    tmp_path: Path, projection: ProjectionFactory
 ) -> None:
     schema = projection()
     folder = tmp_path / "migrations"

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from services.executor.tools.settings import ToolSettings
 from tests.support.ingest_process import ingest_server
 from tests.support.kafka_io import TopicTail
 from tests.support.pipeline import running_pipeline
-from tests.support.projection import Projection
+from tests.support.projection import ProjectionFactory, topic_ends
 from tests.support.prometheus import Monitoring, free_port, running_monitoring
 from tests.support.stack import StackHandle
 from tracebound import topics
@@ -204,12 +204,12 @@ def demo_leaks(events: list[Event]) -> list[str]:
 def test_alert_groups_become_truthful_runs(
     stack: StackHandle,
     alerting: tuple[Monitoring, int, str],
-    projection: Callable[[], Projection],
+    projection: ProjectionFactory,
     run_events: RunEvents,
     tmp_path: Path,
 ) -> None:
     mon, port, tag = alerting
-    model = projection()
+    model = projection(start=topic_ends(stack))
     model.start()
     problems: list[str] = []  # every unmet promise of one (costly) flow, reported together
     with (

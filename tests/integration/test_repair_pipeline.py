@@ -9,7 +9,6 @@ one PASS answer, and its trace must hold the repair step.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from projections import trace
@@ -18,7 +17,7 @@ from tests.integration.test_trace import wait_answered
 from tests.support import fake_openai as fake
 from tests.support.cpu_answer import CPU_QUESTION, cpu_answer_text
 from tests.support.pipeline import running_pipeline
-from tests.support.projection import Projection
+from tests.support.projection import ProjectionFactory, topic_ends
 from tests.support.stack import StackHandle
 from tracebound.client import AnswerReader, new_request, publish
 
@@ -26,11 +25,11 @@ EXECUTOR = fake.system_prompt_has("You are the executor of an evidence-gated")
 
 
 def test_a_rejected_citation_is_repaired_into_a_pass_answer(
-    stack: StackHandle, tmp_path: Path, projection: Callable[[], Projection]
+    stack: StackHandle, tmp_path: Path, projection: ProjectionFactory
 ) -> None:
     asked = new_request(CPU_QUESTION, language="zh")
     sid = invocation_id(asked.run_id, 1, 0)
-    model = projection()
+    model = projection(start=topic_ends(stack))
     reader = AnswerReader(stack.kafka)
     with fake.FakeOpenAI() as server:
         # The plan's query_metrics call runs before the model is asked: it answers at once.

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from tests.support.browser import ensure_chromium, png_facts, run_chromium
 from tests.support.ingest_process import ingest_server
 from tests.support.openapi import schema_errors
 from tests.support.pipeline import running_pipeline
-from tests.support.projection import Projection
+from tests.support.projection import Projection, ProjectionFactory, topic_ends
 from tests.support.stack import StackHandle
 from tests.unit.test_trace_assemble import sample_rows
 from tracebound.client import AnswerReader, new_request, publish
@@ -59,12 +58,12 @@ def wait_answered(model: Projection, run_ids: list[str], timeout_s: float = 120)
 def test_trace_api_page_and_cli_replay_a_real_run(
     stack: StackHandle,
     tmp_path: Path,
-    projection: Callable[[], Projection],
+    projection: ProjectionFactory,
     chromium: str,
 ) -> None:
     asked = [new_request(HIGH_CPU), new_request(HIKARI)]
     run_ids = [e.run_id for e in asked]
-    model = projection()
+    model = projection(start=topic_ends(stack))
     reader = AnswerReader(stack.kafka)
     with running_pipeline(stack, tmp_path / "pipeline"):
         model.start()
@@ -203,7 +202,7 @@ def _insert(conn: psycopg.Connection[Any], table: str, row: dict[str, Any]) -> N
     )
 
 
-def test_trace_and_listing_from_inserted_rows(projection: Callable[[], Projection]) -> None:
+def test_trace_and_listing_from_inserted_rows(projection: ProjectionFactory) -> None:
     schema = projection()
     with schema.conn() as conn:
         migrate(conn)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -21,7 +20,7 @@ from tests.integration.test_ingest import unique_group
 from tests.support.ingest_process import ingest_server
 from tests.support.otlp import ReceivedSpan, otlp_receiver
 from tests.support.pipeline import ROLES, running_pipeline
-from tests.support.projection import Projection
+from tests.support.projection import Projection, ProjectionFactory, topic_ends
 from tests.support.stack import StackHandle
 
 # The roles whose records a role's step reads (the executor also reads retries).
@@ -54,11 +53,11 @@ def wait_answered(model: Projection, run_id: str, timeout_s: float = 180) -> Non
 
 
 def test_one_run_is_one_trace_across_every_role(
-    stack: StackHandle, tmp_path: Path, projection: Callable[[], Projection]
+    stack: StackHandle, tmp_path: Path, projection: ProjectionFactory
 ) -> None:
     caller_trace, caller_span = uuid.uuid4().hex, uuid.uuid4().hex[:16]
     firing, _tag = unique_group("firing_group.json")
-    model = projection()
+    model = projection(start=topic_ends(stack))
     with otlp_receiver() as receiver:
         otel = {
             "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.url,

@@ -13,25 +13,39 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from projections.models import MODELS
-from projections.rebuild import status
+from projections.migrate import migrate
+from projections.models import ALL_TOPICS, MODELS
+from projections.rebuild import end_offsets, status
+from projections.store import Checkpoints, write_checkpoints
 from tests.support.stack import StackHandle
 
 KEYS = {name: model.key for name, model in MODELS.items()}  # table → key column
 
 
+def topic_ends(stack: StackHandle) -> Checkpoints:
+    """Where every projected topic ends now: a projection started there reads only
+    what is published from now on, not the history the earlier tests left."""
+    return end_offsets(stack.kafka, ALL_TOPICS)
+
+
 class Projection:
     """A ``python -m projections`` process writing into one private schema."""
 
-    def __init__(self, stack: StackHandle, log_dir: Path, schema: str | None = None) -> None:
+    def __init__(
+        self,
+        stack: StackHandle,
+        log_dir: Path,
+        schema: str | None = None,
+        start: Checkpoints | None = None,
+    ) -> None:
         self.stack = stack
         self.schema = schema or f"proj_{uuid.uuid4().hex[:10]}"
         sep = "&" if "?" in stack.pg_dsn else "?"
@@ -42,9 +56,20 @@ class Projection:
         self.log = log_dir / f"{self.schema}.log"
         self.settings: dict[str, str] = {}  # TRACEBOUND_* variables of its own
         self.proc: subprocess.Popen[bytes] | None = None
+        self.start_offsets: Checkpoints = dict(start or {})  # none: the whole history
         if schema is None:
             with psycopg.connect(stack.pg_dsn, autocommit=True) as conn:
                 conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(self.schema)))
+            if start:
+                self._begin_at(start)
+
+    def _begin_at(self, start: Checkpoints) -> None:
+        """Checkpoints at ``start``, as if the topics had been projected up to there."""
+        with self.conn() as conn:
+            migrate(conn)
+            for model in MODELS.values():
+                mine = {key: offset for key, offset in start.items() if key[0] in model.topics}
+                write_checkpoints(conn, model.name, mine)
 
     def replica(self) -> Projection:
         """Another process of the same deployment: same schema, same consumer groups."""
@@ -101,6 +126,14 @@ class Projection:
                 return 0
         return int(row[0]) if row else 0
 
+    def wait_logged(self, text: str, timeout_s: float = 60) -> None:
+        """Until the process's log holds ``text`` (it fails if the process exits first)."""
+        deadline = time.monotonic() + timeout_s
+        while text not in self.log.read_text(errors="replace"):
+            assert self.proc is not None and self.proc.poll() is None, self.log.read_text()
+            assert time.monotonic() < deadline, f"{self.log} never logged {text!r}"
+            time.sleep(0.2)
+
     def wait_caught_up(self, timeout_s: float = 180) -> None:
         deadline = time.monotonic() + timeout_s
         lag = -1
@@ -132,6 +165,12 @@ class Projection:
 
 
 Snapshot = dict[str, list[dict[str, Any]]]
+
+
+class ProjectionFactory(Protocol):
+    """The ``projection`` fixture: a projection into a private schema of its own."""
+
+    def __call__(self, start: Checkpoints | None = None) -> Projection: ...
 
 
 def differences(left: Snapshot, right: Snapshot, limit: int = 3) -> list[str]:
@@ -168,15 +207,18 @@ def _column(name: str, left: Any, right: Any, width: int = 160) -> str:
 
 def projections_in_private_schemas(
     stack: StackHandle, tmp_path: Path
-) -> Iterator[Callable[[], Projection]]:
+) -> Iterator[ProjectionFactory]:
     """Makes projections into private schemas; stops them and drops the schemas afterwards.
+
+    ``start``: checkpoints to begin at (:func:`topic_ends` skips the earlier tests'
+    history); none reads every topic from its beginning.
 
     The body of the ``projection`` fixture (``tests/integration/conftest.py``).
     """
     made: list[Projection] = []
 
-    def make() -> Projection:
-        made.append(Projection(stack, tmp_path))
+    def make(start: Checkpoints | None = None) -> Projection:
+        made.append(Projection(stack, tmp_path, start=start))
         return made[-1]
 
     yield make
