@@ -55,17 +55,21 @@ llama-server: setup
 victoria-logs:
 	@bash scripts/ensure-victoria-logs.sh || echo "make: victoria-logs is not available; its test will say why" >&2
 
+# The unit tests share out over one worker process per core (pytest-xdist); the
+# tests against the real stack run one at a time.
+UNIT_WORKERS := -n auto
+
 # Fast feedback: the unit tests without those marked slow (subprocesses, real
 # timeouts, large generated suites); `make coverage` and `make test` run them all.
 test-unit: setup
-	$(call pytest,-m "$(UNIT_MARKS) and not slow" $(UNIT_FOLDERS))
+	$(call pytest,-m "$(UNIT_MARKS) and not slow" $(UNIT_FOLDERS) $(UNIT_WORKERS))
 
 # The unit tests under coverage of tracebound/ and the pure role cores; fails below
 # the floor in pyproject.toml ([tool.coverage.report] fail_under), and below
 # CORES_FLOOR for the role cores alone (measured at 94.6%).
 CORES_FLOOR := 91
 coverage: setup
-	$(call pytest,$(UNIT) --cov --cov-report=term)
+	$(call pytest,$(UNIT) $(UNIT_WORKERS) --cov --cov-report=term)
 	@echo "coverage of the role cores (services/), floor $(CORES_FLOOR)%:"
 	@$(BIN)/coverage report --include='services/*' --format=total --fail-under=$(CORES_FLOOR)
 
