@@ -167,6 +167,9 @@ def test_runtimes_and_proxies_own_words_name_their_category() -> None:
             "quote failed: no healthy instances of dutycalc in consul catalog",
             "No servers available for service: inventory",
             'no endpoints available for service "ledger"',
+            "PHP Warning:  session_start(): Failed to read session data: redis (path: tcp://r:6379)",
+            "RedisConnectionFailureException: Unable to connect to Redis",
+            "memcached get failed: SERVER IS MARKED DEAD",
         ),
         "datastore-full": (
             "failed saving state: OOM command not allowed when used memory > 'maxmemory'.",
