@@ -53,6 +53,17 @@ def test_more_database_calls_at_the_same_traffic_after_a_deploy_is_an_n_plus_one
     assert {"db_calls_per_request", "db_query_median"} <= {s.query for s in finding.premises}
 
 
+def test_cpu_that_rose_right_after_a_deploy_at_level_traffic_is_a_deploy_regression() -> None:
+    cpu = item(lambda i: 0.8 if i < DEPLOY + 2 else 5.4, "cores", "cpu_usage")
+    late = item(lambda i: 0.8 if i < DEPLOY + 40 else 5.4, "cores", "cpu_usage")
+    steady = item(lambda i: 41.0, "/s", "request_rate")
+    surge = item(lambda i: 41.0 if i < DEPLOY + 2 else 400.0, "/s", "request_rate")
+    assert "deploy-cpu" in _rules([_deployed(), cpu, steady])
+    assert "deploy-cpu" not in _rules([_deployed(), late, steady]), "too long after the deploy"
+    assert "deploy-cpu" not in _rules([_deployed(), cpu, surge]), "traffic explains it"
+    assert "deploy-cpu" not in _rules([cpu, steady]), "no deploy"
+
+
 def test_a_leak_is_two_climbs_to_the_limit_and_two_oom_kills() -> None:
     def oom(restarts: int) -> list[dict[str, Any]]:
         return [
