@@ -30,3 +30,21 @@ def stack() -> Iterator[StackHandle]:
         return
     with local_stack() as handle:
         yield handle
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Each failure's reason once more, in a few lines, at the very end of the output.
+
+    A CI log is read from its tail, and there a failed stack test's captured service
+    logs come after its assertion; the reason's last line (the fault tests repeat the
+    reason there) is then lost between them.
+    """
+    failed = [*terminalreporter.stats.get("failed", []), *terminalreporter.stats.get("error", [])]
+    if not failed:
+        return
+    terminalreporter.section("why each test failed")
+    for report in failed:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        lines = str(crash.message if crash is not None else report.longreprtext).splitlines()
+        reason = lines[0] if len(lines) < 2 else f"{lines[0]} … {lines[-1]}"
+        terminalreporter.write_line(f"{report.nodeid}: {reason[:600]}")
