@@ -23,7 +23,7 @@ from projections.live import Held, LiveWriter, PendingFacts, PendingRuns, Versio
 from projections.run_state import RunState
 from projections.run_writes import note_versions, write_runs
 from projections.settings import ProjectionSettings
-from projections.store import Connection, RunStates, held_runs, upsert
+from projections.store import Checkpoints, Connection, RunStates, held_runs, upsert
 from tracebound.codec.documents import EventDoc
 from tracebound.errors import InvalidInputError
 from tracebound.topology import READ_MODELS, ReadModelSpec
@@ -55,6 +55,10 @@ class ReadModel:
 
     def group(self, settings: ProjectionSettings) -> str:
         return f"{settings.group_prefix}{self.name}"
+
+    def own(self, offsets: Checkpoints) -> Checkpoints:
+        """The offsets of this model's topics among ``offsets``."""
+        return {key: offset for key, offset in offsets.items() if key[0] in self.topics}
 
     def live_writer(self) -> LiveWriter:
         """What a projection worker folds its batches into between commits."""

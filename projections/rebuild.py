@@ -171,7 +171,7 @@ def rebuild_models(
     totals = _read_groups(conn, job, count, progress)
     reports = []
     for model in models:
-        ends = {key: end for key, end in part.ends.items() if key[0] in model.topics}
+        ends = model.own(part.ends)
         _swap(conn, model.name, ends)
         reports.append(
             RebuildReport(

@@ -68,13 +68,13 @@ class Projection:
         with self.conn() as conn:
             migrate(conn)
             for model in MODELS.values():
-                mine = {key: offset for key, offset in start.items() if key[0] in model.topics}
-                write_checkpoints(conn, model.name, mine)
+                write_checkpoints(conn, model.name, model.own(start))
 
     def replica(self) -> Projection:
         """Another process of the same deployment: same schema, same consumer groups."""
         made = Projection(self.stack, self.log_dir, self.schema)
         made.settings = dict(self.settings)
+        made.start_offsets = self.start_offsets  # the schema's checkpoints, written once
         made.log = self.log_dir / f"{self.schema}-{len(self.replicas) + 2}.log"
         self.replicas.append(made)
         return made
