@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT_S = 900.0
 PROGRESS_EVERY_S = 10.0
-BACKFILL_END_S = 15.0
 
 
 # ---------------------------------------------------------------- running
@@ -107,7 +106,7 @@ class Suite:
                 incident_environment(
                     self.folder,
                     f"http://127.0.0.1:{port}/api/v1/alerts",
-                    openmetrics=render.openmetrics(incidents, end_unix=origin - BACKFILL_END_S),
+                    openmetrics=render.openmetrics(incidents, end_unix=origin),
                     exposition=lambda: render.exposition(incidents, time.time(), origin),
                     rules=render.rules_yaml(incidents),
                     log_lines=render.log_lines(incidents, origin),

@@ -17,6 +17,7 @@ import hashlib
 import itertools
 import json
 import math
+from array import array
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -77,7 +78,7 @@ def _whole(name: str) -> bool:
 class _Track:
     """A cumulative counter on the slot grid: ``values[k]`` is its value in slot k."""
 
-    values: tuple[float, ...]
+    values: array[float]
 
     def at(self, minute: float) -> float:
         k = _slot(minute)
@@ -94,7 +95,7 @@ def _cumulate(
             total = 0.0
         values.append(math.floor(total + 1e-9) if whole else total)
         total += inc
-    return _Track(tuple(values))
+    return _Track(array("d", values))
 
 
 def _rates(series: Series, slots: int) -> list[float]:
@@ -152,6 +153,41 @@ def _histogram_tracks(series: Series, slots: int) -> list[tuple[str, Labels, _Tr
     return out
 
 
+# slots a counter's or histogram's tracks are computed beyond the minute asked for (an
+# hour): a live exposition renders every few seconds, and recomputing four hours of
+# slots each time made a busy machine's renders lag, so a counter seemed to pause
+_AHEAD_SLOTS = 240
+_TRACKS: dict[tuple[Any, ...], tuple[int, list[tuple[str, Labels, _Track]]]] = {}
+
+
+def _key(series: Series) -> tuple[Any, ...]:
+    fields = (series.points, series.shape, series.noise, series.resets, series.buckets)
+    return (
+        series.seed,
+        series.name,
+        series.type,
+        tuple(series.labels.items()),
+        *fields,
+        series.p50,
+        series.p99,
+    )
+
+
+def _cumulative(series: Series, slots: int) -> list[tuple[str, Labels, _Track]]:
+    """The tracks of a counter or histogram, covering at least ``slots`` slots: a
+    track's values never depend on how many slots follow them."""
+    key = _key(series)
+    cached = _TRACKS.get(key)
+    if cached is None or cached[0] < slots:
+        n = slots + _AHEAD_SLOTS
+        if series.type == "counter":
+            tracks = [(series.name, dict(series.labels), _counter_track(series, n))]
+        else:
+            tracks = _histogram_tracks(series, n)
+        cached = _TRACKS[key] = (n, tracks)
+    return cached[1]
+
+
 def _tracks(
     series: Series, upto_minute: float
 ) -> list[tuple[str, Labels, Callable[[float], float]]]:
@@ -166,9 +202,7 @@ def _tracks(
             return float(round(value)) if whole else value
 
         return [(series.name, dict(series.labels), gauge)]
-    if series.type == "counter":
-        return [(series.name, dict(series.labels), _counter_track(series, slots).at)]
-    return [(name, labels, t.at) for name, labels, t in _histogram_tracks(series, slots)]
+    return [(name, dict(labels), t.at) for name, labels, t in _cumulative(series, slots)]
 
 
 # --- public values --------------------------------------------------------------------

@@ -389,3 +389,22 @@ def test_log_lines_are_victorialogs_records(every: list[Incident]) -> None:
     assert first["_time"] == "2025-12-05T15:59:24.000Z"
     assert first["version"] == "5.13.0"
     assert first["service"] == "parcel-router"
+
+
+def test_a_live_rendering_is_quick_and_its_counters_never_depend_on_when_they_were_cached(
+    dev: list[Incident],
+) -> None:
+    counter = next(s for inc in dev for s in inc.series if s.type == "counter")
+    # a first value past the hour the tracks are computed ahead, then earlier ones
+    late = render.value_at(counter, 90.0)
+    early = render.value_at(counter, 1.0)
+    render._TRACKS.clear()
+    assert render.value_at(counter, 1.0) == early
+    assert render.value_at(counter, 90.0) == late
+    # with the same origin, the backfill's last sample is the exposition's 15 s earlier
+    backfill = {
+        (n, lab): (v, ts)
+        for n, lab, v, ts in _parse(render.openmetrics(dev[:1], END, minutes=2))[0]
+    }
+    live = {(n, lab): v for n, lab, v, _ in _parse(render.exposition(dev[:1], END - 15, END))[0]}
+    assert all(ts == END - 15 and live[k] == v for k, (v, ts) in backfill.items())
