@@ -73,6 +73,9 @@ class Premise(BaseModel):
     # no more than ``within_minutes`` later: the order of cause and effect
     after: tuple[str, ...] = ()
     within_minutes: float = Field(default=30.0, gt=0)
+    # and no sooner than this many minutes after it: a pool that filled long before its
+    # calls failed was not filled by them
+    later_by_minutes: float = Field(default=0.0, ge=0)
 
     @field_validator("name")
     @classmethod
@@ -103,6 +106,9 @@ class Rule(BaseModel):
     circumstantial: bool = False
     # the premises' series that carry one of these labels agree on it (one pod's memory)
     same_labels: tuple[str, ...] = ()
+    # minutes before the onset a change counts from (default: the book's): a volume that
+    # fills slowly began to fill long before a prediction of "full within hours" fired
+    lead_minutes: float | None = Field(default=None, gt=0)
 
 
 CIRCUMSTANTIAL_RANK = 2
@@ -241,13 +247,15 @@ def _moment(s: Series) -> float | None:
 
 
 def _follows(p: Premise, s: Series, held: Sequence[Series]) -> bool:
-    """``s`` changed after a held series of ``p.after`` did, within ``p.within_minutes``."""
+    """``s`` changed after a held series of ``p.after`` did, within ``p.within_minutes``
+    and at least ``p.later_by_minutes`` later."""
     if not p.after:
         return True
     began = s.value("change_began")
     causes = [m for o in held if o.query in p.after and (m := _moment(o)) is not None]
+    earliest = p.later_by_minutes * 60 if p.later_by_minutes else -_SLACK_S
     return began is not None and any(
-        m - _SLACK_S <= began <= m + p.within_minutes * 60 for m in causes
+        m + earliest <= began <= m + p.within_minutes * 60 for m in causes
     )
 
 
@@ -324,6 +332,7 @@ def evaluate(series: Sequence[Series], book: Rulebook | None = None) -> list[Fin
     book = book or rulebook()
     found: list[tuple[int, int, Finding]] = []
     for order, rule in enumerate(book.rules):
+        own = book.model_copy(update={"lead_minutes": rule.lead_minutes or book.lead_minutes})
         held: list[Series] = []
         ok = True
         names: set[str] = set()
@@ -333,7 +342,7 @@ def evaluate(series: Sequence[Series], book: Rulebook | None = None) -> list[Fin
                 (
                     s
                     for s in series
-                    if _holds(p, s, series, book)
+                    if _holds(p, s, series, own)
                     and _follows(p, s, held)
                     and _agrees(s, held, rule.same_labels)
                 ),

@@ -313,10 +313,20 @@ def test_a_logs_volume_still_shrinking_names_logs_whenever_its_fall_began() -> N
             persistentvolumeclaim="logs-app-0",
         )
 
-    # the fall began 100 minutes before the onset, before the rule window
-    assert "logs-volume-shrinking" in _rules([free(38)])
-    assert "logs-volume-filling" not in _rules([free(38)])
+    # the fall began 114 minutes before the onset, before even a volume rule's window
+    assert "logs-volume-shrinking" in _rules([free(10)])
     assert "logs-volume-shrinking" not in _rules([free(400)])
+
+
+def test_a_volume_may_have_begun_to_fill_long_before_its_prediction_fired() -> None:
+    # 100 minutes before the onset: outside the book's window, inside a volume rule's
+    assert rulebook().lead_minutes * 60 < 100 * 60 < 110 * 60
+    assert _rules([free_falling(38, 0.8, 0.003, "data-db-0")]) == ["volume-filling"]
+    # the book's window still holds for every other change
+    cpu = item(lambda i: 0.2 if i < 38 else 0.9, "cores", "cpu_usage", pod="api-0")
+    rps = item(lambda i: 100.0 if i < 38 else 300.0, "req/s", "request_rate", pod="api-0")
+    assert _rules([cpu, rps]) == []
+    assert _rules([free_falling(38, 0.8, 0.003, "data-db-0"), cpu, rps]) == ["volume-filling"]
 
 
 def test_a_heap_that_refills_to_its_maximum_after_a_restart_is_a_leak() -> None:
@@ -330,3 +340,39 @@ def test_a_heap_that_refills_to_its_maximum_after_a_restart_is_a_leak() -> None:
     assert _rules(run(1.45e9))[0] == "memory-leak-heap-refills"
     # a heap that never came near its maximum: the restart had another reason
     assert "memory-leak-heap-refills" not in _rules(run(6e8))
+
+
+def test_sessions_left_idle_in_transaction_hold_the_connections_without_pool_metrics() -> None:
+    idle = "idle in transaction"
+    oldest = item(lambda i: 0.4 if i < 200 else 9.0, "seconds", "longest_transaction", state=idle)
+    sessions = item(lambda i: 2.0 if i < 200 else 30.0, "count", "datastore_sessions", state=idle)
+    assert _rules([oldest, sessions])[0] == "idle-in-transaction-sessions"
+    # active sessions that rose are no transaction left open
+    active = item(lambda i: 2.0 if i < 200 else 30.0, "count", "datastore_sessions", state="active")
+    assert "idle-in-transaction-sessions" not in _rules([oldest, active])
+    assert "idle-in-transaction-sessions" not in _rules([sessions])
+
+
+def test_a_pool_that_filled_long_before_its_calls_failed_is_the_cause() -> None:
+    def pool(began: int) -> list[dict[str, Any]]:
+        climb = item(
+            lambda i: min(3 + max(i - began, 0) * 0.5, 40), "count", "pool_active", pool="fv"
+        )
+        top = item(lambda i: 40.0, "count", "pool_max", pool="fv")
+        return [climb, top]
+
+    def failing(began: int) -> list[dict[str, Any]]:
+        fails = item(lambda i: 0.0 if i < began else 2.0, "/s", "client_errors", dependency="fv")
+        slow = item(
+            lambda i: 0.15 if i < began else 4.9, "s", "client_latency_p99", dependency="fv"
+        )
+        ratio = item(
+            lambda i: 0.0 if i < began else 0.3, "ratio", "client_error_ratio", dependency="fv"
+        )
+        return [fails, slow, ratio]
+
+    # the pool filled over 40 minutes; the calls failed only once it was full
+    assert _rules([*pool(150), *failing(230)])[0] == "pool-filled-first"
+    # the calls failed first and the pool filled right after: the dependency is the cause
+    held = _rules([*pool(152), *failing(150)])
+    assert "pool-filled-first" not in held and held[0] == "dependency-failing"
