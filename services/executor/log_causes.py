@@ -51,6 +51,12 @@ class Signature(BaseModel):
     # diagnosis rules whose cause this signature's says more precisely: a name that
     # does not resolve is why the outgoing calls of "dependency-failing" fail
     refines: tuple[str, ...] = ()
+    # ``False``: the message says why a rule's premises changed, never that anything
+    # failed (logging was raised), so it names a cause only beside a rule it refines
+    alone: bool = True
+    # minutes before the onset its lines count from (default: the diagnosis rules'):
+    # a setting that starts a slow fill precedes the alert by longer than an error does
+    lead_minutes: float | None = Field(default=None, gt=0)
 
     _compiled: tuple[re.Pattern[str], ...] = PrivateAttr(default=())
 
@@ -158,11 +164,17 @@ def _commonest_unknown(unknown: Sequence[Logged], severity: int) -> int:
     return max(shapes.values(), default=0)
 
 
-def named(lines: Sequence[Logged], onset: float, book: Signatures | None = None) -> Named | None:
+def named(
+    lines: Sequence[Logged],
+    onset: float,
+    book: Signatures | None = None,
+    refining: str | None = None,
+) -> Named | None:
     """The signature most lines near ``onset`` match (the earliest first line breaks a tie),
     unless a message it does not know, as severe as its lines or more, was logged more
     often: the commonest error is what an SRE reads first, and a rarer known one beside it
-    is no cause of its own."""
+    is no cause of its own. ``refining``: only the signatures that refine this rule (a held
+    one); ``None``: only those that name a cause alone."""
     book = book or signatures()
     rules = rulebook()
     start, end = onset - rules.lead_minutes * 60, onset + rules.grace_minutes * 60
@@ -173,13 +185,20 @@ def named(lines: Sequence[Logged], onset: float, book: Signatures | None = None)
     best: Named | None = None
     rank = (0, math.inf)
     for signature in book.signatures:
+        if not (signature.alone if refining is None else refining in signature.refines):
+            continue
+        lead = signature.lead_minutes or rules.lead_minutes
         read = levels | {level.upper() for level in signature.levels}
         loud = (line for line in ordered if line.level.upper() in read)
         tagged = [(line, signature.pattern_of(line.message)) for line in loud]
         # a message logged before the window too is chronic, not this cause
-        chronic = {p for line, p in tagged if p >= 0 and line.at < start}
+        chronic = {p for line, p in tagged if p >= 0 and line.at < onset - lead * 60}
         hits = [(x, p) for x, p in tagged if p >= 0 and p not in chronic and x.at <= end]
-        if not hits or len(hits) < _commonest_unknown(unknown, min(x.severity for x, _ in hits)):
+        if not hits:
+            continue
+        # beside the rule it refines, a setting's line need not outnumber the errors
+        louder = _commonest_unknown(unknown, min(x.severity for x, _ in hits))
+        if signature.alone and len(hits) < louder:
             continue
         if (-len(hits), hits[0][0].at) < rank:
             first = _quoted_line(hits)
@@ -200,12 +219,15 @@ def _quoted_line(hits: Sequence[tuple[Logged, int]]) -> Logged:
 
 
 def near_onset(
-    lines: Sequence[Logged], series: Sequence[Series], alerts: Sequence[Alert]
+    lines: Sequence[Logged],
+    series: Sequence[Series],
+    alerts: Sequence[Alert],
+    refining: str | None = None,
 ) -> Named | None:
     """:func:`named` around the onset the series give, else the firing alerts' start."""
     moments = [s.onset for s in series if s.onset is not None]
     moments += [m.timestamp() for a in alerts if (m := parse_time(a.startsAt or ""))]
-    return named(lines, moments[0]) if moments else None
+    return named(lines, moments[0], refining=refining) if moments else None
 
 
 def unless_held(
@@ -214,15 +236,13 @@ def unless_held(
     series: Sequence[Series],
     alerts: Sequence[Alert],
 ) -> Named | None:
-    """:func:`near_onset`, unless a diagnosis rule that is more than circumstantial held
-    (``found``: the rule ids and causes that held) and the signature does not refine
-    the first such rule."""
+    """:func:`near_onset`; once a diagnosis rule that is more than circumstantial held
+    (``found``: the rule ids and causes that held), only a signature that refines the
+    first such rule."""
     strong = next((rule for rule, _ in found if not circumstantial(rule)), None)
-    hit = near_onset(lines, series, alerts)
     if strong is None:
-        return hit or after_deploy(lines, series)
-    refining = {s.id for s in signatures().signatures if strong in s.refines}
-    return hit if hit is not None and hit.id in refining else None
+        return near_onset(lines, series, alerts) or after_deploy(lines, series)
+    return near_onset(lines, series, alerts, refining=strong)
 
 
 def after_deploy(

@@ -334,3 +334,47 @@ def test_a_rejected_certificate_or_a_refusing_datastore_names_the_dependency() -
     # a buffer fills its volume when its sink refuses the writes
     hit = unless_held([("volume-filling", "x")], [_line(-4, flood, "WARN")], [], [_firing()])
     assert hit is not None and hit.id == "datastore-full"
+
+
+def test_raised_logging_names_why_a_volume_fills_only_beside_that_rule() -> None:
+    raised = _line(-100, "SET GLOBAL general_log = 'ON';  -- capture statements", "INFO")
+    booted = _line(-78, 'bootstrap complete {"app_env":"prod","log_level":"debug"}', "INFO")
+    filling = [("volume-filling", "the volume is filling up")]
+    for line in (raised, booted):
+        hit = unless_held(filling, [line], [], [_firing()])
+        assert hit is not None and hit.id == "logging-raised", line.message
+        # alone it says nothing failed: no cause without the rule it refines
+        assert unless_held([], [line], [], [_firing()]) is None
+        assert unless_held([("pool-exhausted", "x")], [line], [], [_firing()]) is None
+    # routine settings and a setting logged before the two hours name nothing
+    quiet = _line(-20, 'bootstrap complete {"log_level":"info"}', "INFO")
+    assert unless_held(filling, [quiet], [], [_firing()]) is None
+    old = _line(-130, "SET GLOBAL general_log = 'ON'", "INFO")
+    assert unless_held(filling, [old, raised], [], [_firing()]) is None
+
+
+def test_a_refining_signature_names_the_reason_even_beside_louder_other_errors() -> None:
+    flood = _line(-4, "flood stage disk watermark [95%] exceeded on [es-3]", "WARN")
+    refused = [_line(-m, "dial tcp 10.0.3.7:6379: connect: connection refused") for m in (9, 8, 7)]
+    hit = unless_held([("volume-filling", "x")], [flood, *refused], [], [_firing()])
+    assert hit is not None and hit.id == "datastore-full"
+
+
+def test_slow_outgoing_calls_name_why_transactions_stay_open_only_beside_that_rule() -> None:
+    slow = _line(
+        -9, "payvault: POST https://psp.example/v3/authorise took 6120ms (threshold 1000ms)", "WARN"
+    )
+    open_tx = [("idle-in-transaction-sessions", "sessions sit idle in transaction")]
+    hit = unless_held(open_tx, [slow], [], [_firing()])
+    assert hit is not None and hit.id == "slow-calls-in-transaction"
+    assert "psp.example" in hit.cause("en"), "the quote keeps the call's target"
+    assert unless_held([], [slow], [], [_firing()]) is None
+    assert unless_held([("volume-filling", "x")], [slow], [], [_firing()]) is None
+
+
+def test_a_leak_names_why_sessions_sit_idle_in_transaction() -> None:
+    leak = _line(
+        -9, "Datasource '<default>': Connection leak of ConnectionWrapper@3f6e1b2a", "WARN"
+    )
+    hit = unless_held([("idle-in-transaction-sessions", "x")], [leak], [], [_firing()])
+    assert hit is not None and hit.id == "connection-leak"
