@@ -62,7 +62,7 @@ def test_a_steady_produce_rate_is_stated_beside_a_growing_lag() -> None:
     stated = [r.series.query for r in diagnose(refs, "en").refs]
     assert "produce_rate" in stated  # steady, and still stated: the input did not rise
     claim = wording(produced, "en", templates()["series"])
-    assert "rate steady at 900/s" in claim, claim
+    assert "rate unchanged: steady at 900/s" in claim, claim
 
 
 def test_a_byte_rate_is_also_told_per_second_and_per_hour() -> None:
