@@ -238,11 +238,17 @@ def unless_held(
 ) -> Named | None:
     """:func:`near_onset`; once a diagnosis rule that is more than circumstantial held
     (``found``: the rule ids and causes that held), only a signature that refines the
-    first such rule."""
+    first such rule. Behind circumstantial rules alone, a signature that names a cause
+    on its own goes first, then one that refines the first of them."""
     strong = next((rule for rule, _ in found if not circumstantial(rule)), None)
-    if strong is None:
-        return near_onset(lines, series, alerts) or after_deploy(lines, series)
-    return near_onset(lines, series, alerts, refining=strong)
+    if strong is not None:
+        return near_onset(lines, series, alerts, refining=strong)
+    first = found[0][0] if found else None
+    return (
+        near_onset(lines, series, alerts)
+        or (near_onset(lines, series, alerts, refining=first) if first else None)
+        or after_deploy(lines, series)
+    )
 
 
 def after_deploy(

@@ -378,3 +378,30 @@ def test_a_leak_names_why_sessions_sit_idle_in_transaction() -> None:
     )
     hit = unless_held([("idle-in-transaction-sessions", "x")], [leak], [], [_firing()])
     assert hit is not None and hit.id == "connection-leak"
+
+
+def test_a_purged_cache_names_why_traffic_surged_only_beside_that_rule() -> None:
+    surge = [("traffic-surge", "a traffic surge")]
+    for message in (
+        'fastly: POST /service/4vQk/purge_all -> 200 {"status":"ok"}',
+        "deploy hook: release web-2025.07.14.1 rolled out, invalidating CDN",
+        "cloudfront: CreateInvalidation for distribution E2QWRUHAPOMQZL, paths /*",
+        "redis-cli -h sessions-cache FLUSHALL",
+    ):
+        hit = unless_held(surge, [_line(-14, message, "INFO")], [], [_firing()])
+        assert hit is not None and hit.id == "cache-purged", message
+        assert unless_held([], [_line(-14, message, "INFO")], [], [_firing()]) is None
+    routine = _line(-14, "cache hit c:coupon:SPRING25 ttl=287", "INFO")
+    assert unless_held(surge, [routine], [], [_firing()]) is None
+
+
+def test_slow_calls_name_why_consumers_fall_behind_even_behind_circumstance_alone() -> None:
+    lines = [_line(-m, "smtp delivery deferred", "WARN") for m in (27, 20, 5)]
+    behind = [("consumer-fell-behind", "a slow consumer")]
+    hit = unless_held(behind, lines, [], [_firing()])
+    assert hit is not None and hit.id == "consumer-calls-slow"
+    # a signature that names a cause on its own still goes first
+    oom = _line(-3, "java.lang.OutOfMemoryError: Java heap space")
+    hit = unless_held(behind, [*lines, oom, oom], [], [_firing()])
+    assert hit is not None and hit.id == "out-of-memory"
+    assert unless_held([("traffic-surge", "x")], lines, [], [_firing()]) is None
