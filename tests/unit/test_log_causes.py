@@ -405,3 +405,17 @@ def test_slow_calls_name_why_consumers_fall_behind_even_behind_circumstance_alon
     hit = unless_held(behind, [*lines, oom, oom], [], [_firing()])
     assert hit is not None and hit.id == "out-of-memory"
     assert unless_held([("traffic-surge", "x")], lines, [], [_firing()]) is None
+
+
+def test_a_datastore_that_lost_quorum_names_a_failing_dependency() -> None:
+    for message in (
+        "Error: Write failed. Insufficient number of drives online (cmd.InsufficientWriteQuorum)",
+        "org.apache.kafka.common.errors.NotEnoughReplicasException: Messages are rejected",
+        "Cannot achieve consistency level LOCAL_QUORUM",
+        "etcdserver: no quorum, request timed out",
+    ):
+        assert _cause([_line(-4, message)]) == "quorum-lost", message
+    hit = unless_held(
+        [("dependency-failing", "x")], [_line(-4, "write quorum not met")], [], [_firing()]
+    )
+    assert hit is not None and hit.id == "quorum-lost"
