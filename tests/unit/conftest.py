@@ -11,6 +11,9 @@ import pytest
 from httpx._config import create_ssl_context
 from httpx._transports import default as httpx_transports
 
+from evals.incidents.model import Incident
+from tests.support.incident_splits import Sealed, sealed
+
 
 @pytest.fixture(autouse=True, scope="session")
 def _one_default_tls_context() -> Iterator[None]:
@@ -37,3 +40,21 @@ def _one_default_tls_context() -> Iterator[None]:
     patch.setattr(httpx_transports, "create_ssl_context", shared)
     yield
     patch.undo()
+
+
+@pytest.fixture(scope="session")
+def dev() -> list[Incident]:
+    """The incident suite's dev split."""
+    return sealed("dev")
+
+
+@pytest.fixture(scope="session")
+def held() -> list[Incident]:
+    """The frozen test split, sealed: a failure names no detail of it."""
+    return sealed("test")
+
+
+@pytest.fixture(scope="session")
+def every(dev: list[Incident], held: list[Incident]) -> list[Incident]:
+    """Both splits, sealed."""
+    return Sealed([*dev, *held])

@@ -9,23 +9,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-import pytest
-
 from evals.incidents import render
 from evals.incidents.model import Incident, Series
 from evals.incidents.score import _compiled, score, shown_in
-from tests.support.incident_splits import Sealed, by_id, sealed
-
-
-@pytest.fixture(scope="module")
-def dev() -> list[Incident]:
-    return sealed("dev")
-
-
-@pytest.fixture(scope="module")
-def every(dev: list[Incident]) -> list[Incident]:
-    return Sealed([*dev, *sealed("test")])
-
+from tests.support.incident_splits import by_id
 
 # --- the alerts fire at minute 0 (dev split, evaluated by hand) -------------------------
 
