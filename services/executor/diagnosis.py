@@ -332,7 +332,11 @@ def evaluate(series: Sequence[Series], book: Rulebook | None = None) -> list[Fin
     book = book or rulebook()
     found: list[tuple[int, int, Finding]] = []
     for order, rule in enumerate(book.rules):
-        own = book.model_copy(update={"lead_minutes": rule.lead_minutes or book.lead_minutes})
+        own = (
+            book.model_copy(update={"lead_minutes": rule.lead_minutes})
+            if rule.lead_minutes
+            else book
+        )
         held: list[Series] = []
         ok = True
         names: set[str] = set()
